@@ -1,0 +1,145 @@
+/* `proctor doctor`: what this host supports, and which isolation `auto` would use. */
+#include "cmd_doctor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "jail/cgroup.h"
+#include "sandbox.h"
+#include "util.h"
+
+struct check {
+	const char *name;
+	const char *state; /* "ok", "missing" or "info" */
+	char detail[512];
+};
+
+#define MAX_CHECKS 24
+
+static void add(struct check *c, size_t *n, const char *name, const char *state,
+		const char *detail)
+{
+	if (*n >= MAX_CHECKS)
+		return;
+	c[*n].name = name;
+	c[*n].state = state;
+	snprintf(c[*n].detail, sizeof(c[*n].detail), "%s", detail);
+	(*n)++;
+}
+
+static bool find_on_path(const char *prog, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		snprintf(buf, len, "%.*s/%s", (int)n, path, prog);
+		if (n > 0 && access(buf, X_OK) == 0)
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	static const char *const ns[] = {"user", "pid", "net", "mnt", "ipc", "uts", "cgroup"};
+	struct check c[MAX_CHECKS];
+	size_t n = 0;
+	char buf[512], path[512];
+	bool json = false;
+	struct err e;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--help") == 0) {
+			printf("usage: proctor doctor [--json]\n\n"
+			       "Say what this host supports and which isolation 'auto' uses.\n\n"
+			       "EXIT STATUS\n  0  some isolation backend works here\n"
+			       "  1  none does\n  2  usage error\n");
+			return 0;
+		} else {
+			fprintf(stderr, "proctor: doctor: unknown option '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+
+	add(c, &n, "root", geteuid() == 0 ? "ok" : "missing",
+	    geteuid() == 0 ? "running as root" : "the jail needs root");
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns[i]);
+		bool have = access(path, F_OK) == 0;
+		snprintf(buf, sizeof(buf), "%s namespaces %s", ns[i],
+			 have ? "available" : "not in this kernel");
+		add(c, &n, ns[i], have ? "ok" : "missing", buf);
+	}
+	enum cgroup_layout layout;
+	char detail[512];
+	if (cgroup_detect(&layout, detail, sizeof(detail), &e) == 0) {
+		snprintf(buf, sizeof(buf), "%s: %s", cgroup_layout_name(layout), detail);
+		add(c, &n, "cgroups", "ok", buf);
+	} else {
+		add(c, &n, "cgroups", "missing", e.msg);
+	}
+	char actions[256] = "";
+	struct err ignored;
+	bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+	read_file_at(AT_FDCWD, "/proc/sys/kernel/seccomp/actions_avail", actions, sizeof(actions),
+		     &ignored);
+	actions[strcspn(actions, "\n")] = '\0';
+	snprintf(buf, sizeof(buf), "seccomp filters %s%s%s", seccomp ? "available" : "unavailable",
+		 actions[0] ? "; actions: " : "", actions);
+	add(c, &n, "seccomp", seccomp && strstr(actions, "kill_process") ? "ok" : "missing", buf);
+	bool kvm = host_has_kvm(buf, sizeof(buf));
+	add(c, &n, "kvm", kvm ? "ok" : "missing", buf);
+	if (find_on_path("qemu-system-x86_64", path, sizeof(path)))
+		snprintf(buf, sizeof(buf), "%s", path);
+	else
+		snprintf(buf, sizeof(buf), "qemu-system-x86_64 not on PATH");
+	add(c, &n, "qemu", access(path, X_OK) == 0 ? "ok" : "missing", buf);
+
+	size_t nb;
+	const struct sandbox_ops *const *b = sandbox_backends(&nb);
+	for (size_t i = 0; i < nb; i++) {
+		if (b[i]->probe(&e) == 0)
+			snprintf(buf, sizeof(buf), "backend '%s' works here", b[i]->name);
+		else
+			snprintf(buf, sizeof(buf), "backend '%s' cannot work: %s", b[i]->name,
+				 e.msg);
+		add(c, &n, b[i]->name, b[i]->probe(&e) == 0 ? "ok" : "missing", buf);
+	}
+	add(c, &n, "vm", "missing", "microVM backend: not in this build yet");
+
+	const struct sandbox_ops *chosen = NULL;
+	char why[256];
+	int rc = sandbox_select("auto", &chosen, why, sizeof(why), &e);
+
+	if (json) {
+		json_t *o = json_object(), *arr = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "name", c[i].name,
+							     "state", c[i].state, "detail",
+							     c[i].detail));
+		json_object_set_new(o, "checks", arr);
+		json_object_set_new(o, "auto", rc == 0 ? json_string(chosen->name) : json_null());
+		json_object_set_new(o, "auto_reason", json_string(rc == 0 ? why : e.msg));
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		json_decref(o);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			printf("%-8s %-8s %s\n", c[i].state, c[i].name, c[i].detail);
+		printf("\nauto isolation: %s\n", rc == 0 ? why : e.msg);
+	}
+	return rc == 0 ? 0 : 1;
+}

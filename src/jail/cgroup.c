@@ -1,0 +1,450 @@
+/* Process Isolator -- control groups: per-slot limits, accounting and kill, v1-hybrid or v2. */
+#include "jail/cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define CG_ROOT "/sys/fs/cgroup"
+
+const char *cgroup_layout_name(enum cgroup_layout l)
+{
+	switch (l) {
+	case CGROUP_HYBRID:
+		return "hybrid (v1 controllers, v2 at " CG_ROOT "/unified)";
+	case CGROUP_V1:
+		return "v1";
+	case CGROUP_V2:
+		return "v2 (unified)";
+	case CGROUP_NONE:
+		break;
+	}
+	return "none";
+}
+
+static bool is_cgroup2(const char *path)
+{
+	struct statfs sf;
+
+	return statfs(path, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* The v2 group Proctor manages: the delegated group we were started in. */
+static int v2_base(char *buf, size_t len, struct err *e)
+{
+	char text[4096];
+	char *p, *nl;
+
+	if (read_file_at(AT_FDCWD, "/proc/self/cgroup", text, sizeof(text), e) < 0)
+		return -1;
+	p = strstr(text, "0::");
+	if (!p)
+		return err_set(e, 0, "no v2 entry in /proc/self/cgroup");
+	p += 3;
+	nl = strchr(p, '\n');
+	if (nl)
+		*nl = '\0';
+	/* A second proctor started in the same service group finds the first
+	 * one's leaf; manage the service group itself. */
+	size_t plen = strlen(p);
+	if (plen >= 11 && strcmp(p + plen - 11, "/supervisor") == 0)
+		p[plen - 11] = '\0';
+	if (strcmp(p, "/") == 0)
+		p[0] = '\0';
+	if ((size_t)snprintf(buf, len, CG_ROOT "%s", p) >= len)
+		return err_set(e, ENAMETOOLONG, "cgroup path");
+	return 0;
+}
+
+int cgroup_detect(enum cgroup_layout *ret, char *detail, size_t detail_len, struct err *e)
+{
+	char base[4096], ctl[512] = "";
+
+	if (is_cgroup2(CG_ROOT)) {
+		if (v2_base(base, sizeof(base), e) < 0)
+			return -1;
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/cgroup.controllers", base);
+		struct err ignored;
+		if (read_file_at(AT_FDCWD, path, ctl, sizeof(ctl), &ignored) < 0)
+			ctl[0] = '\0';
+		ctl[strcspn(ctl, "\n")] = '\0';
+		if (!strstr(ctl, "memory") || !strstr(ctl, "pids"))
+			return err_set(e, 0,
+				       "cgroup v2: '%s' does not delegate the memory and pids "
+				       "controllers (has: '%s')",
+				       base, ctl);
+		snprintf(detail, detail_len, "managing %s; controllers: %s", base, ctl);
+		*ret = CGROUP_V2;
+		return 0;
+	}
+	static const char *const need[] = {"memory", "pids", "cpuacct"};
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), CG_ROOT "/%s/cgroup.procs", need[i]);
+		if (!exists(path))
+			return err_set(e, 0, "cgroup v1: controller '%s' is not mounted at %s/%s",
+				       need[i], CG_ROOT, need[i]);
+	}
+	bool unified = is_cgroup2(CG_ROOT "/unified");
+	snprintf(detail, detail_len, "v1 memory, pids, cpuacct%s%s",
+		 exists(CG_ROOT "/memory/memory.memsw.limit_in_bytes") ? " (with swap accounting)"
+									: "",
+		 unified ? "; v2 at " CG_ROOT "/unified for cgroup.kill"
+			 : "; no v2 mount: kill by walking cgroup.procs");
+	*ret = unified ? CGROUP_HYBRID : CGROUP_V1;
+	return 0;
+}
+
+static int open_group(const char *parent, unsigned index, struct err *e)
+{
+	char path[4300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/proctor/slot%u", parent, index);
+	if (mkdir_p_at(AT_FDCWD, path, 0755, (uid_t)-1, 0, e) < 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, errno, "open cgroup '%s'", path);
+	return fd;
+}
+
+/* v2: make `base` able to hand memory/pids/cpu to children.  A group with
+ * processes in it cannot, so proctor moves itself into a leaf first. */
+static int v2_prepare(const char *base, unsigned index, int *ret_slot, struct err *e)
+{
+	char path[4400], procs[64];
+	struct err ignored;
+	int base_fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC), slot_fd;
+
+	if (base_fd < 0)
+		return err_set(e, errno, "open cgroup '%s'", base);
+	if (strcmp(base, CG_ROOT) != 0 &&
+	    read_file_at(base_fd, "cgroup.procs", procs, sizeof(procs), &ignored) == 0 &&
+	    procs[0] != '\0') {
+		if (mkdirat(base_fd, "supervisor", 0755) < 0 && errno != EEXIST) {
+			close(base_fd);
+			return err_set(e, errno, "mkdir '%s/supervisor'", base);
+		}
+		if (write_file_at(base_fd, "supervisor/cgroup.procs", "0", e) < 0) {
+			close(base_fd);
+			return err_wrap(e, "move proctor into '%s/supervisor'", base);
+		}
+	}
+	write_file_at(base_fd, "cgroup.subtree_control", "+memory +pids +cpu", &ignored);
+	close(base_fd);
+	snprintf(path, sizeof(path), "%s/proctor", base);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return err_set(e, errno, "mkdir '%s'", path);
+	snprintf(path, sizeof(path), "%s/proctor/cgroup.subtree_control", base);
+	if (write_file_at(AT_FDCWD, path, "+memory +pids", e) < 0)
+		return err_wrap(e, "enable memory and pids below '%s/proctor'", base);
+	write_file_at(AT_FDCWD, path, "+cpu", &ignored);
+	slot_fd = open_group(base, index, e);
+	if (slot_fd < 0)
+		return -1;
+	/* The run's leaf gets its own pids counters; memory stays on the slot. */
+	if (write_file_at(slot_fd, "cgroup.subtree_control", "+pids", e) < 0) {
+		close(slot_fd);
+		return err_wrap(e, "enable pids below slot %u", index);
+	}
+	*ret_slot = slot_fd;
+	return 0;
+}
+
+int cgroup_slot_open(struct cgroup_slot *cg, unsigned index, struct err *e)
+{
+	char detail[512];
+
+	*cg = (struct cgroup_slot){.index = index,
+				   .mem_fd = -1,
+				   .cpu_fd = -1,
+				   .pids_fd = -1,
+				   .kill_fd = -1,
+				   .run_fd = -1,
+				   .peak_fd = -1};
+	if (cgroup_detect(&cg->layout, detail, sizeof(detail), e) < 0)
+		return -1;
+	if (cg->layout == CGROUP_V2) {
+		char base[4096];
+		int fd = -1;
+		if (v2_base(base, sizeof(base), e) < 0 || v2_prepare(base, index, &fd, e) < 0)
+			return -1;
+		cg->mem_fd = fd;
+		cg->cpu_fd = dup(fd);
+		cg->pids_fd = dup(fd);
+		cg->kill_fd = dup(fd);
+	} else {
+		if ((cg->mem_fd = open_group(CG_ROOT "/memory", index, e)) < 0 ||
+		    (cg->cpu_fd = open_group(CG_ROOT "/cpuacct", index, e)) < 0 ||
+		    (cg->pids_fd = open_group(CG_ROOT "/pids", index, e)) < 0)
+			goto out_close;
+		if (cg->layout == CGROUP_HYBRID &&
+		    (cg->kill_fd = open_group(CG_ROOT "/unified", index, e)) < 0)
+			goto out_close;
+	}
+	/* A dead owner may have left processes or a run group behind. */
+	if (cgroup_kill_all(cg, e) < 0)
+		goto out_close;
+	if (unlinkat(cg->pids_fd, "run", AT_REMOVEDIR) < 0 && errno != ENOENT) {
+		err_set(e, errno, "remove stale run group of slot %u", index);
+		goto out_close;
+	}
+	return 0;
+out_close:
+	cgroup_slot_close(cg);
+	return -1;
+}
+
+void cgroup_slot_close(struct cgroup_slot *cg)
+{
+	xclose(cg->mem_fd);
+	xclose(cg->cpu_fd);
+	xclose(cg->pids_fd);
+	xclose(cg->kill_fd);
+	xclose(cg->run_fd);
+	xclose(cg->peak_fd);
+	cg->mem_fd = cg->cpu_fd = cg->pids_fd = cg->kill_fd = cg->run_fd = cg->peak_fd = -1;
+}
+
+static int read_u64_at(int dirfd, const char *file, uint64_t *ret, struct err *e)
+{
+	char buf[64];
+
+	if (read_file_at(dirfd, file, buf, sizeof(buf), e) < 0)
+		return -1;
+	if (parse_u64(buf, strcspn(buf, "\n"), ret) < 0)
+		return err_set(e, 0, "unexpected content in '%s'", file);
+	return 0;
+}
+
+static int read_field_at(int dirfd, const char *file, const char *key, uint64_t *ret,
+			 struct err *e)
+{
+	char buf[8192];
+
+	if (read_file_at(dirfd, file, buf, sizeof(buf), e) < 0)
+		return -1;
+	if (stat_field(buf, key, ret) < 0)
+		return err_set(e, 0, "no '%s' in '%s'", key, file);
+	return 0;
+}
+
+static int read_cpu_ns(struct cgroup_slot *cg, uint64_t *ret, struct err *e)
+{
+	if (cg->layout != CGROUP_V2)
+		return read_u64_at(cg->cpu_fd, "cpuacct.usage", ret, e);
+	uint64_t usec;
+	if (read_field_at(cg->cpu_fd, "cpu.stat", "usage_usec", &usec, e) < 0)
+		return -1;
+	*ret = usec * 1000;
+	return 0;
+}
+
+static int read_oom_kills(struct cgroup_slot *cg, uint64_t *ret, struct err *e)
+{
+	if (cg->layout == CGROUP_V2)
+		return read_field_at(cg->mem_fd, "memory.events", "oom_kill", ret, e);
+	return read_field_at(cg->mem_fd, "memory.oom_control", "oom_kill", ret, e);
+}
+
+int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds,
+		     size_t *ret_nfds, struct err *e)
+{
+	char val[32];
+	size_t n = 0;
+	int fds[CGROUP_MAX_JOIN];
+	struct err ignored;
+
+	/*
+	 * SECURITY: the memory hard limit covers the program's memory plus the
+	 * writable tmpfs (its pages are charged to the writer's group), so a
+	 * full disk is ENOSPC rather than an OOM kill; the program's own
+	 * anonymous memory is held to the memory limit by the supervisor's
+	 * sampling (jail.c), and never exceeds memory + disk.
+	 */
+	cg->mem_limit_bytes = l->memory_bytes;
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)(l->memory_bytes + l->disk_bytes));
+	if (cg->layout == CGROUP_V2) {
+		if (write_file_at(cg->mem_fd, "memory.max", val, e) < 0)
+			return err_wrap(e, "set memory limit");
+		if (write_file_at(cg->mem_fd, "memory.swap.max", "0", e) < 0 && e->errnum != ENOENT)
+			return err_wrap(e, "disable swap");
+		write_file_at(cg->mem_fd, "memory.oom.group", "1", &ignored);
+		xclose(cg->peak_fd);
+		cg->peak_fd = openat(cg->mem_fd, "memory.peak", O_RDWR | O_CLOEXEC);
+		if (cg->peak_fd >= 0 && write(cg->peak_fd, "reset\n", 6) < 0)
+			cg->peak_fd = xclose(cg->peak_fd); /* kernel < 6.12: sample instead */
+	} else {
+		/* memsw must stay >= limit: raise memsw first when growing. */
+		write_file_at(cg->mem_fd, "memory.memsw.limit_in_bytes", "-1", &ignored);
+		if (write_file_at(cg->mem_fd, "memory.limit_in_bytes", val, e) < 0)
+			return err_wrap(e, "set memory limit");
+		if (faccessat(cg->mem_fd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0 &&
+		    write_file_at(cg->mem_fd, "memory.memsw.limit_in_bytes", val, e) < 0)
+			return err_wrap(e, "set memory+swap limit");
+		if (write_file_at(cg->mem_fd, "memory.max_usage_in_bytes", "0", e) < 0)
+			return err_wrap(e, "reset peak memory");
+	}
+	if (read_cpu_ns(cg, &cg->cpu_base_ns, e) < 0 || read_oom_kills(cg, &cg->oom_base, e) < 0)
+		return -1;
+	cg->sampled_peak_bytes = cg->sampled_peak_pids = 0;
+
+	if (mkdirat(cg->pids_fd, "run", 0755) < 0)
+		return err_set(e, errno, "create run group of slot %u", cg->index);
+	cg->run_fd = openat(cg->pids_fd, "run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg->run_fd < 0)
+		return err_set(e, errno, "open run group");
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)l->pids);
+	if (write_file_at(cg->run_fd, "pids.max", val, e) < 0)
+		return err_wrap(e, "set pids limit");
+
+	/* The program joins every hierarchy it is accounted in. */
+	int dirs[CGROUP_MAX_JOIN] = {cg->run_fd, -1, -1, -1};
+	size_t ndirs = 1;
+	if (cg->layout != CGROUP_V2) {
+		dirs[ndirs++] = cg->mem_fd;
+		dirs[ndirs++] = cg->cpu_fd;
+		if (cg->kill_fd >= 0)
+			dirs[ndirs++] = cg->kill_fd;
+	}
+	for (size_t i = 0; i < ndirs; i++) {
+		fds[n] = openat(dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		if (fds[n] < 0) {
+			int saved = errno;
+			while (n > 0)
+				close(fds[--n]);
+			return err_set(e, saved, "open cgroup.procs");
+		}
+		n++;
+	}
+	memcpy(ret_fds, fds, n * sizeof(int));
+	*ret_nfds = n;
+	return 0;
+}
+
+int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
+{
+	uint64_t v;
+	struct err ignored;
+	char stat[8192];
+
+	*u = (struct cgroup_usage){0};
+	if (read_cpu_ns(cg, &v, e) < 0)
+		return -1;
+	u->cpu_ns = v > cg->cpu_base_ns ? v - cg->cpu_base_ns : 0;
+	if (read_oom_kills(cg, &v, e) < 0)
+		return -1;
+	u->oom_kills = v - cg->oom_base;
+
+	if (read_file_at(cg->mem_fd, "memory.stat", stat, sizeof(stat), e) < 0)
+		return -1;
+	if (stat_field(stat, cg->layout == CGROUP_V2 ? "anon" : "total_rss", &u->anon_bytes) < 0)
+		u->anon_bytes = 0;
+
+	uint64_t cur = 0;
+	read_u64_at(cg->mem_fd, cg->layout == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes",
+		    &cur, &ignored);
+	if (cur > cg->sampled_peak_bytes)
+		cg->sampled_peak_bytes = cur;
+	if (cg->layout != CGROUP_V2) {
+		if (read_u64_at(cg->mem_fd, "memory.max_usage_in_bytes", &u->peak_bytes, e) < 0)
+			return -1;
+	} else if (cg->peak_fd >= 0) {
+		char buf[64];
+		ssize_t r = pread(cg->peak_fd, buf, sizeof(buf) - 1, 0);
+		if (r > 0 && parse_u64(buf, strcspn(buf, "\n"), &v) == 0)
+			u->peak_bytes = v;
+	}
+	if (u->peak_bytes < cg->sampled_peak_bytes)
+		u->peak_bytes = cg->sampled_peak_bytes;
+
+	if (cg->run_fd >= 0) {
+		if (read_u64_at(cg->run_fd, "pids.current", &cur, &ignored) == 0 &&
+		    cur > cg->sampled_peak_pids)
+			cg->sampled_peak_pids = cur;
+		if (read_u64_at(cg->run_fd, "pids.peak", &v, &ignored) == 0 &&
+		    v > cg->sampled_peak_pids)
+			cg->sampled_peak_pids = v;
+		if (read_field_at(cg->run_fd, "pids.events", "max", &v, &ignored) == 0)
+			u->pids_max_hit = v > 0;
+	}
+	u->peak_pids = cg->sampled_peak_pids;
+	return 0;
+}
+
+static bool group_empty(struct cgroup_slot *cg)
+{
+	char buf[256];
+	struct err ignored;
+	uint64_t populated;
+
+	if (cg->kill_fd >= 0 &&
+	    read_file_at(cg->kill_fd, "cgroup.events", buf, sizeof(buf), &ignored) == 0 &&
+	    stat_field(buf, "populated", &populated) == 0)
+		return populated == 0;
+	/* v1 only: the memory group holds every process of the sandbox. */
+	if (read_file_at(cg->mem_fd, "cgroup.procs", buf, sizeof(buf), &ignored) < 0)
+		return false;
+	return buf[0] == '\0';
+}
+
+/* v1 without a v2 mount: kill what cgroup.procs lists until nothing is left. */
+static void kill_listed(struct cgroup_slot *cg)
+{
+	char buf[65536];
+	struct err ignored;
+
+	if (read_file_at(cg->mem_fd, "cgroup.procs", buf, sizeof(buf), &ignored) < 0)
+		return;
+	for (char *p = buf; *p;) {
+		size_t len = strcspn(p, "\n");
+		uint64_t pid;
+		if (parse_u64(p, len, &pid) == 0 && pid > 1)
+			kill((pid_t)pid, SIGKILL);
+		p += len + (p[len] == '\n');
+	}
+}
+
+int cgroup_kill_all(struct cgroup_slot *cg, struct err *e)
+{
+	struct timespec tick = {0, 1000000};
+	struct err ignored;
+
+	for (int i = 0; i < 5000; i++) {
+		if (group_empty(cg))
+			return 0;
+		if (cg->kill_fd >= 0) {
+			if (i % 100 == 0 &&
+			    write_file_at(cg->kill_fd, "cgroup.kill", "1", &ignored) < 0)
+				kill_listed(cg);
+		} else {
+			kill_listed(cg);
+		}
+		nanosleep(&tick, NULL);
+	}
+	return err_set(e, 0, "processes of slot %u survived SIGKILL for 5 s", cg->index);
+}
+
+void cgroup_run_end(struct cgroup_slot *cg)
+{
+	cg->run_fd = xclose(cg->run_fd);
+	cg->peak_fd = xclose(cg->peak_fd);
+	if (cg->pids_fd >= 0)
+		unlinkat(cg->pids_fd, "run", AT_REMOVEDIR);
+}

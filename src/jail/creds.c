@@ -1,0 +1,64 @@
+/* Process Isolator -- credentials and rlimits: what the program runs as and with. */
+#include "jail/creds.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static int set_limit(int resource, const char *name, rlim_t soft, rlim_t hard, struct err *e)
+{
+	struct rlimit rl = {.rlim_cur = soft, .rlim_max = hard};
+
+	if (setrlimit(resource, &rl) < 0)
+		return err_set(e, errno, "setrlimit %s", name);
+	return 0;
+}
+
+int creds_set_rlimits(const struct limits *l, struct err *e)
+{
+	/* CPU: the cgroup total is the real limit (jail.c samples it); this
+	 * per-process backstop only fires if the supervisor were stalled. */
+	rlim_t cpu_s = (rlim_t)(l->cpu_ms / 1000 + 2);
+
+	if (set_limit(RLIMIT_CORE, "core", 0, 0, e) < 0 ||
+	    set_limit(RLIMIT_FSIZE, "fsize", l->fsize_bytes, l->fsize_bytes, e) < 0 ||
+	    set_limit(RLIMIT_NOFILE, "nofile", l->nofile, l->nofile, e) < 0 ||
+	    set_limit(RLIMIT_CPU, "cpu", cpu_s, cpu_s + 1, e) < 0 ||
+	    /* Counted per uid host-wide, which is why each slot has its own
+	     * uid; the pids cgroup is the real limit. */
+	    set_limit(RLIMIT_NPROC, "nproc", l->pids, l->pids, e) < 0 ||
+	    set_limit(RLIMIT_MEMLOCK, "memlock", 0, 0, e) < 0 ||
+	    set_limit(RLIMIT_MSGQUEUE, "msgqueue", 0, 0, e) < 0)
+		return -1;
+	return 0;
+}
+
+int creds_drop(uid_t uid, gid_t gid, struct err *e)
+{
+	/* SECURITY: clear the bounding set while we still hold CAP_SETPCAP, so
+	 * no execve can ever regain a capability, and the ambient set. */
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return err_set(e, errno, "drop capability %d from the bounding set", cap);
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return err_set(e, errno, "clear ambient capabilities");
+	/* SECURITY: groups first, while we are still root; then gid, then uid.
+	 * Changing all three uids away from 0 clears the permitted and
+	 * effective capability sets (no SECBIT_KEEP_CAPS). */
+	if (setgroups(1, &gid) < 0)
+		return err_set(e, errno, "setgroups");
+	if (setresgid(gid, gid, gid) < 0)
+		return err_set(e, errno, "setresgid %u", (unsigned)gid);
+	if (setresuid(uid, uid, uid) < 0)
+		return err_set(e, errno, "setresuid %u", (unsigned)uid);
+	/* SECURITY: setuid binaries and file capabilities no longer elevate. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return err_set(e, errno, "set no_new_privs");
+	return 0;
+}

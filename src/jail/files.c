@@ -1,0 +1,168 @@
+/* Process Isolator -- moving files into and out of a sandbox's writable tree. */
+#include "jail/files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *e)
+{
+	char buf[65536];
+	uint64_t total = 0;
+
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return err_set(e, errno, "read '%s'", what);
+		}
+		if (n == 0)
+			return 0;
+		total += (uint64_t)n;
+		if (total > max)
+			return err_set(e, EFBIG, "'%s' is larger than %llu bytes", what,
+				       (unsigned long long)max);
+		if (write_all(out, buf, (size_t)n) < 0)
+			return err_set(e, errno, "write '%s'", what);
+	}
+}
+
+static int parent_dirs(int scratch_fd, const char *rel, uid_t uid, gid_t gid, struct err *e)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(rel, '/');
+
+	if (!slash)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
+	return mkdir_p_at(scratch_fd, dir, 0755, uid, gid, e);
+}
+
+static int put_file(int scratch_fd, int src, const struct stat *st, const char *host_path,
+		    const char *rel, uid_t uid, gid_t gid, struct err *e)
+{
+	mode_t mode = (st->st_mode & 0111) ? 0755 : 0644;
+	int dst = open_beneath(scratch_fd, rel, O_WRONLY | O_CREAT | O_TRUNC, mode);
+
+	if (dst < 0)
+		return err_set(e, errno, "create '%s' in the sandbox", rel);
+	int rc = copy_fd(src, dst, UINT64_MAX, host_path, e);
+	if (rc == 0 && (fchown(dst, uid, gid) < 0 || fchmod(dst, mode) < 0))
+		rc = err_set(e, errno, "set owner of '%s'", rel);
+	close(dst);
+	return rc;
+}
+
+static int put_tree(int scratch_fd, int dir_fd, const char *host_path, const char *rel, uid_t uid,
+		    gid_t gid, int depth, struct err *e)
+{
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (depth > 64)
+		return err_set(e, ELOOP, "'%s' is nested too deeply", host_path);
+	if (mkdir_p_at(scratch_fd, rel, 0755, uid, gid, e) < 0)
+		return -1;
+	d = fdopendir(dir_fd);
+	if (!d)
+		return err_set(e, errno, "read directory '%s'", host_path);
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		char sub_host[PATH_MAX], sub_rel[PATH_MAX];
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path,
+				     de->d_name) >= sizeof(sub_host) ||
+		    (size_t)snprintf(sub_rel, sizeof(sub_rel), "%s/%s", rel, de->d_name) >=
+			    sizeof(sub_rel)) {
+			rc = err_set(e, ENAMETOOLONG, "path below '%s'", host_path);
+			break;
+		}
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0) {
+			rc = err_set(e, errno, "'%s'", sub_host);
+			break;
+		}
+		if (fstat(fd, &st) < 0) {
+			rc = err_set(e, errno, "stat '%s'", sub_host);
+			close(fd);
+		} else if (S_ISDIR(st.st_mode)) {
+			rc = put_tree(scratch_fd, fd, sub_host, sub_rel, uid, gid, depth + 1, e);
+		} else if (S_ISREG(st.st_mode)) {
+			rc = put_file(scratch_fd, fd, &st, sub_host, sub_rel, uid, gid, e);
+			close(fd);
+		} else {
+			rc = err_set(e, 0, "'%s' is not a regular file or directory", sub_host);
+			close(fd);
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid, gid_t gid,
+	      struct err *e)
+{
+	struct stat st;
+	int fd = open(host_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return err_set(e, errno, "'%s'", host_path);
+	if (fstat(fd, &st) < 0) {
+		int saved = errno;
+		close(fd);
+		return err_set(e, saved, "stat '%s'", host_path);
+	}
+	if (parent_dirs(scratch_fd, rel, uid, gid, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode))
+		return put_tree(scratch_fd, fd, host_path, rel, uid, gid, 0, e); /* owns fd */
+	int rc;
+	if (S_ISREG(st.st_mode))
+		rc = put_file(scratch_fd, fd, &st, host_path, rel, uid, gid, e);
+	else
+		rc = err_set(e, 0, "'%s' is not a regular file or directory", host_path);
+	close(fd);
+	return rc;
+}
+
+int files_get(int scratch_fd, const char *rel, const char *host_path, uint64_t max_bytes,
+	      struct err *e)
+{
+	struct stat st;
+	/* O_NONBLOCK: opening a FIFO the program left there must not block us;
+	 * device nodes cannot exist on the nodev scratch tmpfs. */
+	int src = open_beneath(scratch_fd, rel, O_RDONLY | O_NONBLOCK, 0), dst, rc;
+
+	if (src < 0) {
+		if (errno == ELOOP || errno == EXDEV)
+			return err_set(e, 0, "sandbox file '%s' is a symlink or leaves the sandbox",
+				       rel);
+		return err_set(e, errno, "sandbox file '%s'", rel);
+	}
+	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(src);
+		return err_set(e, 0, "sandbox file '%s' is not a regular file", rel);
+	}
+	dst = open(host_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (dst < 0) {
+		int saved = errno;
+		close(src);
+		return err_set(e, saved, "'%s'", host_path);
+	}
+	rc = copy_fd(src, dst, max_bytes, rel, e);
+	close(src);
+	close(dst);
+	return rc;
+}

@@ -1,0 +1,27 @@
+/* Process Isolator -- moving files into and out of a sandbox's writable tree. */
+#ifndef PROCTOR_JAIL_FILES_H
+#define PROCTOR_JAIL_FILES_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/*
+ * Copy a host file or directory tree to `rel` below scratch_fd, owned by
+ * uid/gid.  Destination components are opened with openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS), so links planted by an earlier run are never
+ * followed.  Host symlinks inside a copied directory are refused.
+ */
+int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid, gid_t gid,
+	      struct err *e);
+
+/*
+ * Copy the regular file `rel` below scratch_fd to host_path, at most
+ * max_bytes.  A symlink, directory, FIFO or device is refused without being
+ * opened for reading; nothing outside the scratch tree can be reached.
+ */
+int files_get(int scratch_fd, const char *rel, const char *host_path, uint64_t max_bytes,
+	      struct err *e);
+
+#endif

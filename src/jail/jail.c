@@ -1,0 +1,734 @@
+/* Process Isolator -- the jail backend: namespaces + cgroups + seccomp behind sandbox_ops. */
+
+/*
+ * Theory of operation
+ * -------------------
+ * Three processes and three trust zones:
+ *
+ *   supervisor (proctor, host root)
+ *     |  clone(NEWPID|NEWNS|NEWNET|NEWIPC|NEWUTS), pidfd
+ *     v
+ *   init (PID 1 of the new pid namespace, still root, never runs student code)
+ *     |  fork
+ *     v
+ *   program (slot uid, no capabilities, no_new_privs, seccomp, rlimits)
+ *
+ * The supervisor leases a slot (uid, cgroups, scratch dir), mounts the
+ * slot's size-capped scratch tmpfs (/work, /tmp, /dev/shm), prepares the
+ * cgroups of the run and then clones init.  Init builds the new root and
+ * pivots into it (mount.c), forks the program and reaps every orphan until
+ * the program itself exits, then reports the program's wait status over a
+ * pipe and exits, which makes the kernel SIGKILL everything left in the
+ * namespace.  The program, before execve, joins the run's cgroups through
+ * fds the supervisor opened, unshares a cgroup namespace, drops to the slot
+ * uid and installs the seccomp filter: contain_program() lists those steps
+ * in order, and that order is the security argument.
+ *
+ * The program cannot signal or ptrace init (other uid; PID 1 ignores
+ * signals it has no handler for; ptrace is filtered) and cannot see it
+ * (hidepid).  Init dies with the supervisor (PDEATHSIG), and the program's
+ * processes die with init (pid namespace), so a sandbox never outlives the
+ * proctor that owns it.  The supervisor never waits for EOF on the
+ * program's stdout/stderr: the verdict is taken when the program exits,
+ * then the whole slot cgroup is killed and the pipes drain.
+ *
+ * What the supervisor reads from the sandbox: the program's output (bytes
+ * copied into fixed-size buffers, later repaired as UTF-8) and, for --get,
+ * regular files opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS).
+ * Init's messages come from trusted code in the init process.
+ */
+#include "jail/jail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jail/cgroup.h"
+#include "jail/creds.h"
+#include "jail/files.h"
+#include "jail/mount.h"
+#include "jail/seccomp.h"
+#include "jail/slot.h"
+#include "util.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+
+#define SAMPLE_NS (20ull * 1000000ull)        /* CPU and memory sampling period */
+#define SETUP_SLACK_NS (5ull * 1000000000ull) /* time init may take to start the program */
+#define DRAIN_NS (2ull * 1000000000ull)       /* reading what is left in the pipes */
+
+struct jail {
+	struct sandbox base;
+	struct sandbox_options opts;
+	struct slot slot;
+	struct cgroup_slot cg;
+	int scratch_fd;
+	char scratch[PATH_MAX + 16];
+	char root[PATH_MAX + 16];
+	struct sock_fprog filter;
+};
+
+/* Init -> supervisor messages; each smaller than PIPE_BUF, so atomic. */
+enum init_msg_type { MSG_STARTED = 1, MSG_EXITED = 2, MSG_FAILED = 3 };
+struct init_msg {
+	uint32_t type;
+	int32_t wstatus;
+	int32_t exec_errno; /* the program could not be executed (MSG_EXITED) */
+	uint64_t t_ns;
+	char text[400];
+};
+
+/* Program -> init, on a CLOEXEC pipe: written only if execve was not reached. */
+struct exec_report {
+	int32_t setup_failed; /* 1: our setup failed (Proctor's fault); 0: execve failed */
+	int32_t errnum;
+	char text[300];
+};
+
+/* Everything the cloned children need, prepared by the supervisor. */
+struct child_ctx {
+	struct jail *j;
+	const struct run_spec *spec;
+	char **envp;
+	int out_w, err_w, stdin_fd, msg_w, life_r;
+	int cg_fds[CGROUP_MAX_JOIN];
+	size_t n_cg;
+};
+
+static const char *const base_env[] = {
+	"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8",
+	"PWD=/work",
+};
+
+/* ---- the program: containment, in order ---------------------------------- */
+
+static void close_all_except(int keep)
+{
+	if (keep > 3)
+		syscall(SYS_close_range, 3, keep - 1, 0);
+	syscall(SYS_close_range, keep + 1, ~0U, 0);
+}
+
+static _Noreturn void exec_fail(int fd, int setup_failed, int errnum, const char *text)
+{
+	struct exec_report r = {.setup_failed = setup_failed, .errnum = errnum};
+
+	snprintf(r.text, sizeof(r.text), "%s", text);
+	(void)!write(fd, &r, sizeof(r));
+	_exit(127);
+}
+
+/* execvpe() that uses the sandbox's PATH from envp, not proctor's. */
+static int exec_search(char *const *argv, char **envp)
+{
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	char buf[PATH_MAX];
+	int last = ENOENT;
+
+	if (strchr(argv[0], '/')) {
+		execve(argv[0], argv, envp);
+		return errno;
+	}
+	for (char **p = envp; *p; p++)
+		if (strncmp(*p, "PATH=", 5) == 0)
+			path = *p + 5;
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		if (n > 0 && (size_t)snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path,
+					      argv[0]) < sizeof(buf)) {
+			execve(buf, argv, envp);
+			if (errno == EACCES)
+				last = EACCES;
+			else if (errno != ENOENT && errno != ENOTDIR)
+				return errno;
+		}
+		path += n + (path[n] == ':');
+	}
+	return last;
+}
+
+static _Noreturn void contain_program(struct child_ctx *c, int report_fd)
+{
+	const struct run_spec *spec = c->spec;
+	struct err e;
+	sigset_t none;
+	int in;
+
+	/* 1. Join the run's cgroups (memory, cpu, pids, kill) before anything
+	 *    of the program runs, so every byte and fork is accounted. */
+	for (size_t i = 0; i < c->n_cg; i++)
+		if (write(c->cg_fds[i], "0", 1) != 1)
+			exec_fail(report_fd, 1, errno, "join cgroup");
+	/* 2. SECURITY: a cgroup namespace rooted at the run's group hides the
+	 *    host's cgroup paths. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		exec_fail(report_fd, 1, errno, "unshare cgroup namespace");
+	/* 3. A session of its own: no controlling terminal of ours. */
+	setsid();
+	/* 4. Default signal dispositions and mask: ignored signals survive execve. */
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* 5. stdio: the capped pipes and the declared stdin; every other
+	 *    inherited descriptor is closed. */
+	in = c->stdin_fd >= 0 ? c->stdin_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0 || dup2(in, 0) < 0 || dup2(c->out_w, 1) < 0 || dup2(c->err_w, 2) < 0)
+		exec_fail(report_fd, 1, errno, "set up stdio");
+	if (report_fd != 3) {
+		if (dup3(report_fd, 3, O_CLOEXEC) < 0)
+			exec_fail(report_fd, 1, errno, "move report fd");
+		report_fd = 3;
+	}
+	close_all_except(report_fd);
+	if (chdir("/work") < 0)
+		exec_fail(report_fd, 1, errno, "chdir /work");
+	/* 6. Per-process limits, while still allowed to set hard limits. */
+	if (creds_set_rlimits(&spec->limits, &e) < 0)
+		exec_fail(report_fd, 1, e.errnum, e.msg);
+	/* 7. SECURITY: the slot's own uid/gid, no capabilities, no_new_privs. */
+	if (creds_drop(c->j->slot.uid, c->j->slot.gid, &e) < 0)
+		exec_fail(report_fd, 1, e.errnum, e.msg);
+	/* 8. SECURITY: the seccomp filter, last, so it also binds execve. */
+	if (seccomp_install(&c->j->filter, &e) < 0)
+		exec_fail(report_fd, 1, e.errnum, e.msg);
+	int errnum = exec_search(spec->argv, c->envp);
+	char text[300];
+	snprintf(text, sizeof(text), "cannot execute '%s': %s", spec->argv[0], strerror(errnum));
+	exec_fail(report_fd, 0, errnum, text);
+}
+
+/* ---- init: PID 1 of the sandbox ------------------------------------------- */
+
+static _Noreturn void init_fail(int msg_fd, const char *text)
+{
+	struct init_msg m = {.type = MSG_FAILED};
+
+	snprintf(m.text, sizeof(m.text), "%s", text);
+	(void)!write(msg_fd, &m, sizeof(m));
+	_exit(1);
+}
+
+static _Noreturn void init_main(struct child_ctx *c)
+{
+	struct pollfd life = {.fd = c->life_r, .events = POLLIN};
+	struct mount_plan plan = {
+		.root_dir = c->j->root,
+		.scratch_dir = c->j->scratch,
+		.system_dir = "/",
+		.uid = c->j->slot.uid,
+		.gid = c->j->slot.gid,
+	};
+	struct init_msg m = {.type = MSG_STARTED};
+	struct exec_report rep;
+	struct err e;
+	int report[2], st = 0;
+	pid_t pid, w;
+
+	/* SECURITY: the sandbox dies with its supervisor; if the supervisor
+	 * died before this line, the lifeline pipe already shows it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (poll(&life, 1, 0) != 0)
+		_exit(1);
+	if (sethostname("proctor", 7) < 0)
+		init_fail(c->msg_w, "sethostname failed");
+	if (mount_build_root(&plan, &e) < 0)
+		init_fail(c->msg_w, e.msg);
+	if (pipe2(report, O_CLOEXEC) < 0)
+		init_fail(c->msg_w, "pipe failed");
+
+	m.t_ns = now_ns();
+	pid = fork();
+	if (pid < 0)
+		init_fail(c->msg_w, "fork failed");
+	if (pid == 0) {
+		close(report[0]);
+		contain_program(c, report[1]);
+	}
+	close(report[1]);
+	close(c->out_w);
+	close(c->err_w);
+	xclose(c->stdin_fd);
+	for (size_t i = 0; i < c->n_cg; i++)
+		close(c->cg_fds[i]);
+	(void)!write(c->msg_w, &m, sizeof(m));
+
+	/* Reap orphans that reparent to us until the program itself exits;
+	 * its daemons are not waited for. */
+	do {
+		w = waitpid(-1, &st, 0);
+	} while (w != pid && (w >= 0 || errno == EINTR));
+	if (w != pid)
+		init_fail(c->msg_w, "lost the program's exit status");
+
+	m = (struct init_msg){.type = MSG_EXITED, .wstatus = st, .t_ns = now_ns()};
+	if (read(report[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep)) {
+		rep.text[sizeof(rep.text) - 1] = '\0';
+		if (rep.setup_failed)
+			init_fail(c->msg_w, rep.text);
+		m.exec_errno = rep.errnum ? rep.errnum : ENOEXEC;
+		snprintf(m.text, sizeof(m.text), "%s", rep.text);
+	}
+	(void)!write(c->msg_w, &m, sizeof(m));
+	_exit(0);
+}
+
+/* ---- supervisor ------------------------------------------------------------ */
+
+static char **build_env(const struct run_spec *spec)
+{
+	size_t nbase = sizeof(base_env) / sizeof(base_env[0]), n = 0;
+	char **env = calloc(nbase + spec->env_count + 1, sizeof(char *));
+
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < nbase; i++)
+		env[n++] = (char *)base_env[i];
+	for (size_t i = 0; i < spec->env_count; i++) {
+		const char *kv = spec->env[i];
+		size_t klen = strcspn(kv, "=");
+		size_t k = 0;
+		for (; k < n; k++)
+			if (strncmp(env[k], kv, klen + 1) == 0)
+				break;
+		env[k] = (char *)kv;
+		if (k == n)
+			n++;
+	}
+	env[n] = NULL;
+	return env;
+}
+
+/* Read what is available, at most `budget` chunks, so a flood cannot starve
+ * the deadline checks.  Returns false at EOF. */
+static bool drain(int fd, struct capbuf *b, int budget)
+{
+	char buf[65536];
+
+	while (budget-- > 0) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n > 0) {
+			capbuf_append(b, buf, (size_t)n);
+			continue;
+		}
+		if (n == 0)
+			return false;
+		return errno == EAGAIN || errno == EINTR;
+	}
+	return true;
+}
+
+static bool disk_full(struct jail *j)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(j->scratch_fd, &sv) < 0)
+		return false;
+	return (uint64_t)sv.f_bavail * sv.f_frsize < 64 * 1024 || sv.f_favail == 0;
+}
+
+struct run_state {
+	uint64_t t_start, t_end;
+	bool started, exited, init_gone;
+	int wstatus, exec_errno;
+	unsigned killed_for; /* LIMIT_HIT_* that made the supervisor kill */
+	char text[512];
+	bool failed;
+};
+
+static void handle_msg(int fd, struct run_state *s)
+{
+	struct init_msg m;
+	ssize_t n = read(fd, &m, sizeof(m));
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		s->init_gone = true;
+		return;
+	}
+	if (n != (ssize_t)sizeof(m))
+		return;
+	m.text[sizeof(m.text) - 1] = '\0';
+	switch (m.type) {
+	case MSG_STARTED:
+		s->started = true;
+		s->t_start = m.t_ns;
+		break;
+	case MSG_EXITED:
+		s->exited = true;
+		s->t_end = m.t_ns;
+		s->wstatus = m.wstatus;
+		s->exec_errno = m.exec_errno;
+		snprintf(s->text, sizeof(s->text), "%s", m.text);
+		break;
+	case MSG_FAILED:
+		s->failed = true;
+		snprintf(s->text, sizeof(s->text), "sandbox setup: %s", m.text);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Check the sandbox-wide CPU and memory budgets. */
+static void check_budgets(struct jail *j, const struct limits *l, struct run_state *s)
+{
+	struct cgroup_usage u;
+	struct err ignored;
+
+	if (cgroup_sample(&j->cg, &u, &ignored) < 0)
+		return;
+	if (u.cpu_ns / 1000000 >= l->cpu_ms)
+		s->killed_for |= LIMIT_HIT_CPU;
+	else if (u.anon_bytes > l->memory_bytes)
+		s->killed_for |= LIMIT_HIT_MEMORY;
+}
+
+static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, int out_r,
+		      int err_r, int msg_r, struct run_result *res, struct run_state *s)
+{
+	uint64_t wall_ns = spec->limits.wall_ms * 1000000ull;
+	uint64_t now = now_ns();
+	uint64_t deadline = now + wall_ns + SETUP_SLACK_NS, next_sample = now + SAMPLE_NS;
+	struct pollfd p[4] = {
+		{.fd = out_r, .events = POLLIN},
+		{.fd = err_r, .events = POLLIN},
+		{.fd = msg_r, .events = POLLIN},
+		{.fd = pidfd, .events = POLLIN},
+	};
+
+	while (!s->exited && !s->failed && !s->killed_for) {
+		now = now_ns();
+		if (now >= deadline) {
+			s->killed_for |= LIMIT_HIT_WALL;
+			break;
+		}
+		if (now >= next_sample) {
+			check_budgets(j, &spec->limits, s);
+			next_sample = now + SAMPLE_NS;
+			continue;
+		}
+		uint64_t until = deadline < next_sample ? deadline : next_sample;
+		int timeout = (int)((until - now + 999999) / 1000000);
+		if (poll(p, 4, timeout) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents && !drain(out_r, &res->out, 16))
+			p[0].fd = -1;
+		if (p[1].revents && !drain(err_r, &res->err, 16))
+			p[1].fd = -1;
+		if (p[2].revents) {
+			handle_msg(msg_r, s);
+			if (s->started)
+				deadline = s->t_start + wall_ns;
+			if (s->init_gone)
+				p[2].fd = -1;
+		}
+		if (p[3].revents && !(p[2].revents & POLLIN)) {
+			/* Init is gone; whatever it said is already read. */
+			handle_msg(msg_r, s);
+			if (!s->exited && !s->failed) {
+				s->failed = true;
+				snprintf(s->text, sizeof(s->text),
+					 "sandbox init died without reporting");
+			}
+		}
+	}
+	if (!s->exited && s->started)
+		s->t_end = now_ns();
+}
+
+static void finish_result(struct jail *j, const struct run_spec *spec, struct run_state *s,
+			  struct run_result *res)
+{
+	struct cgroup_usage u = {0};
+	struct err ignored;
+	const struct limits *l = &spec->limits;
+
+	cgroup_sample(&j->cg, &u, &ignored);
+	res->cpu_ms = u.cpu_ns / 1000000;
+	res->wall_ms = s->started && s->t_end > s->t_start ? (s->t_end - s->t_start) / 1000000 : 0;
+	res->peak_memory_kib = u.peak_bytes / 1024;
+	res->peak_pids = u.peak_pids;
+	if (u.pids_max_hit)
+		res->limits_hit |= LIMIT_HIT_PIDS;
+	if (disk_full(j))
+		res->limits_hit |= LIMIT_HIT_DISK;
+	if (res->out.truncated || res->err.truncated)
+		res->limits_hit |= LIMIT_HIT_OUTPUT;
+
+	if (s->exited && WIFSIGNALED(s->wstatus))
+		res->signal = WTERMSIG(s->wstatus);
+	else if (s->exited && WIFEXITED(s->wstatus))
+		res->exit_code = WEXITSTATUS(s->wstatus);
+	else if (s->killed_for)
+		res->signal = SIGKILL;
+
+	if ((s->killed_for & LIMIT_HIT_CPU) || res->cpu_ms > l->cpu_ms) {
+		res->status = RUN_TIMEOUT;
+		res->limits_hit |= LIMIT_HIT_CPU;
+		snprintf(res->message, sizeof(res->message), "CPU time limit of %.3f s exceeded",
+			 (double)l->cpu_ms / 1000);
+	} else if (s->killed_for & LIMIT_HIT_WALL) {
+		res->status = RUN_TIMEOUT;
+		res->limits_hit |= LIMIT_HIT_WALL;
+		snprintf(res->message, sizeof(res->message), "wall-clock limit of %.3f s exceeded",
+			 (double)l->wall_ms / 1000);
+	} else if (u.oom_kills > 0 || (s->killed_for & LIMIT_HIT_MEMORY)) {
+		res->status = RUN_MEMORY_LIMIT;
+		res->limits_hit |= LIMIT_HIT_MEMORY;
+		snprintf(res->message, sizeof(res->message), "memory limit of %llu MiB exceeded",
+			 (unsigned long long)(l->memory_bytes >> 20));
+	} else if (res->signal > 0) {
+		res->status = RUN_SIGNALED;
+		if (res->signal == SIGSYS) {
+			res->limits_hit |= LIMIT_HIT_SECCOMP;
+			snprintf(res->message, sizeof(res->message),
+				 "killed by the seccomp filter (forbidden system call)");
+		} else if (res->signal == SIGXFSZ) {
+			res->limits_hit |= LIMIT_HIT_FSIZE;
+			snprintf(res->message, sizeof(res->message),
+				 "file size limit of %llu MiB exceeded",
+				 (unsigned long long)(l->fsize_bytes >> 20));
+		} else if (res->signal == SIGXCPU) {
+			res->status = RUN_TIMEOUT;
+			res->limits_hit |= LIMIT_HIT_CPU;
+		}
+	} else if (res->exit_code == 0) {
+		res->status = RUN_OK;
+	} else {
+		res->status = RUN_NONZERO_EXIT;
+		if (s->exec_errno)
+			snprintf(res->message, sizeof(res->message), "%s", s->text);
+	}
+}
+
+static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
+		    struct err *e)
+{
+	struct jail *j = (struct jail *)sb;
+	struct child_ctx c = {.j = j, .spec = spec, .stdin_fd = spec->stdin_fd};
+	struct run_state s = {0};
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, msg[2] = {-1, -1}, life[2] = {-1, -1};
+	int pidfd = -1, rc = -1;
+	long pid;
+
+	c.envp = build_env(spec);
+	if (!c.envp)
+		return err_set(e, ENOMEM, "environment");
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    pipe2(msg, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
+		err_set(e, errno, "pipe");
+		goto out_close;
+	}
+	/* Bigger pipes: fewer wake-ups for a chatty program. */
+	fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
+	fcntl(errp[1], F_SETPIPE_SZ, 1 << 20);
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	fcntl(msg[0], F_SETFL, O_NONBLOCK);
+	c.out_w = out[1];
+	c.err_w = errp[1];
+	c.msg_w = msg[1];
+	c.life_r = life[0];
+
+	if (cgroup_run_begin(&j->cg, &spec->limits, c.cg_fds, &c.n_cg, e) < 0)
+		goto out_close;
+
+	/* SECURITY: new pid, mount, network, IPC and UTS namespaces for init
+	 * and everything below it.  No user namespace: the program is held by
+	 * a real unprivileged uid, which the host kernel's checks understand.
+	 * The cgroup namespace is entered by the program after joining its
+	 * groups (contain_program). */
+	pid = syscall(SYS_clone,
+		      CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+			      CLONE_PIDFD | SIGCHLD,
+		      NULL, &pidfd, NULL, 0);
+	if (pid < 0) {
+		err_set(e, errno, "clone the sandbox init");
+		goto out_cgroup;
+	}
+	if (pid == 0) {
+		close(out[0]);
+		close(errp[0]);
+		close(msg[0]);
+		close(life[1]);
+		init_main(&c);
+	}
+	close(take_fd(&out[1]));
+	close(take_fd(&errp[1]));
+	close(take_fd(&msg[1]));
+	close(take_fd(&life[0]));
+	for (size_t i = 0; i < c.n_cg; i++)
+		close(c.cg_fds[i]);
+	c.n_cg = 0;
+
+	supervise(j, spec, pidfd, out[0], errp[0], msg[0], res, &s);
+
+	/* Kill everything: init (and with it the pid namespace) and every
+	 * process in the slot's cgroups, then reap init. */
+	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	if (cgroup_kill_all(&j->cg, e) < 0)
+		s.failed = true;
+	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	/* All writers are dead now: the rest of the output drains to EOF. */
+	uint64_t drain_end = now_ns() + DRAIN_NS;
+	bool out_open = true, err_open = true;
+	while ((out_open || err_open) && now_ns() < drain_end) {
+		if (out_open)
+			out_open = drain(out[0], &res->out, 64);
+		if (err_open)
+			err_open = drain(errp[0], &res->err, 64);
+	}
+
+	finish_result(j, spec, &s, res);
+	if (s.failed) {
+		res->status = RUN_ERROR;
+		snprintf(res->message, sizeof(res->message), "%s",
+			 s.text[0] ? s.text : "sandbox failed");
+		err_set(e, 0, "%s", res->message);
+	} else {
+		rc = 0;
+	}
+out_cgroup:
+	for (size_t i = 0; i < c.n_cg; i++)
+		close(c.cg_fds[i]);
+	cgroup_run_end(&j->cg);
+out_close:
+	xclose(pidfd);
+	xclose(out[0]);
+	xclose(out[1]);
+	xclose(errp[0]);
+	xclose(errp[1]);
+	xclose(msg[0]);
+	xclose(msg[1]);
+	xclose(life[0]);
+	xclose(life[1]);
+	free(c.envp);
+	return rc;
+}
+
+/* ---- the other verbs -------------------------------------------------------- */
+
+static void jail_destroy(struct sandbox *sb)
+{
+	struct jail *j = (struct jail *)sb;
+	struct err ignored;
+
+	if (!j)
+		return;
+	if (j->cg.mem_fd >= 0) {
+		cgroup_kill_all(&j->cg, &ignored);
+		cgroup_run_end(&j->cg);
+		cgroup_slot_close(&j->cg);
+	}
+	j->scratch_fd = xclose(j->scratch_fd);
+	if (j->slot.lock_fd >= 0) {
+		slot_unmount_scratch(&j->slot);
+		slot_release(&j->slot);
+	}
+	free(j->filter.filter);
+	free(j);
+}
+
+static int jail_create(const struct sandbox_options *opts, struct sandbox **ret, struct err *e)
+{
+	struct jail *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return err_set(e, ENOMEM, "sandbox");
+	j->base.ops = &jail_ops;
+	j->opts = *opts;
+	j->scratch_fd = -1;
+	j->slot.lock_fd = j->slot.dir_fd = -1;
+	j->cg.mem_fd = -1;
+	if (seccomp_build(&j->filter, e) < 0)
+		goto out_destroy;
+	if (slot_lease(opts->state_dir, opts->max_slots, opts->uid_base, &j->slot, e) < 0)
+		goto out_destroy;
+	if (cgroup_slot_open(&j->cg, j->slot.index, e) < 0) {
+		err_wrap(e, "cgroups of slot %u", j->slot.index);
+		goto out_destroy;
+	}
+	snprintf(j->scratch, sizeof(j->scratch), "%s/scratch", j->slot.dir);
+	snprintf(j->root, sizeof(j->root), "%s/root", j->slot.dir);
+	if (mount_scratch(j->scratch, (unsigned long long)opts->disk_bytes, j->slot.uid,
+			  j->slot.gid, e) < 0)
+		goto out_destroy;
+	j->scratch_fd = open(j->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (j->scratch_fd < 0) {
+		err_set(e, errno, "open '%s'", j->scratch);
+		goto out_destroy;
+	}
+	*ret = &j->base;
+	return 0;
+out_destroy:
+	jail_destroy(&j->base);
+	return -1;
+}
+
+static int jail_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
+		    struct err *e)
+{
+	struct jail *j = (struct jail *)sb;
+	char rel[PATH_MAX];
+
+	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
+		return -1;
+	return files_put(j->scratch_fd, host_path, rel, j->slot.uid, j->slot.gid, e);
+}
+
+static int jail_get(struct sandbox *sb, const char *sandbox_path, const char *host_path,
+		    struct err *e)
+{
+	struct jail *j = (struct jail *)sb;
+	char rel[PATH_MAX];
+
+	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
+		return -1;
+	return files_get(j->scratch_fd, rel, host_path, j->opts.disk_bytes, e);
+}
+
+static int jail_probe(struct err *e)
+{
+	static const char *const ns[] = {"pid", "mnt", "net", "ipc", "uts", "cgroup"};
+	enum cgroup_layout layout;
+	char detail[512], path[64];
+
+	if (geteuid() != 0)
+		return err_set(e, 0, "the jail needs root (namespaces, cgroups and mounts)");
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns[i]);
+		if (access(path, F_OK) < 0)
+			return err_set(e, 0, "the kernel has no %s namespaces", ns[i]);
+	}
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
+		return err_set(e, errno, "seccomp is not available");
+	if (cgroup_detect(&layout, detail, sizeof(detail), e) < 0)
+		return -1;
+	return 0;
+}
+
+const struct sandbox_ops jail_ops = {
+	.name = "jail",
+	.probe = jail_probe,
+	.create = jail_create,
+	.put = jail_put,
+	.run = jail_run,
+	.get = jail_get,
+	.destroy = jail_destroy,
+};

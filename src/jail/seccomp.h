@@ -1,0 +1,19 @@
+/* Process Isolator -- seccomp: the system calls an autograded program never needs. */
+#ifndef PROCTOR_JAIL_SECCOMP_H
+#define PROCTOR_JAIL_SECCOMP_H
+
+#include <linux/filter.h>
+
+#include "err.h"
+
+/*
+ * Compile the filter once (libseccomp) into classic BPF.  The program is
+ * owned by the caller; free prog->filter with free().  Loading it in the
+ * child is then a single prctl with no allocation.
+ */
+int seccomp_build(struct sock_fprog *ret, struct err *e);
+
+/* Install a compiled filter in the calling process (no_new_privs must be set). */
+int seccomp_install(const struct sock_fprog *prog, struct err *e);
+
+#endif

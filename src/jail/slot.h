@@ -1,0 +1,38 @@
+/* Process Isolator -- sandbox slots: leased with a lock so many proctors share one host. */
+#ifndef PROCTOR_JAIL_SLOT_H
+#define PROCTOR_JAIL_SLOT_H
+
+#include <limits.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/*
+ * A slot is the identity a sandbox borrows: an index, a uid/gid, permanent
+ * cgroups and a directory <state>/slots/<index>/ holding the scratch mount
+ * point (scratch/) and the new root's mount point (root/).  A slot is held
+ * by an exclusive flock(2) on <state>/slots/<index>.lock, which the kernel
+ * drops when its owner dies, so "lock acquired" is exactly "the previous
+ * owner is gone": only then is its debris cleaned up.  Live slots of other
+ * proctor processes are never touched.
+ */
+struct slot {
+	unsigned index;
+	uid_t uid;
+	gid_t gid;
+	int lock_fd;
+	int dir_fd;               /* <state>/slots/<index> */
+	char dir[PATH_MAX];
+};
+
+/* Lease the first free slot of max_slots and clean what a dead owner left. */
+int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct slot *ret,
+	       struct err *e);
+
+/* Unmount the slot's scratch tree (all stacked mounts); idempotent. */
+void slot_unmount_scratch(struct slot *s);
+
+/* Drop the lease.  The caller has already killed and unmounted. */
+void slot_release(struct slot *s);
+
+#endif

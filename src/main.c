@@ -1,0 +1,57 @@
+/* proctor: the command-line entry point, a table of subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd_doctor.h"
+#include "cmd_run.h"
+
+#ifndef PROCTOR_VERSION
+#define PROCTOR_VERSION "0.1.0"
+#endif
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{"run", cmd_run, "run one program in a fresh sandbox with limits"},
+	{"doctor", cmd_doctor, "say what this host supports and which isolation 'auto' uses"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: proctor COMMAND [OPTIONS]\n\n"
+		   "Proctor grades untrusted programs inside throwaway sandboxes.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'proctor COMMAND --help' describes a command; 'man proctor' has the rest.\n\n"
+		   "EXIT STATUS\n"
+		   "  0  the program succeeded (doctor: some isolation works)\n"
+		   "  1  the program failed or hit a limit (doctor: no isolation works)\n"
+		   "  2  usage error: bad option, value or path\n"
+		   "  3  Proctor's own failure\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("proctor %s\n", PROCTOR_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "proctor: unknown command '%s' (try 'proctor --help')\n", argv[1]);
+	return 2;
+}

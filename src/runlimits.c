@@ -1,0 +1,133 @@
+/* Resource limits of one sandboxed run: defaults, bounds, parsing of user text. */
+#include "runlimits.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "util.h"
+
+/*
+ * Bounds are what a grader could mean, not what the kernel accepts: a limit
+ * of zero CPU seconds or a million processes is a typo, and an absurd value
+ * is refused with the range rather than silently clamped.
+ */
+static const struct limit_desc table[] = {
+	{"cpu", LIMIT_UNIT_SECONDS, 1, 86400000, "CPU time of the whole sandbox, seconds"},
+	{"wall", LIMIT_UNIT_SECONDS, 1, 86400000, "wall-clock time, seconds"},
+	{"memory", LIMIT_UNIT_MIB, 4, 1048576, "memory incl. swap, MiB"},
+	{"pids", LIMIT_UNIT_COUNT, 1, 65536, "processes and threads at once"},
+	{"fsize", LIMIT_UNIT_MIB, 1, 1048576, "largest file written, MiB"},
+	{"disk", LIMIT_UNIT_MIB, 1, 1048576, "writable space (/work, /tmp), MiB"},
+	{"output", LIMIT_UNIT_KIB, 0, 1048576, "stdout/stderr kept per stream, KiB"},
+	{"nofile", LIMIT_UNIT_COUNT, 4, 1048576, "open files per process"},
+};
+
+const struct limit_desc *limits_table(unsigned *count)
+{
+	*count = sizeof(table) / sizeof(table[0]);
+	return table;
+}
+
+void limits_default(struct limits *l)
+{
+	*l = (struct limits){
+		.cpu_ms = 10000,
+		.wall_ms = 20000,
+		.memory_bytes = 256ull << 20,
+		.pids = 64,
+		.fsize_bytes = 64ull << 20,
+		.disk_bytes = 64ull << 20,
+		.output_bytes = 64ull << 10,
+		.nofile = 256,
+	};
+}
+
+int parse_seconds_ms(const char *text, uint64_t *ret_ms)
+{
+	const char *dot = strchr(text, '.');
+	size_t ilen = dot ? (size_t)(dot - text) : strlen(text);
+	uint64_t secs = 0, frac = 0;
+
+	if (ilen == 0 || parse_u64(text, ilen, &secs) < 0)
+		return -1;
+	if (dot) {
+		size_t flen = strlen(dot + 1);
+		if (flen == 0 || flen > 3 || parse_u64(dot + 1, flen, &frac) < 0)
+			return -1;
+		for (size_t i = flen; i < 3; i++)
+			frac *= 10;
+	}
+	if (secs > UINT64_MAX / 1000 - 1)
+		return -1;
+	*ret_ms = secs * 1000 + frac;
+	return 0;
+}
+
+static uint64_t *field(struct limits *l, const char *name)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} map[] = {
+		{"cpu", offsetof(struct limits, cpu_ms)},
+		{"wall", offsetof(struct limits, wall_ms)},
+		{"memory", offsetof(struct limits, memory_bytes)},
+		{"pids", offsetof(struct limits, pids)},
+		{"fsize", offsetof(struct limits, fsize_bytes)},
+		{"disk", offsetof(struct limits, disk_bytes)},
+		{"output", offsetof(struct limits, output_bytes)},
+		{"nofile", offsetof(struct limits, nofile)},
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(map[i].name, name) == 0)
+			return (uint64_t *)(void *)((char *)l + map[i].off);
+	return NULL;
+}
+
+int limits_set(struct limits *l, const char *name, const char *text, struct err *e)
+{
+	const struct limit_desc *d = NULL;
+	uint64_t v, *dst = field(l, name);
+
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (strcmp(table[i].name, name) == 0)
+			d = &table[i];
+	if (!d || !dst)
+		return err_set(e, 0, "unknown limit '%s'", name);
+
+	switch (d->unit) {
+	case LIMIT_UNIT_SECONDS:
+		if (parse_seconds_ms(text, &v) < 0)
+			return err_set(e, 0,
+				       "--%s: '%s' is not a number of seconds "
+				       "(like 2 or 0.5, at most 3 decimals)",
+				       name, text);
+		if (v < d->min || v > d->max)
+			return err_set(e, 0, "--%s: %s s is out of range (0.001 to %llu s)", name,
+				       text, (unsigned long long)(d->max / 1000));
+		*dst = v;
+		return 0;
+	case LIMIT_UNIT_MIB:
+	case LIMIT_UNIT_KIB:
+	case LIMIT_UNIT_COUNT: {
+		const char *unit = d->unit == LIMIT_UNIT_MIB   ? " MiB"
+				   : d->unit == LIMIT_UNIT_KIB ? " KiB"
+							       : "";
+		if (parse_u64(text, strlen(text), &v) < 0)
+			return err_set(e, 0, "--%s: '%s' is not a whole number%s", name, text,
+				       unit);
+		if (v < d->min || v > d->max)
+			return err_set(e, 0, "--%s: %s%s is out of range (%llu to %llu%s)", name,
+				       text, unit, (unsigned long long)d->min,
+				       (unsigned long long)d->max, unit);
+		if (d->unit == LIMIT_UNIT_MIB)
+			v <<= 20;
+		else if (d->unit == LIMIT_UNIT_KIB)
+			v <<= 10;
+		*dst = v;
+		return 0;
+	}
+	}
+	return err_set(e, EINVAL, "--%s", name);
+}

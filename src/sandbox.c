@@ -1,0 +1,101 @@
+/* The sandbox interface: backend registry and `--isolation auto` selection. */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jail/jail.h"
+
+static const struct sandbox_ops *const backends[] = {
+	/* The microVM backend goes first once it exists: a guest kernel is a
+	 * stronger boundary than a shared one. */
+	&jail_ops,
+};
+
+const struct sandbox_ops *const *sandbox_backends(size_t *count)
+{
+	*count = sizeof(backends) / sizeof(backends[0]);
+	return backends;
+}
+
+bool host_has_kvm(char *why, size_t why_len)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(why, why_len, "/dev/kvm: %s", strerror(errno));
+		return false;
+	}
+	close(fd);
+	snprintf(why, why_len, "/dev/kvm is usable");
+	return true;
+}
+
+int sandbox_select(const char *name, const struct sandbox_ops **ret, char *why, size_t why_len,
+		   struct err *e)
+{
+	char kvm_why[128];
+	struct err perr;
+
+	if (strcmp(name, "auto") != 0) {
+		for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+			if (strcmp(backends[i]->name, name) != 0)
+				continue;
+			if (backends[i]->probe(&perr) < 0)
+				return err_set(e, 0, "isolation '%s' cannot work on this host: %s",
+					       name, perr.msg);
+			snprintf(why, why_len, "isolation '%s' was asked for", name);
+			*ret = backends[i];
+			return 0;
+		}
+		if (strcmp(name, "vm") == 0)
+			return err_set(e, 0, "isolation 'vm': this build has no microVM backend "
+					     "yet; use 'jail' or 'auto'");
+		return err_set(e, 0, "--isolation: unknown backend '%s' (auto, jail)", name);
+	}
+
+	host_has_kvm(kvm_why, sizeof(kvm_why));
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+		if (backends[i]->probe(&perr) < 0)
+			continue;
+		snprintf(why, why_len, "auto picked '%s': no microVM backend in this build (%s)",
+			 backends[i]->name, kvm_why);
+		*ret = backends[i];
+		return 0;
+	}
+	return err_set(e, 0, "no isolation backend works on this host (run 'proctor doctor')");
+}
+
+int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err *e)
+{
+	const char *rest;
+	const char *top = "work";
+
+	if (strncmp(sandbox_path, "/work/", 6) == 0)
+		rest = sandbox_path + 6;
+	else if (strncmp(sandbox_path, "/tmp/", 5) == 0) {
+		rest = sandbox_path + 5;
+		top = "tmp";
+	} else if (sandbox_path[0] == '/')
+		return err_set(e, 0, "sandbox path '%s' is not below /work or /tmp", sandbox_path);
+	else
+		rest = sandbox_path;
+	if (rest[0] == '\0')
+		return err_set(e, 0, "sandbox path '%s' names no file", sandbox_path);
+	for (const char *p = rest; *p;) {
+		size_t n = strcspn(p, "/");
+		if ((n == 2 && p[0] == '.' && p[1] == '.') || (n == 1 && p[0] == '.'))
+			return err_set(e, 0, "sandbox path '%s' has a '.' or '..' component",
+				       sandbox_path);
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	if ((size_t)snprintf(buf, len, "%s/%s", top, rest) >= len)
+		return err_set(e, ENAMETOOLONG, "sandbox path '%s'", sandbox_path);
+	return 0;
+}
+

@@ -1,0 +1,112 @@
+/* The sandbox interface: one set of verbs, backends chosen at run time. */
+#ifndef PROCTOR_SANDBOX_H
+#define PROCTOR_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "runlimits.h"
+#include "result.h"
+
+/*
+ * Theory of operation
+ * -------------------
+ * A sandbox is a throwaway place to run untrusted programs: create() leases
+ * a slot and makes an empty writable tree (/work, /tmp), put() copies host
+ * files in, run() executes one program with its own limits and fills a
+ * run_result (any number of runs share the writable tree, e.g. build then
+ * test), get() copies a regular file out, destroy() kills everything that is
+ * left and frees the slot.  After destroy() no process, mount, cgroup or
+ * file of the sandbox remains; only the permanent per-slot cgroups and the
+ * slot's lock file stay for reuse.
+ *
+ * Backends implement the verbs behind a const ops table.  The jail
+ * (namespaces + cgroups + seccomp) works wherever Proctor runs as root; a
+ * microVM backend will implement the same table.  probe() says whether a
+ * backend can work on this host and, if not, why.
+ */
+
+struct sandbox;
+
+/* Options fixed for the life of a sandbox. */
+struct sandbox_options {
+	const char *state_dir;   /* slot locks and scratch mounts live here */
+	unsigned max_slots;      /* how many sandboxes may exist at once on this host */
+	uid_t uid_base;          /* slot N runs as uid/gid uid_base + N */
+	uint64_t disk_bytes;     /* size of the writable tree */
+};
+
+/* One program to run in a sandbox. */
+struct run_spec {
+	char *const *argv;       /* argv[0] is looked up in the sandbox's PATH */
+	char *const *env;        /* NAME=VALUE added to the fixed minimal set; NULL-terminated */
+	size_t env_count;
+	int stdin_fd;            /* an open regular file, or -1 for empty input */
+	struct limits limits;
+};
+
+/* The verbs of a backend.  Every function that can fail returns 0 or -1
+ * and fills `e`.  A run whose program fails is not a failure of run():
+ * the verdict is in the result. */
+struct sandbox_ops {
+	const char *name;
+	/* 0 if the backend can work here; else -1 with the reason in `e`. */
+	int (*probe)(struct err *e);
+	int (*create)(const struct sandbox_options *opts, struct sandbox **ret, struct err *e);
+	/* Copy a host file or directory to a path in the writable tree. */
+	int (*put)(struct sandbox *sb, const char *host_path, const char *sandbox_path,
+		   struct err *e);
+	int (*run)(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
+		   struct err *e);
+	/* Copy a regular file of the writable tree out to a host path. */
+	int (*get)(struct sandbox *sb, const char *sandbox_path, const char *host_path,
+		   struct err *e);
+	/* Kill, unmount, remove, release.  Accepts NULL. */
+	void (*destroy)(struct sandbox *sb);
+};
+
+/* Every backend embeds this first, so the generic helpers can dispatch. */
+struct sandbox {
+	const struct sandbox_ops *ops;
+};
+
+/* The backends compiled in, in order of preference for `auto`. */
+const struct sandbox_ops *const *sandbox_backends(size_t *count);
+
+/* Pick a backend by name ("auto", "jail", ...).  For auto, `why` receives a
+ * sentence saying which backend was picked and why the others were not. */
+int sandbox_select(const char *name, const struct sandbox_ops **ret, char *why, size_t why_len,
+		   struct err *e);
+
+/*
+ * Map a path as the program sees it to one relative to the writable tree:
+ * "a/b" and "/work/a/b" -> "work/a/b", "/tmp/x" -> "tmp/x".  Anything else,
+ * a "." or ".." component or an empty path is refused, naming the path.
+ */
+int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err *e);
+
+/* Whether /dev/kvm can be opened for reading and writing. */
+bool host_has_kvm(char *why, size_t why_len);
+
+static inline int sandbox_put(struct sandbox *sb, const char *h, const char *s, struct err *e)
+{
+	return sb->ops->put(sb, h, s, e);
+}
+static inline int sandbox_get(struct sandbox *sb, const char *s, const char *h, struct err *e)
+{
+	return sb->ops->get(sb, s, h, e);
+}
+static inline int sandbox_run(struct sandbox *sb, const struct run_spec *spec,
+			      struct run_result *res, struct err *e)
+{
+	return sb->ops->run(sb, spec, res, e);
+}
+static inline void sandbox_destroy(struct sandbox *sb)
+{
+	if (sb)
+		sb->ops->destroy(sb);
+}
+
+#endif

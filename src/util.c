@@ -1,0 +1,212 @@
+/* Small helpers shared by every module: fds, files, time, bounded strings. */
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int xclose(int fd)
+{
+	if (fd >= 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+	}
+	return -1;
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int write_file_at(int dirfd, const char *path, const char *value, struct err *e)
+{
+	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return err_set(e, errno, "open '%s'", path);
+	if (write_all(fd, value, strlen(value)) < 0) {
+		int saved = errno;
+		close(fd);
+		return err_set(e, saved, "write '%s' to '%s'", value, path);
+	}
+	close(fd);
+	return 0;
+}
+
+int read_file_at(int dirfd, const char *path, char *buf, size_t cap, struct err *e)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	size_t len = 0;
+
+	if (fd < 0)
+		return err_set(e, errno, "open '%s'", path);
+	while (len + 1 < cap) {
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int saved = errno;
+			close(fd);
+			return err_set(e, saved, "read '%s'", path);
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	close(fd);
+	return 0;
+}
+
+int parse_u64(const char *s, size_t len, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (len == 0)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*ret = v;
+	return 0;
+}
+
+int stat_field(const char *text, const char *key, uint64_t *ret)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		const char *eol = strchr(p, '\n');
+		size_t linelen = eol ? (size_t)(eol - p) : strlen(p);
+		if (linelen > klen && strncmp(p, key, klen) == 0 && p[klen] == ' ')
+			return parse_u64(p + klen + 1, linelen - klen - 1, ret);
+		p = eol ? eol + 1 : NULL;
+	}
+	return -1;
+}
+
+int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, struct err *e)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return err_set(e, ENAMETOOLONG, "mkdir '%s'", path);
+	memcpy(buf, path, len + 1);
+	for (char *p = buf;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		if (buf[0] != '\0') {
+			if (mkdirat(dirfd, buf, mode) == 0) {
+				if (uid != (uid_t)-1 && fchownat(dirfd, buf, uid, gid,
+								 AT_SYMLINK_NOFOLLOW) < 0)
+					return err_set(e, errno, "chown '%s'", buf);
+			} else if (errno != EEXIST) {
+				return err_set(e, errno, "mkdir '%s'", buf);
+			}
+			/* An existing component must be a real directory; below a
+			 * directory fd (a sandbox tree) it must not be a link. */
+			int fd = dirfd == AT_FDCWD
+					 ? open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC)
+					 : open_beneath(dirfd, buf, O_PATH | O_DIRECTORY, 0);
+			if (fd < 0)
+				return err_set(e, errno, "'%s' is not a directory", buf);
+			close(fd);
+		}
+		if (saved == '\0')
+			break;
+		*p = saved;
+	}
+	return 0;
+}
+
+int rm_rf_children(int dirfd, struct err *e)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (fd < 0)
+		return err_set(e, errno, "open directory");
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return err_set(e, errno, "fdopendir");
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd, de->d_name, 0) == 0)
+			continue;
+		if (errno != EISDIR) {
+			rc = err_set(e, errno, "unlink '%s'", de->d_name);
+			break;
+		}
+		int sub = openat(dirfd, de->d_name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 || rm_rf_children(sub, e) < 0) {
+			if (sub < 0)
+				rc = err_set(e, errno, "open '%s'", de->d_name);
+			else
+				rc = err_wrap(e, "%s", de->d_name);
+			xclose(sub);
+			break;
+		}
+		close(sub);
+		if (unlinkat(dirfd, de->d_name, AT_REMOVEDIR) < 0) {
+			rc = err_set(e, errno, "rmdir '%s'", de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+	return rc;
+}

@@ -1,0 +1,62 @@
+/* Small helpers shared by every module: fds, files, time, bounded strings. */
+#ifndef PROCTOR_UTIL_H
+#define PROCTOR_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+/* Steal an fd, leaving -1 behind, so an ownership transfer is visible
+ * (bubblewrap's steal_fd). */
+static inline int take_fd(int *fd)
+{
+	int v = *fd;
+	*fd = -1;
+	return v;
+}
+
+/* close() that keeps errno and accepts -1; returns -1 for `fd = xclose(fd)`. */
+int xclose(int fd);
+
+static inline void closep(int *fd)
+{
+	xclose(*fd);
+}
+#define _cleanup_close_ __attribute__((cleanup(closep)))
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t now_ns(void);
+
+/* Write all of buf, retrying on EINTR and short writes. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* Write a short string to a (sysfs/cgroup) file relative to dirfd. */
+int write_file_at(int dirfd, const char *path, const char *value, struct err *e);
+
+/* Read at most cap-1 bytes of a small file relative to dirfd, NUL-terminated. */
+int read_file_at(int dirfd, const char *path, char *buf, size_t cap, struct err *e);
+
+/* Parse an unsigned decimal without sign, spaces or overflow; the whole
+ * string [s, s+len) must be digits. Returns 0 or -1. */
+int parse_u64(const char *s, size_t len, uint64_t *ret);
+
+/* Find "key value" on its own line in a flat-keyed stats file (memory.stat,
+ * pids.events, memory.oom_control) and return value. */
+int stat_field(const char *text, const char *key, uint64_t *ret);
+
+/* mkdir -p below dirfd (no symlinks followed unless dirfd is AT_FDCWD, for
+ * trusted host paths); each created dir gets mode and
+ * owner uid/gid (uid (uid_t)-1 keeps root). */
+int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, struct err *e);
+
+/* openat2(2) confined below dirfd: no symlinks, no magic links, no
+ * crossing mounts.  Returns the fd or -1 with errno set. */
+int open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/* Remove everything below dirfd (not dirfd itself) without following links. */
+int rm_rf_children(int dirfd, struct err *e);
+
+#endif

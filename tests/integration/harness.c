@@ -1,0 +1,630 @@
+/* Integration-test harness: run the real proctor binary and check what it left behind. */
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+extern char **environ;
+
+/* Slot uids: 61000 + slot, slot < 256 (the largest --slots). */
+#define SLOT_UID_MIN 61000
+#define SLOT_UID_END (61000 + 256)
+
+/* What we keep of one stream of proctor's; the rest is read and dropped so
+ * that a runaway proctor can neither block on a full pipe nor eat memory. */
+#define CAPTURE_MAX (16 * 1024 * 1024)
+
+/* How long harness_assert_clean() waits for the kernel to finish teardown. */
+#define CLEAN_WAIT_MS 2000
+
+struct capture {
+	int fd;
+	char *buf;
+	size_t len;
+	size_t cap;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n);
+	if (!q) {
+		fail_msg("out of memory (%zu bytes)", n);
+	}
+	return q;
+}
+
+/* "a/b" into buf; false if it does not fit. */
+static bool join_path(char *buf, size_t n, const char *a, const char *b)
+{
+	int r = snprintf(buf, n, "%s/%s", a, b);
+	return r >= 0 && (size_t)r < n;
+}
+
+const char *harness_proctor(void)
+{
+	const char *p = getenv("PROCTOR");
+	if (!p || !*p) {
+		fail_msg("PROCTOR is not set (run the suite through `meson test`)");
+	}
+	return p;
+}
+
+const char *harness_probe(void)
+{
+	const char *p = getenv("PROBE");
+	if (!p || !*p) {
+		fail_msg("PROBE is not set (run the suite through `meson test`)");
+	}
+	return p;
+}
+
+bool harness_can_skip(void)
+{
+	const char *v = getenv("PROCTOR_MUST_WORK");
+	return !(v && strcmp(v, "1") == 0);
+}
+
+/* Read once from c->fd.  Returns 1 after data, 0 at EOF or on an error,
+ * -1 when nothing is there yet (EAGAIN on a non-blocking fd). */
+static int capture_read(struct capture *c)
+{
+	char tmp[65536];
+	ssize_t n;
+	do
+		n = read(c->fd, tmp, sizeof tmp);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? -1 : 0;
+	if (n == 0)
+		return 0;
+	size_t keep = (size_t)n;
+	if (c->len + keep > CAPTURE_MAX)
+		keep = CAPTURE_MAX - c->len;
+	if (keep > 0) {
+		if (c->len + keep + 1 > c->cap) {
+			size_t cap = c->cap ? c->cap : 4096;
+			while (cap < c->len + keep + 1)
+				cap *= 2;
+			c->buf = xrealloc(c->buf, cap);
+			c->cap = cap;
+		}
+		memcpy(c->buf + c->len, tmp, keep);
+		c->len += keep;
+	}
+	return 1;
+}
+
+/* Take what is already in the pipe without waiting for EOF: a leaked
+ * sandbox process may hold the write end open forever. */
+static void capture_drain(struct capture *c)
+{
+	if (c->fd < 0)
+		return;
+	int fl = fcntl(c->fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
+	while (capture_read(c) > 0)
+		;
+}
+
+static char *capture_take(struct capture *c, size_t *ret_len)
+{
+	if (!c->buf)
+		c->buf = xrealloc(NULL, 1);
+	c->buf[c->len] = '\0';
+	*ret_len = c->len;
+	char *b = c->buf;
+	c->buf = NULL;
+	return b;
+}
+
+/* Environment for the child: ours, minus names that extra_env overrides, plus extra_env. */
+static char **build_env(char *const *extra_env)
+{
+	size_t n = 0, m = 0;
+	for (char **e = environ; e && *e; e++)
+		n++;
+	for (char *const *e = extra_env; e && *e; e++)
+		m++;
+	char **env = xrealloc(NULL, (n + m + 1) * sizeof *env);
+	size_t k = 0;
+	for (char **e = environ; e && *e; e++) {
+		size_t nl = strcspn(*e, "=");
+		bool overridden = false;
+		for (char *const *x = extra_env; x && *x; x++)
+			if (strncmp(*x, *e, nl) == 0 && (*x)[nl] == '=')
+				overridden = true;
+		if (!overridden)
+			env[k++] = *e;
+	}
+	for (char *const *x = extra_env; x && *x; x++)
+		env[k++] = *x;
+	env[k] = NULL;
+	return env;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void harness_run(struct proc_out *o, char *const *extra_env, int timeout_s, char *const *args)
+{
+	memset(o, 0, sizeof *o);
+	const char *bin = harness_proctor();
+
+	size_t nargs = 0;
+	while (args[nargs])
+		nargs++;
+	char **argv = xrealloc(NULL, (nargs + 2) * sizeof *argv);
+	argv[0] = (char *)bin;
+	for (size_t i = 0; i < nargs; i++)
+		argv[i + 1] = args[i];
+	argv[nargs + 1] = NULL;
+	char **env = build_env(extra_env);
+
+	int out_pipe[2], err_pipe[2];
+	if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0) {
+		fail_msg("pipe: %s", strerror(errno));
+	}
+
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+
+	/* Reset the signal dispositions cmocka or the test runner changed. */
+	posix_spawnattr_t attr;
+	posix_spawnattr_init(&attr);
+	sigset_t all, none;
+	sigfillset(&all);
+	sigemptyset(&none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+
+	pid_t pid;
+	int rc = posix_spawn(&pid, bin, &fa, &attr, argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(out_pipe[1]);
+	close(err_pipe[1]);
+	free(env);
+	free(argv);
+	if (rc != 0) {
+		close(out_pipe[0]);
+		close(err_pipe[0]);
+		fail_msg("cannot spawn %s: %s", bin, strerror(rc));
+	}
+
+	struct capture cs[2] = {{.fd = out_pipe[0]}, {.fd = err_pipe[0]}};
+	long long deadline = now_ms() + (long long)timeout_s * 1000;
+	int status = 0;
+	bool exited = false, timed_out = false;
+
+	while (!exited) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid) {
+			exited = true;
+			break;
+		}
+		if (w < 0 && errno != EINTR) {
+			fail_msg("waitpid(%d): %s", (int)pid, strerror(errno));
+		}
+		long long left = deadline - now_ms();
+		if (left <= 0) {
+			timed_out = true;
+			/* Only the pid we started; never a group or a name. */
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			exited = true;
+			break;
+		}
+		struct pollfd p[2];
+		nfds_t np = 0;
+		for (int i = 0; i < 2; i++) {
+			if (cs[i].fd >= 0) {
+				p[np].fd = cs[i].fd;
+				p[np].events = POLLIN;
+				np++;
+			}
+		}
+		/* Short ticks: the pipes may stay open after proctor exits if
+		 * something leaked them, so exit is also noticed by waitpid. */
+		int tick = left < 50 ? (int)left : 50;
+		int r = poll(p, np, tick);
+		if (r < 0 && errno != EINTR) {
+			fail_msg("poll: %s", strerror(errno));
+		}
+		for (nfds_t j = 0; r > 0 && j < np; j++) {
+			if (!(p[j].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			struct capture *c = p[j].fd == cs[0].fd ? &cs[0] : &cs[1];
+			if (capture_read(c) == 0)
+				close_fd(&c->fd);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		capture_drain(&cs[i]);
+		close_fd(&cs[i].fd);
+	}
+
+	o->out = capture_take(&cs[0], &o->out_len);
+	o->err = capture_take(&cs[1], &o->err_len);
+	if (WIFEXITED(status))
+		o->exit_status = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		o->exit_status = 128 + WTERMSIG(status);
+	else
+		o->exit_status = -1;
+
+	if (timed_out) {
+		fail_msg("proctor did not finish within %d s and was killed; stderr: %.2000s",
+			 timeout_s, o->err);
+	}
+
+	json_error_t jerr;
+	o->json = json_loadb(o->out, o->out_len, JSON_REJECT_DUPLICATES, &jerr);
+	if (o->json && !json_is_object(o->json)) {
+		json_decref(o->json);
+		o->json = NULL;
+	}
+}
+
+void proc_out_free(struct proc_out *o)
+{
+	if (!o)
+		return;
+	free(o->out);
+	free(o->err);
+	if (o->json)
+		json_decref(o->json);
+	memset(o, 0, sizeof *o);
+}
+
+static json_t *jget(const struct proc_out *o, const char *key)
+{
+	if (!o->json) {
+		fail_msg("proctor printed no JSON object (exit %d); stdout: %.1000s; stderr: %.1000s",
+			 o->exit_status, o->out, o->err);
+	}
+	json_t *v = json_object_get(o->json, key);
+	if (!v) {
+		fail_msg("result has no field '%s'; stdout: %.2000s", key, o->out);
+	}
+	return v;
+}
+
+const char *jstr(const struct proc_out *o, const char *key)
+{
+	json_t *v = jget(o, key);
+	if (json_is_null(v))
+		return NULL;
+	if (!json_is_string(v)) {
+		fail_msg("result field '%s' is not a string", key);
+	}
+	return json_string_value(v);
+}
+
+long long jint(const struct proc_out *o, const char *key)
+{
+	json_t *v = jget(o, key);
+	if (json_is_null(v))
+		return -1;
+	if (!json_is_integer(v)) {
+		fail_msg("result field '%s' is not an integer", key);
+	}
+	return (long long)json_integer_value(v);
+}
+
+bool jbool(const struct proc_out *o, const char *key)
+{
+	json_t *v = jget(o, key);
+	if (!json_is_boolean(v)) {
+		fail_msg("result field '%s' is not a boolean", key);
+	}
+	return json_is_true(v);
+}
+
+bool jlimit_hit(const struct proc_out *o, const char *limit)
+{
+	json_t *arr = jget(o, "limits_hit");
+	if (!json_is_array(arr)) {
+		fail_msg("result field 'limits_hit' is not an array");
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+	{
+		if (json_is_string(v) && strcmp(json_string_value(v), limit) == 0)
+			return true;
+	}
+	return false;
+}
+
+char *harness_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base)
+		base = "/tmp";
+	size_t n = strlen(base) + sizeof "/proctor-test-XXXXXX";
+	char *path = xrealloc(NULL, n);
+	snprintf(path, n, "%s/proctor-test-XXXXXX", base);
+	if (!mkdtemp(path)) {
+		fail_msg("mkdtemp %s: %s", path, strerror(errno));
+	}
+	return path;
+}
+
+/* ---- leftovers ---------------------------------------------------------- */
+
+/* Describe the first leftover into `what`; return true if one was found. */
+typedef bool (*leftover_fn)(char *what, size_t len);
+
+static bool leftover_process(char *what, size_t len)
+{
+	DIR *d = opendir("/proc");
+	if (!d) {
+		snprintf(what, len, "cannot open /proc: %s", strerror(errno));
+		return true;
+	}
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char path[300];
+		snprintf(path, sizeof path, "/proc/%s/status", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue; /* gone meanwhile */
+		char line[512], name[128] = "?";
+		while (fgets(line, sizeof line, f)) {
+			if (strncmp(line, "Name:", 5) == 0) {
+				snprintf(name, sizeof name, "%s", line + 5 + strspn(line + 5, " \t"));
+				name[strcspn(name, "\n")] = '\0';
+			}
+			if (strncmp(line, "Uid:", 4) != 0)
+				continue;
+			/* real, effective, saved, filesystem */
+			char *p = line + 4;
+			for (int k = 0; k < 4; k++) {
+				char *end;
+				unsigned long uid = strtoul(p, &end, 10);
+				if (end == p)
+					break;
+				if (uid >= SLOT_UID_MIN && uid < SLOT_UID_END) {
+					snprintf(what, len, "process %s (%s) with slot uid %lu",
+						 de->d_name, name, uid);
+					found = true;
+					break;
+				}
+				p = end;
+			}
+			break;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+static const char *state_dir(void)
+{
+	const char *s = getenv("PROCTOR_STATE_DIR");
+	return (s && *s) ? s : "/var/lib/proctor";
+}
+
+/* Undo mountinfo's octal escapes (\040 for space, ...) in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r;) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '7' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+}
+
+static bool leftover_mount(char *what, size_t len)
+{
+	char dir[PATH_MAX];
+	if (snprintf(dir, sizeof dir, "%s", state_dir()) >= (int)sizeof dir) {
+		snprintf(what, len, "state dir path too long");
+		return true;
+	}
+	size_t dl = strlen(dir);
+	while (dl > 1 && dir[dl - 1] == '/')
+		dir[--dl] = '\0';
+
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f) {
+		snprintf(what, len, "cannot open /proc/self/mountinfo: %s", strerror(errno));
+		return true;
+	}
+	bool found = false;
+	char *line = NULL;
+	size_t cap = 0;
+	while (!found && getline(&line, &cap, f) > 0) {
+		/* id parent major:minor root mountpoint ... */
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 4; i++)
+			tok = strtok_r(NULL, " ", &save);
+		if (!tok)
+			continue;
+		unescape_mountinfo(tok);
+		if (strncmp(tok, dir, dl) == 0 && tok[dl] == '/') {
+			snprintf(what, len, "mount on %s (below the state dir %s)", tok, dir);
+			found = true;
+		}
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static bool is_dir_at(int dfd, const char *name)
+{
+	struct stat st;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool slot_name_ok(const char *name)
+{
+	if (strncmp(name, "slot", 4) != 0 || !name[4])
+		return false;
+	for (const char *p = name + 4; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+/* Check one slot cgroup: no child group, empty cgroup.procs. */
+static bool leftover_in_slot(const char *path, char *what, size_t len)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false; /* removed meanwhile */
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (is_dir_at(dirfd(d), de->d_name)) {
+			snprintf(what, len, "child cgroup %s/%s", path, de->d_name);
+			found = true;
+		}
+	}
+	closedir(d);
+	if (found)
+		return true;
+
+	char procs[PATH_MAX];
+	if (!join_path(procs, sizeof procs, path, "cgroup.procs"))
+		return false;
+	FILE *f = fopen(procs, "re");
+	if (!f)
+		return false;
+	char line[64];
+	if (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(what, len, "process %s still in cgroup %s", line, path);
+		found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+static bool leftover_in_proctor_cgroup(const char *path, char *what, size_t len)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* cgroup.procs, memory.* ... are files; only groups matter. */
+		if (!is_dir_at(dirfd(d), de->d_name))
+			continue;
+		char sub[PATH_MAX];
+		if (!join_path(sub, sizeof sub, path, de->d_name))
+			continue;
+		if (!slot_name_ok(de->d_name)) {
+			snprintf(what, len, "unexpected cgroup %s (only slotN may stay)", sub);
+			found = true;
+		} else {
+			found = leftover_in_slot(sub, what, len);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+static bool leftover_cgroup(char *what, size_t len)
+{
+	const char *root = "/sys/fs/cgroup";
+	/* Pure cgroup v2: the proctor group sits at the root. */
+	if (leftover_in_proctor_cgroup("/sys/fs/cgroup/proctor", what, len))
+		return true;
+	DIR *d = opendir(root);
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "proctor"))
+			continue;
+		if (!is_dir_at(dirfd(d), de->d_name))
+			continue;
+		char group[PATH_MAX], path[PATH_MAX];
+		if (!join_path(group, sizeof group, root, de->d_name) ||
+		    !join_path(path, sizeof path, group, "proctor"))
+			continue;
+		found = leftover_in_proctor_cgroup(path, what, len);
+	}
+	closedir(d);
+	return found;
+}
+
+void harness_assert_clean(void)
+{
+	static const leftover_fn checks[] = {leftover_process, leftover_mount, leftover_cgroup};
+	long long deadline = now_ms() + CLEAN_WAIT_MS;
+	char what[PATH_MAX + 200];
+	for (;;) {
+		bool dirty = false;
+		for (size_t i = 0; !dirty && i < sizeof checks / sizeof checks[0]; i++)
+			dirty = checks[i](what, sizeof what);
+		if (!dirty)
+			return;
+		if (now_ms() >= deadline)
+			break;
+		sleep_ms(50);
+	}
+	fail_msg("sandbox left behind: %s", what);
+}
