@@ -349,6 +349,8 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	status = run_result_exit_status(&res);
+	if (res.status == RUN_NONZERO_EXIT && res.message[0])
+		fprintf(stderr, "proctor: %s\n", res.message); /* e.g. the program was not found */
 	for (size_t i = 0; i < o.n_get; i++) {
 		if (sandbox_get(sb, o.get[i][0], o.get[i][1], &e) < 0) {
 			fprintf(stderr, "proctor: --get: %s\n", e.msg);

@@ -30,8 +30,10 @@ int creds_set_rlimits(const struct limits *l, struct err *e)
 	    set_limit(RLIMIT_NOFILE, "nofile", l->nofile, l->nofile, e) < 0 ||
 	    set_limit(RLIMIT_CPU, "cpu", cpu_s, cpu_s + 1, e) < 0 ||
 	    /* Counted per uid host-wide, which is why each slot has its own
-	     * uid; the pids cgroup is the real limit. */
-	    set_limit(RLIMIT_NPROC, "nproc", l->pids, l->pids, e) < 0 ||
+	     * uid.  The pids cgroup is the real limit and must trip first (its
+	     * pids.events is how the verdict learns of it), so this backstop
+	     * sits above it. */
+	    set_limit(RLIMIT_NPROC, "nproc", l->pids + 16, l->pids + 16, e) < 0 ||
 	    set_limit(RLIMIT_MEMLOCK, "memlock", 0, 0, e) < 0 ||
 	    set_limit(RLIMIT_MSGQUEUE, "msgqueue", 0, 0, e) < 0)
 		return -1;

@@ -1,0 +1,62 @@
+#!/bin/bash
+# The whole test suite: install dependencies, build with ASan+UBSan and
+# warnings as errors, run unit and integration tests (including the shared
+# hostile corpus) and print one closing line: "N passed, N failed".
+# Needs root (namespaces, cgroups, mounts).  CI=true turns skips into failures.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "scripts/test.sh: the sandbox tests need root" >&2
+	exit 2
+fi
+./scripts/install-deps.sh || exit 2
+
+build=build-test
+# A writable copy of the shared corpus, with its generated cases.
+corpus_src="$top/../shared/corpus"
+corpus="$top/$build-corpus"
+if [ -d "$corpus_src" ]; then
+	rm -rf "$corpus" && cp -r "$corpus_src" "$corpus" && chmod -R u+w "$corpus"
+	(cd "$corpus" && ./generate.sh >/dev/null) || { echo "corpus generate.sh failed" >&2; exit 2; }
+else
+	echo "scripts/test.sh: no ../shared/corpus; corpus tests will skip" >&2
+	corpus=""
+fi
+
+if [ ! -d "$build" ]; then
+	meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false \
+		-Dc_args=-fno-sanitize-recover=all -Dcorpus_dir="$corpus" >/dev/null || exit 2
+else
+	meson configure "$build" -Dcorpus_dir="$corpus" >/dev/null || exit 2
+fi
+meson compile -C "$build" >/dev/null || { meson compile -C "$build"; exit 2; }
+
+if [ "${CI:-}" = "true" ]; then
+	export PROCTOR_MUST_WORK=1
+fi
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export CMOCKA_MESSAGE_OUTPUT=stdout
+meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
+meson_rc=$?
+
+# Count individual cmocka tests across every test program; a program that
+# died without a cmocka summary counts as one failure.
+/usr/bin/python3 - "$build/meson-logs/testlog.json" <<'PY'
+import json, re, sys
+passed = failed = skipped = 0
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    out = (t.get("stdout") or "") + (t.get("stderr") or "")
+    p = re.findall(r"\[  PASSED  \] (\d+) test", out)
+    f = re.findall(r"\[  FAILED  \] (\d+) test", out)
+    s = re.findall(r"\[  SKIPPED \] (\d+) test", out)
+    passed += sum(map(int, p)); failed += sum(map(int, f)); skipped += sum(map(int, s))
+    if t.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL") and not f:
+        failed += 1
+        print("test program %s: %s without a cmocka summary" % (t.get("name"), t.get("result")))
+print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+PY
+exit $meson_rc
