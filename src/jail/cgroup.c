@@ -280,6 +280,12 @@ int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fd
 	 */
 	cg->mem_limit_bytes = l->memory_bytes;
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)(l->memory_bytes + l->disk_bytes));
+	/* Page cache a previous run of this slot read in is still charged to
+	 * the slot's group; reclaim it so this run's peak is its own. */
+	if (cg->layout == CGROUP_V2)
+		write_file_at(cg->mem_fd, "memory.reclaim", "1G", &ignored);
+	else
+		write_file_at(cg->mem_fd, "memory.force_empty", "0", &ignored);
 	if (cg->layout == CGROUP_V2) {
 		if (write_file_at(cg->mem_fd, "memory.max", val, e) < 0)
 			return err_wrap(e, "set memory limit");

@@ -61,6 +61,7 @@
 #include "jail/files.h"
 #include "jail/mount.h"
 #include "jail/seccomp.h"
+#include "seccomp_table.h"
 #include "jail/slot.h"
 #include "util.h"
 
@@ -80,7 +81,6 @@ struct jail {
 	int scratch_fd;
 	char scratch[PATH_MAX + 16];
 	char root[PATH_MAX + 16];
-	struct sock_fprog filter;
 };
 
 /* Init -> supervisor messages; each smaller than PIPE_BUF, so atomic. */
@@ -205,7 +205,11 @@ static _Noreturn void contain_program(struct child_ctx *c, int report_fd)
 	if (creds_drop(c->j->slot.uid, c->j->slot.gid, &e) < 0)
 		exec_fail(report_fd, 1, e.errnum, e.msg);
 	/* 8. SECURITY: the seccomp filter, last, so it also binds execve. */
-	if (seccomp_install(&c->j->filter, &e) < 0)
+	struct sock_fprog filter = {
+		.len = sizeof(seccomp_program) / sizeof(seccomp_program[0]),
+		.filter = (struct sock_filter *)seccomp_program,
+	};
+	if (seccomp_install(&filter, &e) < 0)
 		exec_fail(report_fd, 1, e.errnum, e.msg);
 	int errnum = exec_search(spec->argv, c->envp);
 	char text[300];
@@ -641,7 +645,6 @@ static void jail_destroy(struct sandbox *sb)
 		slot_unmount_scratch(&j->slot);
 		slot_release(&j->slot);
 	}
-	free(j->filter.filter);
 	free(j);
 }
 
@@ -656,8 +659,6 @@ static int jail_create(const struct sandbox_options *opts, struct sandbox **ret,
 	j->scratch_fd = -1;
 	j->slot.lock_fd = j->slot.dir_fd = -1;
 	j->cg.mem_fd = -1;
-	if (seccomp_build(&j->filter, e) < 0)
-		goto out_destroy;
 	if (slot_lease(opts->state_dir, opts->max_slots, opts->uid_base, &j->slot, e) < 0)
 		goto out_destroy;
 	if (cgroup_slot_open(&j->cg, j->slot.index, e) < 0) {

@@ -7,13 +7,14 @@
 #include "err.h"
 
 /*
- * Compile the filter once (libseccomp) into classic BPF.  The program is
+ * Compile the filter (libseccomp) into classic BPF.  Runs at build time
+ * (seccomp_gen.c); the table it produces is what sandboxes load.  The program is
  * owned by the caller; free prog->filter with free().  Loading it in the
  * child is then a single prctl with no allocation.
  */
 int seccomp_build(struct sock_fprog *ret, struct err *e);
 
-/* Install a compiled filter in the calling process (no_new_privs must be set). */
+/* Install a compiled filter (seccomp_load.c) in the calling process (no_new_privs must be set). */
 int seccomp_install(const struct sock_fprog *prog, struct err *e);
 
 #endif

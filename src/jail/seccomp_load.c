@@ -1,0 +1,15 @@
+/* Process Isolator -- seccomp: loading the build-time compiled filter into the program. */
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+
+#include "jail/seccomp.h"
+
+int seccomp_install(const struct sock_fprog *prog, struct err *e)
+{
+	/* SECURITY: installed last before execve, after the uid change and
+	 * no_new_privs, so the filter binds the program and everything it forks. */
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) < 0)
+		return err_set(e, errno, "install seccomp filter");
+	return 0;
+}
