@@ -49,10 +49,11 @@ void run_result_free(struct run_result *r)
 	capbuf_free(&r->err);
 }
 
-static json_t *text_json(const struct capbuf *b)
+/* A JSON string of arbitrary bytes, repaired as UTF-8 (see capbuf.h). */
+static json_t *bytes_json(const char *data, size_t n, bool cut)
 {
 	size_t len;
-	char *s = utf8_sanitize(b->data, b->len, b->truncated, &len);
+	char *s = utf8_sanitize(data, n, cut, &len);
 	json_t *j;
 
 	if (!s)
@@ -60,6 +61,11 @@ static json_t *text_json(const struct capbuf *b)
 	j = json_stringn_nocheck(s, len);
 	free(s);
 	return j;
+}
+
+static json_t *text_json(const struct capbuf *b)
+{
+	return bytes_json(b->data, b->len, b->truncated);
 }
 
 json_t *run_result_to_json(const struct run_result *r)
@@ -89,7 +95,8 @@ json_t *run_result_to_json(const struct run_result *r)
 		      "stderr_truncated", r->err.truncated,
 		      "stdout_bytes", (json_int_t)r->out.total,
 		      "stderr_bytes", (json_int_t)r->err.total,
-		      "message", r->message[0] ? json_string(r->message) : json_null());
+		      "message", r->message[0] ? bytes_json(r->message, strlen(r->message), false)
+					 : json_null());
 	if (o && r->signal > 0) {
 		const char *abbrev = sigabbrev_np(r->signal);
 		json_object_set_new(o, "signal_name", abbrev ? json_sprintf("SIG%s", abbrev)

@@ -541,6 +541,25 @@ static bool verdict_listed(const char *list, const struct verdict *v)
 	return false;
 }
 
+/* Contract: 0 status ok, 1 the program failed or hit a limit (output
+ * truncation alone does not count), 3 proctor's own error. */
+static int contract_exit_status(const struct case_run *r)
+{
+	const char *st = status_of(r);
+	json_t *hits = json_object_get(r->out.json, "limits_hit");
+
+	if (strcmp(st, "error") == 0)
+		return 3;
+	if (strcmp(st, "ok") != 0)
+		return 1;
+	for (size_t i = 0; i < json_array_size(hits); i++) {
+		const char *hit = json_string_value(json_array_get(hits, i));
+		if (!hit || strcmp(hit, "output") != 0)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Run one case the way a grader would: the assignment's limits, only the
  * allowlisted student files, the hidden test files, the report fetched back.
@@ -633,7 +652,7 @@ static void run_case(struct case_run *r, const char *lang, const char *case_name
 	    "proctor reported its own failure (status error); a submission must never cause that");
 
 	const char *st = status_of(r);
-	int want_exit = strcmp(st, "ok") == 0 ? 0 : strcmp(st, "error") == 0 ? 3 : 1;
+	int want_exit = contract_exit_status(r);
 	if (r->have_report)
 		check_that(r->out.exit_status == want_exit, r,
 			   "proctor exited %d for status %s (contract: %d)", r->out.exit_status, st,

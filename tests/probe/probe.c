@@ -202,6 +202,22 @@ static int mode_memhog(char **a)
 	return 0;
 }
 
+/* Allocate and touch MIB MiB as fast as possible, then exit at once:
+ * a limit enforced by sampling alone never sees this. */
+static int mode_memburst(char **a)
+{
+	long want = num(a[0]);
+	char *p = malloc((size_t)want * MIB);
+	if (!p) {
+		say("result errno=%s\n", errname(errno));
+		return 1;
+	}
+	memset(p, 0x5a, (size_t)want * MIB);
+	memhog_head = p;
+	say("result ok mib=%ld\n", want);
+	return 0;
+}
+
 static int mode_spin(char **a)
 {
 	volatile unsigned long n = 0;
@@ -874,6 +890,7 @@ static const struct mode modes[] = {
 	{"exit", 1, mode_exit},
 	{"forkbomb", 0, mode_forkbomb},
 	{"memhog", 1, mode_memhog},
+	{"memburst", 1, mode_memburst},
 	{"spin", 0, mode_spin},
 	{"sleep", 1, mode_sleep},
 	{"filldisk", 1, mode_filldisk},
