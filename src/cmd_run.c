@@ -265,17 +265,23 @@ static int check_paths(struct run_options *o, int *ret_stdin)
 	return 0;
 }
 
-static void print_result(const struct run_options *o, const struct run_result *r)
+/* `get_errors` lists the --get files that could not be copied out (JSON
+ * array of strings, or NULL for none). */
+static void print_result(const struct run_options *o, const struct run_result *r,
+			 json_t *get_errors)
 {
 	if (o->json) {
 		json_t *j = run_result_to_json(r);
 		if (j) {
+			json_object_set(j, "get_errors", get_errors ? get_errors : json_array());
 			json_dumpf(j, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
 			fputc('\n', stdout);
 			json_decref(j);
 		}
 	} else {
 		run_result_print_text(stdout, r);
+		for (size_t i = 0; get_errors && i < json_array_size(get_errors); i++)
+			printf("--get failed: %s\n", json_string_value(json_array_get(get_errors, i)));
 	}
 	fflush(stdout);
 }
@@ -287,7 +293,7 @@ static int internal_error(const struct run_options *o, struct run_result *r, con
 	r->status = RUN_ERROR;
 	snprintf(r->message, sizeof(r->message), "%s", msg);
 	if (o->json)
-		print_result(o, r);
+		print_result(o, r, NULL);
 	return 3;
 }
 
@@ -300,6 +306,7 @@ int cmd_run(int argc, char **argv)
 	struct err e;
 	char why[256];
 	int stdin_fd = -1, status;
+	json_t *get_errors = NULL;
 
 	limits_default(&o.limits);
 	o.state_dir = getenv("PROCTOR_STATE_DIR");
@@ -348,18 +355,23 @@ int cmd_run(int argc, char **argv)
 		status = internal_error(&o, &res, e.msg);
 		goto out;
 	}
+	get_errors = json_array();
 	status = run_result_exit_status(&res);
 	if (res.status == RUN_NONZERO_EXIT && res.message[0])
 		fprintf(stderr, "proctor: %s\n", res.message); /* e.g. the program was not found */
 	for (size_t i = 0; i < o.n_get; i++) {
 		if (sandbox_get(sb, o.get[i][0], o.get[i][1], &e) < 0) {
+			/* The program did not leave the file it was asked for:
+			 * its failure, not a usage error. */
 			fprintf(stderr, "proctor: --get: %s\n", e.msg);
+			json_array_append_new(get_errors, json_string(e.msg));
 			if (status == 0)
 				status = 1;
 		}
 	}
-	print_result(&o, &res);
+	print_result(&o, &res, get_errors);
 out:
+	json_decref(get_errors);
 	sandbox_destroy(sb);
 	xclose(stdin_fd);
 	run_result_free(&res);

@@ -137,8 +137,8 @@ int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid,
 	return rc;
 }
 
-int files_get(int scratch_fd, const char *rel, const char *host_path, uint64_t max_bytes,
-	      struct err *e)
+int files_get(int scratch_fd, const char *rel, const char *shown, const char *host_path,
+	      uint64_t max_bytes, struct err *e)
 {
 	struct stat st;
 	/* O_NONBLOCK: opening a FIFO the program left there must not block us;
@@ -147,13 +147,12 @@ int files_get(int scratch_fd, const char *rel, const char *host_path, uint64_t m
 
 	if (src < 0) {
 		if (errno == ELOOP || errno == EXDEV)
-			return err_set(e, 0, "sandbox file '%s' is a symlink or leaves the sandbox",
-				       rel);
-		return err_set(e, errno, "sandbox file '%s'", rel);
+			return err_set(e, 0, "'%s' is a symlink or leaves the sandbox", shown);
+		return err_set(e, errno, "'%s'", shown);
 	}
 	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(src);
-		return err_set(e, 0, "sandbox file '%s' is not a regular file", rel);
+		return err_set(e, 0, "'%s' is not a regular file", shown);
 	}
 	dst = open(host_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (dst < 0) {
@@ -161,7 +160,7 @@ int files_get(int scratch_fd, const char *rel, const char *host_path, uint64_t m
 		close(src);
 		return err_set(e, saved, "'%s'", host_path);
 	}
-	rc = copy_fd(src, dst, max_bytes, rel, e);
+	rc = copy_fd(src, dst, max_bytes, shown, e);
 	close(src);
 	close(dst);
 	return rc;

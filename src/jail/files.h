@@ -20,8 +20,9 @@ int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid,
  * Copy the regular file `rel` below scratch_fd to host_path, at most
  * max_bytes.  A symlink, directory, FIFO or device is refused without being
  * opened for reading; nothing outside the scratch tree can be reached.
+ * Messages name the file as `shown` (the path the program sees).
  */
-int files_get(int scratch_fd, const char *rel, const char *host_path, uint64_t max_bytes,
-	      struct err *e);
+int files_get(int scratch_fd, const char *rel, const char *shown, const char *host_path,
+	      uint64_t max_bytes, struct err *e);
 
 #endif

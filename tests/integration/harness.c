@@ -2,12 +2,14 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <setjmp.h>
-#include <stddef.h>
 #include <cmocka.h>
 
 #include "harness.h"
@@ -323,8 +323,9 @@ void proc_out_free(struct proc_out *o)
 static json_t *jget(const struct proc_out *o, const char *key)
 {
 	if (!o->json) {
-		fail_msg("proctor printed no JSON object (exit %d); stdout: %.1000s; stderr: %.1000s",
-			 o->exit_status, o->out, o->err);
+		fail_msg(
+		    "proctor printed no JSON object (exit %d); stdout: %.1000s; stderr: %.1000s",
+		    o->exit_status, o->out, o->err);
 	}
 	json_t *v = json_object_get(o->json, key);
 	if (!v) {
@@ -419,7 +420,8 @@ static bool leftover_process(char *what, size_t len)
 		char line[512], name[128] = "?";
 		while (fgets(line, sizeof line, f)) {
 			if (strncmp(line, "Name:", 5) == 0) {
-				snprintf(name, sizeof name, "%s", line + 5 + strspn(line + 5, " \t"));
+				snprintf(name, sizeof name, "%s",
+					 line + 5 + strspn(line + 5, " \t"));
 				name[strcspn(name, "\n")] = '\0';
 			}
 			if (strncmp(line, "Uid:", 4) != 0)

@@ -546,8 +546,8 @@ static int mode_unshare(char **a)
 	/* clone(2) without a new stack behaves like fork: the child gets a
 	 * copy of this stack and leaves at once. */
 	int e_clone = 0;
-	long r = syscall(SYS_clone, (unsigned long)(CLONE_NEWUSER | SIGCHLD), NULL, NULL, NULL,
-			 NULL);
+	long r =
+	    syscall(SYS_clone, (unsigned long)(CLONE_NEWUSER | SIGCHLD), NULL, NULL, NULL, NULL);
 	if (r == 0)
 		_exit(0);
 	if (r < 0)
@@ -886,43 +886,43 @@ struct mode {
 };
 
 static const struct mode modes[] = {
-	{"true", 0, mode_true},
-	{"exit", 1, mode_exit},
-	{"forkbomb", 0, mode_forkbomb},
-	{"memhog", 1, mode_memhog},
-	{"memburst", 1, mode_memburst},
-	{"spin", 0, mode_spin},
-	{"sleep", 1, mode_sleep},
-	{"filldisk", 1, mode_filldisk},
-	{"bigfile", 1, mode_bigfile},
-	{"flood", 1, mode_flood},
-	{"floodboth", 1, mode_floodboth},
-	{"daemon", 0, mode_daemon},
-	{"connect", 2, mode_connect},
-	{"udp", 2, mode_udp},
-	{"environ", 0, mode_environ},
-	{"readfile", 1, mode_readfile},
-	{"ptrace", 0, mode_ptrace},
-	{"unshare", 0, mode_unshare},
-	{"clone3", 0, mode_clone3},
-	{"iouring", 0, mode_iouring},
-	{"kexec", 0, mode_kexec},
-	{"mount", 0, mode_mount},
-	{"nofile", 0, mode_nofile},
-	{"whoami", 0, mode_whoami},
-	{"ps", 0, mode_ps},
-	{"write", 2, mode_write},
-	{"ls", 1, mode_ls},
-	{"cat", 1, mode_cat},
-	{"threads", 1, mode_threads},
-	{"segv", 0, mode_segv},
-	{"abort", 0, mode_abort},
-	{"stdin", 0, mode_stdin},
-	{"badutf8", 0, mode_badutf8},
-	{"hostname", 0, mode_hostname},
-	{"cpuall", 1, mode_cpuall},
-	{"symlink", 2, mode_symlink},
-	{"hold", 3, mode_hold},
+    {"true", 0, mode_true},
+    {"exit", 1, mode_exit},
+    {"forkbomb", 0, mode_forkbomb},
+    {"memhog", 1, mode_memhog},
+    {"memburst", 1, mode_memburst},
+    {"spin", 0, mode_spin},
+    {"sleep", 1, mode_sleep},
+    {"filldisk", 1, mode_filldisk},
+    {"bigfile", 1, mode_bigfile},
+    {"flood", 1, mode_flood},
+    {"floodboth", 1, mode_floodboth},
+    {"daemon", 0, mode_daemon},
+    {"connect", 2, mode_connect},
+    {"udp", 2, mode_udp},
+    {"environ", 0, mode_environ},
+    {"readfile", 1, mode_readfile},
+    {"ptrace", 0, mode_ptrace},
+    {"unshare", 0, mode_unshare},
+    {"clone3", 0, mode_clone3},
+    {"iouring", 0, mode_iouring},
+    {"kexec", 0, mode_kexec},
+    {"mount", 0, mode_mount},
+    {"nofile", 0, mode_nofile},
+    {"whoami", 0, mode_whoami},
+    {"ps", 0, mode_ps},
+    {"write", 2, mode_write},
+    {"ls", 1, mode_ls},
+    {"cat", 1, mode_cat},
+    {"threads", 1, mode_threads},
+    {"segv", 0, mode_segv},
+    {"abort", 0, mode_abort},
+    {"stdin", 0, mode_stdin},
+    {"badutf8", 0, mode_badutf8},
+    {"hostname", 0, mode_hostname},
+    {"cpuall", 1, mode_cpuall},
+    {"symlink", 2, mode_symlink},
+    {"hold", 3, mode_hold},
 };
 
 int main(int argc, char **argv)
@@ -935,8 +935,7 @@ int main(int argc, char **argv)
 		if (strcmp(argv[1], modes[i].name) != 0)
 			continue;
 		if (argc - 2 != modes[i].nargs) {
-			say("result error=usage mode=%s wants=%d\n", modes[i].name,
-			    modes[i].nargs);
+			say("result error=usage mode=%s wants=%d\n", modes[i].name, modes[i].nargs);
 			return 2;
 		}
 		return modes[i].fn(argv + 2);
