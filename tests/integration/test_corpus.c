@@ -653,6 +653,8 @@ static void run_case(struct case_run *r, const char *lang, const char *case_name
 
 	const char *st = status_of(r);
 	int want_exit = contract_exit_status(r);
+	print_message("[  CASE    ] %s: status %s, exit %d, verdict %s:%d, %.1f s\n", r->name, st,
+		      r->out.exit_status, r->v.status, r->v.passed, r->elapsed_s);
 	if (r->have_report)
 		check_that(r->out.exit_status == want_exit, r,
 			   "proctor exited %d for status %s (contract: %d)", r->out.exit_status, st,
