@@ -326,6 +326,10 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 
+	if (ops->prepare(&e) < 0) {
+		status = internal_error(&o, &res, e.msg);
+		goto out;
+	}
 	struct sandbox_options sopts = {
 		.state_dir = o.state_dir,
 		.max_slots = o.slots,

@@ -54,6 +54,9 @@ struct sandbox_ops {
 	const char *name;
 	/* 0 if the backend can work here; else -1 with the reason in `e`. */
 	int (*probe)(struct err *e);
+	/* Process-wide setup, called once by a command before it creates
+	 * sandboxes and before it starts any thread. */
+	int (*prepare)(struct err *e);
 	int (*create)(const struct sandbox_options *opts, struct sandbox **ret, struct err *e);
 	/* Copy a host file or directory to a path in the writable tree. */
 	int (*put)(struct sandbox *sb, const char *host_path, const char *sandbox_path,

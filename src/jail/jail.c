@@ -13,8 +13,9 @@
  *     v
  *   program (slot uid, no capabilities, no_new_privs, seccomp, rlimits)
  *
- * The supervisor leases a slot (uid, cgroups, scratch dir), mounts the
- * slot's size-capped scratch tmpfs (/work, /tmp, /dev/shm), prepares the
+ * The supervisor first moves into a private mount namespace (jail_prepare),
+ * then leases a slot (uid, cgroups, scratch dir), mounts the slot's
+ * size-capped scratch tmpfs (/work, /tmp, /dev/shm), prepares the
  * cgroups of the run and then clones init.  Init builds the new root and
  * pivots into it (mount.c), forks the program and reaps every orphan until
  * the program itself exits, then reports the program's wait status over a
@@ -726,6 +727,21 @@ static int jail_get(struct sandbox *sb, const char *sandbox_path, const char *ho
 	return files_get(j->scratch_fd, rel, sandbox_path, host_path, j->opts.disk_bytes, e);
 }
 
+/*
+ * SECURITY: the supervisor moves into a private mount namespace of its own
+ * before it mounts anything, so scratch mounts never appear in the host's
+ * namespace and vanish with the proctor process however it dies: a killed
+ * proctor cannot leave a mount behind.
+ */
+static int jail_prepare(struct err *e)
+{
+	if (unshare(CLONE_NEWNS) < 0)
+		return err_set(e, errno, "unshare the supervisor's mount namespace");
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return err_set(e, errno, "make the supervisor's mounts private");
+	return 0;
+}
+
 static int jail_probe(struct err *e)
 {
 	static const char *const ns[] = {"pid", "mnt", "net", "ipc", "uts", "cgroup"};
@@ -749,6 +765,7 @@ static int jail_probe(struct err *e)
 const struct sandbox_ops jail_ops = {
 	.name = "jail",
 	.probe = jail_probe,
+	.prepare = jail_prepare,
 	.create = jail_create,
 	.put = jail_put,
 	.run = jail_run,

@@ -1061,6 +1061,54 @@ static pid_t find_sandboxed(const char *rel, long long *ret_uid)
 	return found;
 }
 
+/* A proctor killed by SIGKILL takes its sandbox with it: init dies by
+ * PDEATHSIG, the program dies with init's pid namespace, the scratch mount
+ * lived only in the dead proctor's mount namespace, and the next proctor
+ * reuses the slot. */
+static void test_sandbox_dies_with_its_proctor(void **state)
+{
+	(void)state;
+	require_root();
+	char *dir = harness_tmpdir();
+	char *out = path_in(dir, "a.out"), *err = path_in(dir, "a.err");
+	char put[PATH_MAX + 16];
+	snprintf(put, sizeof put, "%s:probe", harness_probe());
+	const char *args[] = {"run", "--json", "--wall", "60", "--put", put, "--",
+			      "./probe", "hold", "owner-secret", "release", "60", NULL};
+	pid_t pid = spawn_proctor(args, out, err);
+	long long uid = 0;
+	pid_t victim = 0;
+	for (int i = 0; i < 250 && !victim; i++) {
+		sleep_ms(20);
+		victim = find_sandboxed("owner-secret", &uid);
+	}
+	assert_true(victim > 0);
+	/* Only the proctor this test started is killed, by its pid. */
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(wait_child(pid, 10000), 128 + SIGKILL);
+	/* The program is gone within moments, without any other proctor's
+	 * help; the slot's empty run cgroup waits for the next lease. */
+	bool gone = false;
+	for (int i = 0; i < 100 && !gone; i++) {
+		gone = kill(victim, 0) < 0 && errno == ESRCH;
+		if (!gone)
+			sleep_ms(20);
+	}
+	assert_true(gone);
+
+	struct proc_out o;
+	run_probe(&o, (const char *const[]){"--slots", "1", NULL},
+		  (const char *const[]){"ls", "/work", NULL});
+	expect_status(&o, "ok");
+	assert_false(contains(probe_stdout(&o), "owner-secret"));
+	proc_out_free(&o);
+	harness_assert_clean();
+	remove_tree(dir);
+	free(out);
+	free(err);
+	free(dir);
+}
+
 static void test_two_sandboxes_are_isolated(void **state)
 {
 	require_root();
@@ -1482,6 +1530,7 @@ int main(void)
 	    cmocka_unit_test(test_identity_is_unprivileged),
 	    cmocka_unit_test(test_hostname_is_not_the_hosts),
 	    cmocka_unit_test(test_two_sandboxes_are_isolated),
+	    cmocka_unit_test(test_sandbox_dies_with_its_proctor),
 	    cmocka_unit_test(test_slot_reuse_starts_fresh),
 	    cmocka_unit_test(test_bad_options_are_usage_errors),
 	    cmocka_unit_test(test_missing_program_exits_127),
