@@ -1,5 +1,6 @@
 /* Build-time tool: compile the seccomp filter with libseccomp and emit it as a C table. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "jail/seccomp.h"
 
@@ -34,5 +35,6 @@ int main(int argc, char **argv)
 		fprintf(f, "\t{0x%04x, %u, %u, 0x%08x},\n", prog.filter[i].code, prog.filter[i].jt,
 			prog.filter[i].jf, prog.filter[i].k);
 	fprintf(f, "};\n");
+	free(prog.filter);
 	return fclose(f) == 0 ? 0 : 1;
 }

@@ -23,15 +23,26 @@ void slot_unmount_scratch(struct slot *s)
 		;
 }
 
+/* The slot directory holds two permanent, empty mount points.  Whatever
+ * else is there (or in them) is a dead owner's debris. */
 static int clean_slot(struct slot *s, struct err *e)
 {
+	static const char *const points[] = {"scratch", "root"};
+
 	slot_unmount_scratch(s);
-	/* The mount points themselves are empty directories; anything else in
-	 * the slot directory is debris. */
-	if (rm_rf_children(s->dir_fd, e) < 0)
-		return err_wrap(e, "clean slot directory '%s'", s->dir);
-	if (mkdirat(s->dir_fd, "scratch", 0755) < 0 || mkdirat(s->dir_fd, "root", 0755) < 0)
-		return err_set(e, errno, "create mount points in '%s'", s->dir);
+	for (size_t i = 0; i < 2; i++) {
+		if (mkdirat(s->dir_fd, points[i], 0755) == 0)
+			continue;
+		if (errno != EEXIST)
+			return err_set(e, errno, "create mount point '%s/%s'", s->dir, points[i]);
+		int fd = openat(s->dir_fd, points[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return err_set(e, errno, "open '%s/%s'", s->dir, points[i]);
+		int rc = rm_rf_children(fd, e);
+		close(fd);
+		if (rc < 0)
+			return err_wrap(e, "clean '%s/%s'", s->dir, points[i]);
+	}
 	return 0;
 }
 
@@ -60,10 +71,6 @@ int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct
 				continue;
 			return err_set(e, saved, "lock '%s'", path);
 		}
-		char pid[32];
-		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-		if (ftruncate(s.lock_fd, 0) == 0)
-			(void)!pwrite(s.lock_fd, pid, (size_t)n, 0);
 
 		snprintf(s.dir, sizeof(s.dir), "%s/slots/%u", state_dir, i);
 		if (mkdir(s.dir, 0711) < 0 && errno != EEXIST) {
@@ -91,10 +98,8 @@ int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct
 
 void slot_release(struct slot *s)
 {
-	if (s->dir_fd >= 0) {
-		struct err ignored;
-		rm_rf_children(s->dir_fd, &ignored);
-		s->dir_fd = xclose(s->dir_fd);
-	}
+	/* The scratch tree was a tmpfs, already unmounted; the empty mount
+	 * points stay for the next lease. */
+	s->dir_fd = xclose(s->dir_fd);
 	s->lock_fd = xclose(s->lock_fd); /* drops the flock */
 }

@@ -282,7 +282,7 @@ static void load_assignment(struct assignment *a, const char *corpus, const char
 	char *tok_save = NULL;
 	for (char *tok = strtok_r(ok_exit, " ", &tok_save); tok;
 	     tok = strtok_r(NULL, " ", &tok_save)) {
-		long v;
+		long v = 0;
 		assert_true(parse_int(tok, 0, 255, &v));
 		assert_true(a->n_ok_exit < MAX_OK_EXITS);
 		a->ok_exit[a->n_ok_exit++] = (int)v;
