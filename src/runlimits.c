@@ -85,20 +85,33 @@ static uint64_t *field(struct limits *l, const char *name)
 	return NULL;
 }
 
-int limits_set(struct limits *l, const char *name, const char *text, struct err *e)
+/* The user's text as it may appear in a one-line message: control
+ * characters become '?', and long text is cut. */
+static void printable(const char *text, char *buf, size_t len)
+{
+	size_t i = 0;
+
+	for (; text[i] && i + 1 < len; i++)
+		buf[i] = (unsigned char)text[i] < 0x20 || text[i] == 0x7f ? '?' : text[i];
+	buf[i] = '\0';
+}
+
+int limits_set(struct limits *l, const char *name, const char *raw, struct err *e)
 {
 	const struct limit_desc *d = NULL;
 	uint64_t v, *dst = field(l, name);
+	char text[64];
 
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (strcmp(table[i].name, name) == 0)
 			d = &table[i];
 	if (!d || !dst)
 		return err_set(e, 0, "unknown limit '%s'", name);
+	printable(raw, text, sizeof(text));
 
 	switch (d->unit) {
 	case LIMIT_UNIT_SECONDS:
-		if (parse_seconds_ms(text, &v) < 0)
+		if (parse_seconds_ms(raw, &v) < 0)
 			return err_set(e, 0,
 				       "--%s: '%s' is not a number of seconds "
 				       "(like 2 or 0.5, at most 3 decimals)",
@@ -114,7 +127,7 @@ int limits_set(struct limits *l, const char *name, const char *text, struct err 
 		const char *unit = d->unit == LIMIT_UNIT_MIB   ? " MiB"
 				   : d->unit == LIMIT_UNIT_KIB ? " KiB"
 							       : "";
-		if (parse_u64(text, strlen(text), &v) < 0)
+		if (parse_u64(raw, strlen(raw), &v) < 0)
 			return err_set(e, 0, "--%s: '%s' is not a whole number%s", name, text,
 				       unit);
 		if (v < d->min || v > d->max)
