@@ -1,0 +1,87 @@
+/* SHA-256 digests (OpenSSL libcrypto) for reproducibility records. */
+#include "digest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct digest {
+	EVP_MD_CTX *ctx;
+};
+
+struct digest *digest_new(void)
+{
+	struct digest *d = malloc(sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->ctx = EVP_MD_CTX_new();
+	if (!d->ctx || EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(d->ctx);
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+void digest_update(struct digest *d, const void *buf, size_t len)
+{
+	EVP_DigestUpdate(d->ctx, buf, len);
+}
+
+void digest_update_str(struct digest *d, const char *s)
+{
+	uint64_t len = strlen(s);
+
+	digest_update(d, &len, sizeof(len));
+	digest_update(d, s, len);
+}
+
+int digest_update_file(struct digest *d, const char *path, struct err *e)
+{
+	char buf[65536];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return err_set(e, errno, "'%s'", path);
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int saved = errno;
+			close(fd);
+			return err_set(e, saved, "read '%s'", path);
+		}
+		if (n == 0)
+			break;
+		digest_update(d, buf, (size_t)n);
+	}
+	close(fd);
+	return 0;
+}
+
+void digest_final(struct digest *d, char hex[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	EVP_DigestFinal_ex(d->ctx, md, &n);
+	for (unsigned i = 0; i < n && i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	hex[64] = '\0';
+	digest_free(d);
+}
+
+void digest_free(struct digest *d)
+{
+	if (!d)
+		return;
+	EVP_MD_CTX_free(d->ctx);
+	free(d);
+}

@@ -1,0 +1,98 @@
+/* An instructor's assignment: assignment.yaml parsed and validated, paths resolved. */
+#ifndef PROCTOR_GRADE_ASSIGNMENT_H
+#define PROCTOR_GRADE_ASSIGNMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "grade/match.h"
+#include "runlimits.h"
+
+enum report_format { REPORT_JUNIT = 0, REPORT_TAP = 1, REPORT_GRADESCOPE = 2 };
+enum grade_mode { GRADE_MODE_RUNNER = 0, GRADE_MODE_IO = 1 };
+/* Gradescope's vocabulary. */
+enum visibility {
+	VIS_VISIBLE = 0,
+	VIS_HIDDEN = 1,
+	VIS_AFTER_DUE_DATE = 2,
+	VIS_AFTER_PUBLISHED = 3,
+};
+enum compare_mode { CMP_EXACT = 0, CMP_TRAILING_WS = 1, CMP_TOKENS = 2, CMP_FLOAT = 3 };
+
+const char *visibility_name(enum visibility v);
+
+/* A command of the assignment: an argv array (never a shell string) and
+ * the limits it runs under (defaults filled in for keys not given). */
+struct step {
+	bool present;
+	char **argv; /* NULL-terminated; may contain {report} and {report_dir} */
+	size_t argc;
+	struct limits limits;
+};
+
+struct test_decl {
+	struct manifest_test t; /* name, classname, points */
+	enum visibility visibility;
+};
+
+/* One I/O-mode case.  Paths are absolute host paths inside the assignment
+ * directory; expected output never enters a sandbox. */
+struct io_case {
+	char *name;
+	char *stdin_path;    /* NULL: empty input */
+	char *expected_path; /* required */
+	char **args;         /* extra argv appended to io.run; NULL-terminated */
+	size_t n_args;
+	double points;
+	enum visibility visibility;
+	struct limits limits;
+};
+
+struct assignment {
+	char *dir;        /* absolute path of the assignment directory */
+	char *file;       /* absolute path of assignment.yaml */
+	char *name;
+	char *image;      /* "host" for now */
+	/* submission: */
+	char **files;     /* globs */
+	size_t n_files;
+	char **required;
+	size_t n_required;
+	uint64_t max_bytes;   /* default 1 MiB */
+	uint64_t max_entries; /* default 10000 */
+	char *tests_dir;      /* absolute, or NULL */
+	struct step setup, build, test;
+	int ok_exit[32];
+	size_t n_ok_exit;     /* default {0} */
+	enum report_format report_format;
+	char *report_path;    /* report.path, may use {report_dir}; NULL: {report} */
+	uint64_t report_max_bytes; /* default 8 MiB */
+	struct test_decl *tests;
+	size_t n_tests;
+	enum grade_mode mode;
+	/* io mode: */
+	struct step io_run;   /* the program run once per case (argv; limits = case default) */
+	struct io_case *cases;
+	size_t n_cases;
+	enum compare_mode compare;
+	double float_tolerance; /* absolute and relative, default 1e-6 */
+	struct step checker;    /* optional: argv gets input, expected, output file paths appended */
+	uint64_t io_output_max; /* bytes of program output compared, default 16 MiB */
+	unsigned retries;       /* infrastructure retries per submission, default 2 */
+	double max_score;       /* sum of points */
+	char digest[65];        /* SHA-256 over assignment.yaml and every file of tests_dir and cases */
+};
+
+/*
+ * Load `dir`/assignment.yaml (or `dir` itself if it names a .yaml file).
+ * Errors name the file, line and key: "assignment.yaml:12: test.limits.cpu_s:
+ * expected a positive number, got 'x'"; an unknown key, a wrong type, a
+ * missing required key, a path that escapes the assignment directory or does
+ * not exist, a duplicate test name, or an empty argv is an error.
+ */
+int assignment_load(const char *dir, struct assignment **ret, struct err *e);
+void assignment_free(struct assignment *a);
+
+#endif

@@ -1,0 +1,2 @@
+/* proctor-helper: placeholder being written */
+int main(void) { return 2; }
