@@ -341,7 +341,7 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	for (size_t i = 0; i < o.n_put; i++) {
-		if (sandbox_put(sb, o.put[i][0], o.put[i][1], &e) < 0) {
+		if (sandbox_put(sb, o.put[i][0], o.put[i][1], 0, &e) < 0) {
 			/* The host side was checked up front; a failure here is a
 			 * file that did not fit or could not be read. */
 			status = usage_error("--put: %s%s", e.msg, "");

@@ -74,6 +74,12 @@ int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err
 	const char *rest;
 	const char *top = "work";
 
+	if (strcmp(sandbox_path, "/work") == 0 || strcmp(sandbox_path, "/work/") == 0 ||
+	    strcmp(sandbox_path, "/tmp") == 0 || strcmp(sandbox_path, "/tmp/") == 0) {
+		/* The top of the writable tree itself. */
+		snprintf(buf, len, "%s", sandbox_path[1] == 'w' ? "work" : "tmp");
+		return 0;
+	}
 	if (strncmp(sandbox_path, "/work/", 6) == 0)
 		rest = sandbox_path + 6;
 	else if (strncmp(sandbox_path, "/tmp/", 5) == 0) {

@@ -60,10 +60,12 @@ struct sandbox_ops {
 	int (*create)(const struct sandbox_options *opts, struct sandbox **ret, struct err *e);
 	/* Copy a host file or directory to a path in the writable tree. */
 	int (*put)(struct sandbox *sb, const char *host_path, const char *sandbox_path,
-		   struct err *e);
+		   unsigned flags, struct err *e);
 	int (*run)(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
 		   struct err *e);
-	/* Copy a regular file of the writable tree out to a host path. */
+	/* Copy a regular file, or a directory tree of regular files (links and
+	 * special files are skipped), of the writable tree out to a host path;
+	 * at most the sandbox's disk size in all. */
 	int (*get)(struct sandbox *sb, const char *sandbox_path, const char *host_path,
 		   struct err *e);
 	/* Kill, unmount, remove, release.  Accepts NULL. */
@@ -73,6 +75,17 @@ struct sandbox_ops {
 /* Every backend embeds this first, so the generic helpers can dispatch. */
 struct sandbox {
 	const struct sandbox_ops *ops;
+	/* A host uid unique to this sandbox while it exists (its slot's), for
+	 * helpers that handle what the submission produced without privilege. */
+	uid_t untrusted_uid;
+};
+
+/* Flags of put(). */
+enum {
+	/* Owned by root and not writable by the program; in /work (a sticky,
+	 * root-owned directory) the program can neither change, delete nor
+	 * rename it.  For hidden tests and instructor files. */
+	SANDBOX_PUT_PROTECTED = 1u << 0,
 };
 
 /* The backends compiled in, in order of preference for `auto`. */
@@ -93,9 +106,10 @@ int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err
 /* Whether /dev/kvm can be opened for reading and writing. */
 bool host_has_kvm(char *why, size_t why_len);
 
-static inline int sandbox_put(struct sandbox *sb, const char *h, const char *s, struct err *e)
+static inline int sandbox_put(struct sandbox *sb, const char *h, const char *s, unsigned flags,
+			      struct err *e)
 {
-	return sb->ops->put(sb, h, s, e);
+	return sb->ops->put(sb, h, s, flags, e);
 }
 static inline int sandbox_get(struct sandbox *sb, const char *s, const char *h, struct err *e)
 {

@@ -137,6 +137,62 @@ int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid,
 	return rc;
 }
 
+/* Copy the open directory `src_dir` to the host directory `host_path`
+ * (created), regular files and directories only; *budget bytes in all. */
+static int get_tree(int src_dir, const char *shown, const char *host_path, uint64_t *budget,
+		    int depth, struct err *e)
+{
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (depth > 64)
+		return err_set(e, ELOOP, "'%s' is nested too deeply", shown);
+	if (mkdir(host_path, 0755) < 0 && errno != EEXIST)
+		return err_set(e, errno, "'%s'", host_path);
+	d = fdopendir(src_dir);
+	if (!d) {
+		close(src_dir);
+		return err_set(e, errno, "read directory '%s'", shown);
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		char sub_host[PATH_MAX], sub_shown[PATH_MAX];
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path, de->d_name);
+		snprintf(sub_shown, sizeof(sub_shown), "%s/%s", shown, de->d_name);
+		/* O_NOFOLLOW: a symlink the program left is skipped, never followed. */
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) < 0) {
+			close(fd);
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			rc = get_tree(fd, sub_shown, sub_host, budget, depth + 1, e);
+			continue;
+		}
+		if (S_ISREG(st.st_mode)) {
+			int dst = open(sub_host, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+				       (st.st_mode & 0111) ? 0755 : 0644);
+			if (dst < 0)
+				rc = err_set(e, errno, "'%s'", sub_host);
+			else {
+				rc = copy_fd(fd, dst, *budget, sub_shown, e);
+				if (rc == 0)
+					*budget -= (uint64_t)st.st_size < *budget ? (uint64_t)st.st_size
+										   : *budget;
+				close(dst);
+			}
+		}
+		close(fd);
+	}
+	closedir(d);
+	return rc;
+}
+
 int files_get(int scratch_fd, const char *rel, const char *shown, const char *host_path,
 	      uint64_t max_bytes, struct err *e)
 {
@@ -150,9 +206,13 @@ int files_get(int scratch_fd, const char *rel, const char *shown, const char *ho
 			return err_set(e, 0, "'%s' is a symlink or leaves the sandbox", shown);
 		return err_set(e, errno, "'%s'", shown);
 	}
+	if (fstat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
+		uint64_t budget = max_bytes;
+		return get_tree(src, shown, host_path, &budget, 0, e); /* owns src */
+	}
 	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(src);
-		return err_set(e, 0, "'%s' is not a regular file", shown);
+		return err_set(e, 0, "'%s' is not a regular file or directory", shown);
 	}
 	dst = open(host_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (dst < 0) {

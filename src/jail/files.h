@@ -18,7 +18,9 @@ int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid,
 
 /*
  * Copy the regular file `rel` below scratch_fd to host_path, at most
- * max_bytes.  A symlink, directory, FIFO or device is refused without being
+ * max_bytes; or, when `rel` is a directory, its tree of regular files and
+ * directories (symlinks and special files skipped) into the new host
+ * directory host_path, at most max_bytes in all.  A symlink, directory, FIFO or device is refused without being
  * opened for reading; nothing outside the scratch tree can be reached.
  * Messages name the file as `shown` (the path the program sees).
  */

@@ -693,6 +693,7 @@ static int jail_create(const struct sandbox_options *opts, struct sandbox **ret,
 	if (mount_scratch(j->scratch, (unsigned long long)opts->disk_bytes, j->slot.uid,
 			  j->slot.gid, e) < 0)
 		goto out_destroy;
+	j->base.untrusted_uid = j->slot.uid;
 	j->scratch_fd = open(j->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (j->scratch_fd < 0) {
 		err_set(e, errno, "open '%s'", j->scratch);
@@ -706,14 +707,16 @@ out_destroy:
 }
 
 static int jail_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
-		    struct err *e)
+		    unsigned flags, struct err *e)
 {
 	struct jail *j = (struct jail *)sb;
 	char rel[PATH_MAX];
+	bool protect = flags & SANDBOX_PUT_PROTECTED;
 
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
-	return files_put(j->scratch_fd, host_path, rel, j->slot.uid, j->slot.gid, e);
+	return files_put(j->scratch_fd, host_path, rel, protect ? 0 : j->slot.uid,
+			 protect ? 0 : j->slot.gid, e);
 }
 
 static int jail_get(struct sandbox *sb, const char *sandbox_path, const char *host_path,

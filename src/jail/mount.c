@@ -267,14 +267,16 @@ int mount_scratch(const char *dir, unsigned long long bytes, uid_t uid, gid_t gi
 	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu,mode=0755", bytes, inodes);
 	/* SECURITY: the writable tree is a size-capped tmpfs that exists only
 	 * for this sandbox; nosuid and nodev so nothing placed there gains
-	 * privilege. */
+	 * privilege.  /work is root-owned and sticky like /tmp: the program
+	 * creates files there, but cannot delete, rename or change the
+	 * root-owned files put there protected (hidden tests). */
 	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		return err_set(e, errno, "mount scratch tmpfs on '%s'", dir);
 	static const struct {
 		const char *name;
 		mode_t mode;
 		bool own;
-	} subdirs[] = {{"work", 0755, true}, {"tmp", 01777, false}, {"shm", 01777, false}};
+	} subdirs[] = {{"work", 01777, false}, {"tmp", 01777, false}, {"shm", 01777, false}};
 	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
 		if (join(path, sizeof(path), dir, subdirs[i].name, e) < 0)
 			return -1;

@@ -33,7 +33,7 @@ static const char *const eperm_calls[] = {
 	"clock_settime", "clock_adjtime", "adjtimex", "syslog", "quotactl",
 	"quotactl_fd", "lookup_dcookie", "vhangup", "personality", "mbind",
 	"migrate_pages", "move_pages", "set_mempolicy", "pidfd_getfd",
-	"process_madvise", "landlock_create_ruleset", "mknod", "mknodat",
+	"process_madvise", "landlock_create_ruleset",
 };
 
 static const char *const kill_calls[] = {

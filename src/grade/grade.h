@@ -1,0 +1,55 @@
+/* Grading one submission: sandbox, intake, build, test, report, verdict, score. */
+#ifndef PROCTOR_GRADE_GRADE_H
+#define PROCTOR_GRADE_GRADE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "err.h"
+#include "grade/assignment.h"
+#include "sandbox.h"
+
+/*
+ * Theory of operation: docs/grading.md.  In short, every attempt gets a
+ * fresh sandbox; the submission is taken by an unprivileged helper
+ * (proctor-helper intake) into a host staging directory and copied in;
+ * hidden tests are copied in root-owned and read-only; build and test run
+ * with the assignment's limits; the report is copied out as a regular file
+ * and parsed by the unprivileged helper; the host alone decides the verdict
+ * (the runner's exit code only tells a crash from a normal finish).
+ */
+
+struct grade_options {
+	const struct sandbox_ops *ops;   /* from grade_prepare() */
+	struct sandbox_options sandbox;  /* state dir, slots, uid base; disk set per step */
+	const char *helper_path;         /* proctor-helper; NULL: next to /proc/self/exe */
+};
+
+/* Select the backend and do its process-wide setup.  Call once, before
+ * forking workers or starting threads.  `why` says which backend and why. */
+int grade_prepare(const char *isolation, const struct sandbox_ops **ret, char *why,
+		  size_t why_len, struct err *e);
+
+/*
+ * Grade `submission` (a directory or an archive) against `a`.  Always
+ * produces a result document in *ret (docs/result.md, instructor view):
+ * a student's failure is a status, and Proctor's own failure is status
+ * "error" after the assignment's retries (or "crashed" when the failure
+ * happened after the submission's code ran, so a submission cannot buy
+ * endless free retries).  Returns -1 only when not even a document could
+ * be built (out of memory), with e filled.
+ */
+int grade_submission(const struct assignment *a, const char *submission,
+		     const struct grade_options *o, json_t **ret, struct err *e);
+
+/* The student view: hidden tests' names, messages and all raw output removed. */
+json_t *grade_student_view(const json_t *result);
+
+/* Gradescope results.json built from a result, following visibility. */
+json_t *grade_to_gradescope(const json_t *result);
+
+/* A readable summary for a terminal. */
+void grade_print_summary(FILE *f, const json_t *result);
+
+#endif
