@@ -1,2 +1,172 @@
-/* proctor-helper: placeholder being written */
-int main(void) { return 2; }
+/* proctor-helper: the unprivileged side that parses what submissions produced. */
+
+/*
+ * proctor runs this program as a sandbox slot's uid, with no capabilities,
+ * no_new_privs and tight rlimits (src/grade/unpriv.c), for the two jobs
+ * that read untrusted structure: unpacking a submission (libarchive) and
+ * parsing a test report (libxml2, TAP, JSON).  It writes one JSON document
+ * on stdout; proctor validates it (report_from_json) before using it.  A
+ * crash or a hang here is a verdict about the input, never a privilege.
+ *
+ *   proctor-helper parse-report junit|tap|gradescope   < report   > report.json
+ *   proctor-helper intake   (request JSON on stdin; fd 3: destination dir) > result.json
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "grade/intake.h"
+#include "grade/report.h"
+
+static char *read_all(int fd, size_t cap, size_t *ret_len, bool *ret_over)
+{
+	size_t len = 0, size = 65536;
+	char *buf = malloc(size + 1);
+
+	*ret_over = false;
+	if (!buf)
+		return NULL;
+	for (;;) {
+		if (len == size) {
+			if (size > cap) {
+				*ret_over = true;
+				break;
+			}
+			char *nb = realloc(buf, size * 2 + 1);
+			if (!nb) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			size *= 2;
+		}
+		ssize_t n = read(fd, buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret_len = len;
+	return buf;
+}
+
+static int emit(json_t *j)
+{
+	int rc = json_dumpf(j, stdout, JSON_COMPACT) == 0 && fflush(stdout) == 0 ? 0 : 1;
+
+	json_decref(j);
+	return rc;
+}
+
+static int fail(const char *why)
+{
+	return emit(json_pack("{s:s}", "error", why));
+}
+
+static int parse_report(const char *format)
+{
+	struct report_caps caps;
+	struct report r = {0};
+	struct err e;
+	size_t len;
+	bool over;
+	int rc;
+
+	report_caps_default(&caps);
+	char *buf = read_all(0, caps.max_bytes, &len, &over);
+	if (!buf)
+		return fail("out of memory");
+	if (over) {
+		free(buf);
+		return fail("report is larger than the cap");
+	}
+	if (strcmp(format, "junit") == 0)
+		rc = junit_parse(buf, len, &caps, &r, &e);
+	else if (strcmp(format, "tap") == 0)
+		rc = tap_parse(buf, len, &caps, &r, &e);
+	else if (strcmp(format, "gradescope") == 0)
+		rc = gradescope_parse(buf, len, &caps, &r, &e);
+	else {
+		free(buf);
+		return fail("unknown report format");
+	}
+	free(buf);
+	if (rc < 0)
+		return fail(e.msg);
+	json_t *j = report_to_json(&r);
+	report_free(&r);
+	return j ? emit(json_pack("{s:o}", "report", j)) : fail("out of memory");
+}
+
+static json_t *string_list(char **v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static int intake(void)
+{
+	json_error_t jerr;
+	json_t *req = json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr), *g, *r;
+	const char *path;
+	const char *globs[256], *required[256];
+	struct intake_rules rules = {.globs = globs, .required = required};
+	json_int_t max_bytes, max_entries, max_expanded;
+	struct intake_result res = {0};
+	struct err e;
+	size_t i;
+
+	if (!req || json_unpack(req, "{s:s, s:o, s:o, s:I, s:I, s:I}", "path", &path, "globs", &g,
+				"required", &r, "max_bytes", &max_bytes, "max_entries",
+				&max_entries, "max_expanded", &max_expanded) < 0 ||
+	    !json_is_array(g) || !json_is_array(r) || json_array_size(g) > 256 ||
+	    json_array_size(r) > 256) {
+		json_decref(req);
+		return fail("bad intake request");
+	}
+	for (i = 0; i < json_array_size(g); i++)
+		globs[i] = json_string_value(json_array_get(g, i));
+	rules.n_globs = i;
+	for (i = 0; i < json_array_size(r); i++)
+		required[i] = json_string_value(json_array_get(r, i));
+	rules.n_required = i;
+	for (i = 0; i < rules.n_globs; i++)
+		if (!globs[i])
+			return fail("bad intake request");
+	for (i = 0; i < rules.n_required; i++)
+		if (!required[i])
+			return fail("bad intake request");
+	rules.max_bytes = (uint64_t)max_bytes;
+	rules.max_entries = (uint64_t)max_entries;
+	rules.max_expanded = (uint64_t)max_expanded;
+	if (intake_submission(path, 3, &rules, &res, &e) < 0) {
+		json_decref(req);
+		return fail(e.msg);
+	}
+	json_decref(req);
+	json_t *out = json_pack("{s:b, s:s, s:o, s:o, s:I, s:s}", "rejected", res.rejected, "reason",
+				res.reason, "taken", string_list(res.taken, res.n_taken), "ignored",
+				string_list(res.ignored, res.n_ignored), "bytes_taken",
+				(json_int_t)res.bytes_taken, "digest", res.digest);
+	intake_result_free(&res);
+	return out ? emit(out) : fail("out of memory");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "parse-report") == 0)
+		return parse_report(argv[2]);
+	if (argc == 2 && strcmp(argv[1], "intake") == 0)
+		return intake();
+	fprintf(stderr, "usage: proctor-helper parse-report FORMAT | proctor-helper intake\n"
+			"(run by proctor, unprivileged; not meant to be run by hand)\n");
+	return 2;
+}

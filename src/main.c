@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd_doctor.h"
+#include "cmd_grade.h"
 #include "cmd_run.h"
 
 #ifndef PROCTOR_VERSION
@@ -17,6 +18,7 @@ struct command {
 
 static const struct command commands[] = {
 	{"run", cmd_run, "run one program in a fresh sandbox with limits"},
+	/* TEMP {"grade", cmd_grade, "grade one submission against an assignment"}, */
 	{"doctor", cmd_doctor, "say what this host supports and which isolation 'auto' uses"},
 };
 
@@ -28,7 +30,8 @@ static void usage(FILE *f)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'proctor COMMAND --help' describes a command; 'man proctor' has the rest.\n\n"
 		   "EXIT STATUS\n"
-		   "  0  the program succeeded (doctor: some isolation works)\n"
+		   "  0  run: the program succeeded; grade: a verdict was produced;\n"
+		   "     doctor: some isolation works\n"
 		   "  1  the program failed or hit a limit (doctor: no isolation works)\n"
 		   "  2  usage error: bad option, value or path\n"
 		   "  3  Proctor's own failure\n");

@@ -34,6 +34,7 @@ struct report {
 	struct report_entry *entries;
 	size_t n;
 	bool truncated; /* more entries than max_entries: the rest were dropped */
+	size_t alloc;   /* entries allocated (private to report.c) */
 };
 
 /* Caps for parsing hostile input; a report over max_bytes is refused. */
@@ -47,7 +48,7 @@ struct report_caps {
 /* Defaults: 8 MiB, 10000 entries, depth 64, messages 4 KiB. */
 void report_caps_default(struct report_caps *c);
 
-/* Parsers: 0 and a filled report, or -1 with a message saying why the
+/* Parsers: `caps` NULL means the defaults.  0 and a filled report, or -1 with a message saying why the
  * document is unusable ("not well-formed XML at line 3", "no <testsuite>").
  * A document that parses but holds no test is a valid, empty report. */
 int junit_parse(const char *buf, size_t len, const struct report_caps *caps, struct report *ret,
@@ -57,11 +58,35 @@ int tap_parse(const char *buf, size_t len, const struct report_caps *caps, struc
 int gradescope_parse(const char *buf, size_t len, const struct report_caps *caps,
 		     struct report *ret, struct err *e);
 
+/* Frees the entries and their strings and zeroes *r; accepts NULL. */
 void report_free(struct report *r);
 
 /* Lossless JSON form, used to carry a report across the privilege boundary
- * (parsers run in an unprivileged child).  from_json validates types. */
+ * (parsers run in an unprivileged child):
+ *   {"entries": [{"name": str, "classname": str|null, "outcome": "passed",
+ *                 "message": str|null, "score": num, "max_score": num}],
+ *    "truncated": bool}
+ * to_json returns a new reference, NULL on OOM.  from_json trusts nothing:
+ * any missing or extra key, wrong type, unknown outcome ("missing" too: it
+ * only exists in grading), string with NUL or invalid UTF-8, string longer
+ * than caps->max_message, more than caps->max_entries entries or non-finite
+ * score is refused.  report_from_json() uses the default caps. */
 json_t *report_to_json(const struct report *r);
 int report_from_json(const json_t *j, struct report *ret, struct err *e);
+int report_from_json_caps(const json_t *j, const struct report_caps *caps, struct report *ret,
+			  struct err *e);
+
+/* ---- for the parsers ---- */
+
+/* A new string holding [s, s+len) made valid UTF-8 (ill-formed bytes become
+ * U+FFFD; with `cut`, a character cut in half at the end is dropped), ending
+ * at the first NUL, then cut to at most `max` bytes at a character boundary.
+ * NULL on OOM. */
+char *report_str(const char *s, size_t len, size_t max, bool cut);
+
+/* Append *entry, which gives up its strings whatever happens: a full report
+ * (caps->max_entries) frees them and sets r->truncated.  -1 only on OOM. */
+int report_append(struct report *r, const struct report_caps *caps, struct report_entry *entry,
+		  struct err *e);
 
 #endif

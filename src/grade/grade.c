@@ -1,0 +1,946 @@
+/* Grading one submission: sandbox, intake, build, test, report, verdict, score. */
+#include "grade/grade.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "grade/compare.h"
+#include "grade/report.h"
+#include "grade/unpriv.h"
+#include "result.h"
+#include "util.h"
+
+#ifndef PROCTOR_VERSION
+#define PROCTOR_VERSION "0.1.0"
+#endif
+
+#define DISPLAY_CAP (64u << 10) /* output kept per stream in a result */
+#define HELPER_TIMEOUT_S 60
+
+/* Fixed environment of every graded run, on top of the sandbox's own, so
+ * nothing incidental (hash seeds, time zone, bytecode caches, plugins a
+ * submission could smuggle in) varies between two gradings. */
+static char *const grade_env[] = {
+	(char *)"PYTHONHASHSEED=0",          (char *)"PYTHONDONTWRITEBYTECODE=1",
+	(char *)"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", (char *)"TZ=UTC",
+	(char *)"LC_ALL=C.UTF-8",            (char *)"SOURCE_DATE_EPOCH=0",
+};
+
+/* Everything one attempt builds up; the result document is made from it. */
+struct attempt {
+	const struct assignment *a;
+	const struct grade_options *o;
+	const char *submission;
+	struct sandbox *sb;
+	char staging[PATH_MAX];
+	char report_dir[64]; /* in the sandbox, with a per-attempt nonce */
+	json_t *steps, *tests, *sub;
+	const char *status;
+	char reason[1024];
+	double score;
+	size_t passed;
+	bool student_ran; /* the submission's code has run in this attempt */
+};
+
+int grade_prepare(const char *isolation, const struct sandbox_ops **ret, char *why,
+		  size_t why_len, struct err *e)
+{
+	if (sandbox_select(isolation, ret, why, why_len, e) < 0)
+		return -1;
+	return (*ret)->prepare(e);
+}
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static int helper_path(const struct grade_options *o, char *buf, size_t len, struct err *e)
+{
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (o->helper_path) {
+		snprintf(buf, len, "%s", o->helper_path);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		return err_set(e, errno, "readlink /proc/self/exe");
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	*slash = '\0';
+	snprintf(buf, len, "%s/proctor-helper", self);
+	if (access(buf, X_OK) < 0) {
+		/* Installed layout: bin/proctor and libexec/proctor-helper. */
+		snprintf(buf, len, "%s/../libexec/proctor-helper", self);
+		if (access(buf, X_OK) < 0)
+			return err_set(e, 0, "proctor-helper not found next to proctor (%s)", self);
+	}
+	return 0;
+}
+
+/* Replace {report} and {report_dir} in one argv element. */
+static char *subst(const char *arg, const char *report_dir)
+{
+	char out[8192];
+	size_t o = 0;
+
+	for (const char *p = arg; *p && o + 1 < sizeof(out);) {
+		if (strncmp(p, "{report_dir}", 12) == 0) {
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s", report_dir);
+			p += 12;
+		} else if (strncmp(p, "{report}", 8) == 0) {
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s/report", report_dir);
+			p += 8;
+		} else {
+			out[o++] = *p++;
+		}
+		if (o >= sizeof(out))
+			o = sizeof(out) - 1;
+	}
+	out[o] = '\0';
+	return strdup(out);
+}
+
+static void free_argv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* argv of a step with substitutions, plus `extra` appended. */
+static char **step_argv(const struct step *s, const char *report_dir, char *const *extra,
+			size_t n_extra)
+{
+	char **v = calloc(s->argc + n_extra + 1, sizeof(char *));
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->argc; i++)
+		if (!(v[i] = subst(s->argv[i], report_dir)))
+			goto fail;
+	for (size_t i = 0; i < n_extra; i++)
+		if (!(v[s->argc + i] = strdup(extra[i])))
+			goto fail;
+	return v;
+fail:
+	free_argv(v);
+	return NULL;
+}
+
+static void set_verdict(struct attempt *at, const char *status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_verdict(struct attempt *at, const char *status, const char *fmt, ...)
+{
+	va_list ap;
+
+	at->status = status;
+	va_start(ap, fmt);
+	vsnprintf(at->reason, sizeof(at->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* The step's record in the result: run_result's fields, output cut to the
+ * display cap. */
+static json_t *step_json(const char *name, struct run_result *r)
+{
+	struct capbuf out = r->out, err = r->err;
+
+	if (out.len > DISPLAY_CAP) {
+		out.len = DISPLAY_CAP;
+		out.truncated = true;
+	}
+	if (err.len > DISPLAY_CAP) {
+		err.len = DISPLAY_CAP;
+		err.truncated = true;
+	}
+	struct run_result shown = *r;
+	shown.out = out;
+	shown.err = err;
+	json_t *j = run_result_to_json(&shown);
+	if (j) {
+		json_object_set_new(j, "name", json_string(name));
+		json_object_del(j, "schema_version");
+	}
+	return j;
+}
+
+/* ---- staging on the host ----------------------------------------------------- */
+
+static int staging_create(struct attempt *at, struct err *e)
+{
+	char base[PATH_MAX];
+
+	snprintf(base, sizeof(base), "%s/staging", at->o->sandbox.state_dir);
+	if (mkdir(base, 0711) < 0 && errno != EEXIST)
+		return err_set(e, errno, "mkdir '%s'", base);
+	snprintf(at->staging, sizeof(at->staging), "%s/XXXXXX", base);
+	if (!mkdtemp(at->staging))
+		return err_set(e, errno, "mkdtemp in '%s'", base);
+	return 0;
+}
+
+static void staging_remove(struct attempt *at)
+{
+	struct err ignored;
+
+	if (!at->staging[0])
+		return;
+	int fd = open(at->staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		rm_rf_children(fd, &ignored);
+		close(fd);
+	}
+	rmdir(at->staging);
+	at->staging[0] = '\0';
+}
+
+/* A subdirectory of staging; `owner` may write it (the untrusted uid). */
+static int staging_dir(struct attempt *at, const char *name, uid_t owner, char *path,
+		       size_t len, struct err *e)
+{
+	snprintf(path, len, "%s/%s", at->staging, name);
+	if (mkdir(path, 0700) < 0)
+		return err_set(e, errno, "mkdir '%s'", path);
+	if (chown(path, owner, owner) < 0)
+		return err_set(e, errno, "chown '%s'", path);
+	return 0;
+}
+
+/* ---- the steps ------------------------------------------------------------------ */
+
+/*
+ * Run one program in the attempt's sandbox and record it as a step.
+ * Returns 0 with the result in *res (caller frees), or -1 when the sandbox
+ * itself failed (Proctor's side, or a sandbox the program broke).
+ */
+static int run_step(struct attempt *at, const char *name, char **argv,
+		    const struct limits *limits, int stdin_fd, size_t output_cap,
+		    struct run_result *res, struct err *e)
+{
+	struct run_spec spec = {
+		.argv = argv,
+		.env = grade_env,
+		.env_count = sizeof(grade_env) / sizeof(grade_env[0]),
+		.stdin_fd = stdin_fd,
+		.limits = *limits,
+	};
+
+	if (run_result_init(res, output_cap) < 0)
+		return err_set(e, ENOMEM, "step %s", name);
+	int rc = sandbox_run(at->sb, &spec, res, e);
+	json_array_append_new(at->steps, step_json(name, res));
+	if (rc < 0) {
+		run_result_free(res);
+		return err_wrap(e, "step %s", name);
+	}
+	return 0;
+}
+
+/* Verdict of a build step; true when it succeeded. */
+static bool build_verdict(struct attempt *at, const struct run_result *r)
+{
+	switch (r->status) {
+	case RUN_OK:
+		return true;
+	case RUN_TIMEOUT:
+		set_verdict(at, "timeout", "build: %s", r->message);
+		return false;
+	case RUN_MEMORY_LIMIT:
+		set_verdict(at, "memory_limit", "build: %s", r->message);
+		return false;
+	case RUN_SIGNALED:
+		set_verdict(at, "compile_error", "the build was killed by signal %d (%s)", r->signal,
+			    strsignal(r->signal));
+		return false;
+	default:
+		set_verdict(at, "compile_error", "the build failed with exit status %d",
+			    r->exit_code);
+		return false;
+	}
+}
+
+/* Take the submission through the unprivileged helper into staging/sub,
+ * then copy it into /work.  A refused submission is a verdict. */
+static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e)
+{
+	char sub[PATH_MAX + 8], helper[PATH_MAX];
+	const struct assignment *a = at->a;
+	json_t *req, *ans = NULL;
+	struct err herr;
+
+	*ret_rejected = false;
+	if (helper_path(at->o, helper, sizeof(helper), e) < 0 ||
+	    staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
+		return -1;
+	int dest = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dest < 0)
+		return err_set(e, errno, "open '%s'", sub);
+	json_t *globs = json_array(), *required = json_array();
+	for (size_t i = 0; i < a->n_files; i++)
+		json_array_append_new(globs, json_string(a->files[i]));
+	for (size_t i = 0; i < a->n_required; i++)
+		json_array_append_new(required, json_string(a->required[i]));
+	req = json_pack("{s:s, s:o, s:o, s:I, s:I, s:I}", "path", at->submission, "globs", globs,
+			"required", required, "max_bytes", (json_int_t)a->max_bytes,
+			"max_entries", (json_int_t)a->max_entries, "max_expanded",
+			(json_int_t)(a->max_bytes * 16 + (64u << 20)));
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!text) {
+		close(dest);
+		return err_set(e, ENOMEM, "intake request");
+	}
+	char *argv[] = {(char *)"intake", NULL};
+	struct unpriv_call call = {.helper = helper,
+				   .argv = argv,
+				   .uid = at->sb->untrusted_uid,
+				   .stdin_fd = -1,
+				   .input = text,
+				   .fd3 = dest,
+				   .timeout_s = HELPER_TIMEOUT_S};
+	int rc = unpriv_run(&call, &ans, &herr);
+	free(text);
+	close(dest);
+	if (rc < 0) {
+		/* The helper refused or died on this input: the submission's doing. */
+		set_verdict(at, "rejected", "the submission could not be read: %s", herr.msg);
+		*ret_rejected = true;
+		return 0;
+	}
+	int rejected = 0;
+	const char *reason = "", *digest = "";
+	json_t *taken = NULL, *ignored = NULL;
+	if (json_unpack(ans, "{s:b, s:s, s:o, s:o, s:s}", "rejected", &rejected, "reason", &reason,
+			"taken", &taken, "ignored", &ignored, "digest", &digest) < 0 ||
+	    !json_is_array(taken) || !json_is_array(ignored)) {
+		json_decref(ans);
+		set_verdict(at, "rejected", "the submission could not be read");
+		*ret_rejected = true;
+		return 0;
+	}
+	json_object_set(at->sub, "files", taken);
+	json_object_set(at->sub, "ignored", ignored);
+	json_object_set_new(at->sub, "digest", json_string(digest));
+	if (rejected) {
+		set_verdict(at, "rejected", "%s", reason);
+		*ret_rejected = true;
+		json_decref(ans);
+		return 0;
+	}
+	json_decref(ans);
+	if (sandbox_put(at->sb, sub, "/work", 0, e) < 0)
+		return err_wrap(e, "copy the submission in");
+	return 0;
+}
+
+static int put_hidden(struct attempt *at, struct err *e)
+{
+	if (!at->a->tests_dir)
+		return 0;
+	if (sandbox_put(at->sb, at->a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0)
+		return err_wrap(e, "copy the hidden tests in");
+	return 0;
+}
+
+/* Fresh, unguessable report directory, created right before the test step
+ * so nothing the build left there can pass for a report. */
+static int make_report_dir(struct attempt *at, struct err *e)
+{
+	unsigned char rnd[8];
+	char empty[PATH_MAX + 16], name[32];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return err_set(e, errno, "getrandom");
+	snprintf(at->report_dir, sizeof(at->report_dir), "/tmp/.proctor-report-");
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(at->report_dir + strlen(at->report_dir), 3, "%02x", rnd[i]);
+	snprintf(name, sizeof(name), "empty-%02x%02x", rnd[0], rnd[1]);
+	if (staging_dir(at, name, at->sb->untrusted_uid, empty, sizeof(empty), e) < 0)
+		return -1;
+	return sandbox_put(at->sb, empty, at->report_dir, 0, e);
+}
+
+static bool ok_exit(const struct assignment *a, int code)
+{
+	for (size_t i = 0; i < a->n_ok_exit; i++)
+		if (a->ok_exit[i] == code)
+			return true;
+	return false;
+}
+
+static const char *format_name(enum report_format f)
+{
+	return f == REPORT_TAP ? "tap" : f == REPORT_GRADESCOPE ? "gradescope" : "junit";
+}
+
+/* Copy the report out and parse it without privilege.  On failure the
+ * verdict is set (the report is the submission's responsibility). */
+static int read_report(struct attempt *at, struct report *ret, struct err *e)
+{
+	const struct assignment *a = at->a;
+	char host[PATH_MAX + 16], helper[PATH_MAX], *path;
+	struct err gerr;
+	struct stat st;
+
+	path = a->report_path ? subst(a->report_path, at->report_dir) : subst("{report}", at->report_dir);
+	if (!path)
+		return err_set(e, ENOMEM, "report path");
+	snprintf(host, sizeof(host), "%s/report", at->staging);
+	int rc = sandbox_get(at->sb, path, host, &gerr);
+	free(path);
+	if (rc < 0) {
+		set_verdict(at, "crashed", "no usable report: %s", gerr.msg);
+		return 1;
+	}
+	if (lstat(host, &st) < 0 || !S_ISREG(st.st_mode)) {
+		set_verdict(at, "crashed", "the report is not a regular file");
+		return 1;
+	}
+	if ((uint64_t)st.st_size > a->report_max_bytes) {
+		set_verdict(at, "crashed", "the report is larger than %llu KiB",
+			    (unsigned long long)(a->report_max_bytes >> 10));
+		return 1;
+	}
+	if (helper_path(at->o, helper, sizeof(helper), e) < 0)
+		return -1;
+	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return err_set(e, errno, "open '%s'", host);
+	char *argv[] = {(char *)"parse-report", (char *)format_name(a->report_format), NULL};
+	struct unpriv_call call = {.helper = helper,
+				   .argv = argv,
+				   .uid = at->sb->untrusted_uid,
+				   .stdin_fd = fd,
+				   .fd3 = -1,
+				   .timeout_s = HELPER_TIMEOUT_S};
+	json_t *ans = NULL;
+	rc = unpriv_run(&call, &ans, &gerr);
+	close(fd);
+	if (rc < 0) {
+		set_verdict(at, "crashed", "the report is unusable: %s", gerr.msg);
+		return 1;
+	}
+	rc = report_from_json(json_object_get(ans, "report"), ret, &gerr);
+	json_decref(ans);
+	if (rc < 0) {
+		set_verdict(at, "crashed", "the report is unusable: %s", gerr.msg);
+		return 1;
+	}
+	return 0;
+}
+
+/* Score the manifest against a parsed report; sets the verdict. */
+static void score_report(struct attempt *at, const struct report *r)
+{
+	const struct assignment *a = at->a;
+	struct manifest_test *m = calloc(a->n_tests ? a->n_tests : 1, sizeof(*m));
+	struct matched_test *out = calloc(a->n_tests ? a->n_tests : 1, sizeof(*out));
+
+	if (!m || !out) {
+		free(m);
+		free(out);
+		set_verdict(at, "crashed", "out of memory while scoring");
+		return;
+	}
+	for (size_t i = 0; i < a->n_tests; i++)
+		m[i] = a->tests[i].t;
+	size_t found = report_match(r, m, a->n_tests, out);
+	json_array_clear(at->tests);
+	for (size_t i = 0; i < a->n_tests; i++) {
+		const struct test_decl *t = &a->tests[i];
+		bool pass = out[i].outcome == OUTCOME_PASSED;
+		if (pass) {
+			at->passed++;
+			at->score += t->t.points;
+		}
+		json_array_append_new(
+			at->tests,
+			json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:o, s:n}", "name", t->t.name,
+				  "classname", t->t.classname ? json_string(t->t.classname) : json_null(),
+				  "status", test_outcome_name(out[i].outcome), "score",
+				  pass ? t->t.points : 0.0, "max_score", t->t.points, "visibility",
+				  visibility_name(t->visibility), "message",
+				  out[i].message ? json_string(out[i].message) : json_null(),
+				  "reason"));
+	}
+	if (found == 0)
+		set_verdict(at, "crashed", "none of the %zu declared tests appear in the report",
+			    a->n_tests);
+	else
+		set_verdict(at, "graded", "%s", "");
+	free(m);
+	free(out);
+}
+
+/* Every declared test, unscored: the verdict came before any report. */
+static void unscored_tests(struct attempt *at)
+{
+	const struct assignment *a = at->a;
+
+	json_array_clear(at->tests);
+	at->score = 0;
+	at->passed = 0;
+	if (a->mode == GRADE_MODE_IO) {
+		for (size_t i = 0; i < a->n_cases; i++)
+			json_array_append_new(
+				at->tests, json_pack("{s:s, s:n, s:s, s:f, s:f, s:s, s:n, s:n}",
+						     "name", a->cases[i].name, "classname", "status",
+						     "missing", "score", 0.0, "max_score",
+						     a->cases[i].points, "visibility",
+						     visibility_name(a->cases[i].visibility),
+						     "message", "reason"));
+		return;
+	}
+	for (size_t i = 0; i < a->n_tests; i++)
+		json_array_append_new(
+			at->tests,
+			json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:n, s:n}", "name",
+				  a->tests[i].t.name, "classname",
+				  a->tests[i].t.classname ? json_string(a->tests[i].t.classname)
+							  : json_null(),
+				  "status", "missing", "score", 0.0, "max_score", a->tests[i].t.points,
+				  "visibility", visibility_name(a->tests[i].visibility), "message",
+				  "reason"));
+}
+
+static int runner_mode(struct attempt *at, struct err *e)
+{
+	const struct assignment *a = at->a;
+	struct run_result r;
+	char **argv;
+
+	if (make_report_dir(at, e) < 0)
+		return -1;
+	argv = step_argv(&a->test, at->report_dir, NULL, 0);
+	if (!argv)
+		return err_set(e, ENOMEM, "test argv");
+	at->student_ran = true;
+	int rc = run_step(at, "test", argv, &a->test.limits, -1, a->test.limits.output_bytes, &r, e);
+	free_argv(argv);
+	if (rc < 0)
+		return -1;
+	if (r.status == RUN_TIMEOUT)
+		set_verdict(at, "timeout", "test: %s", r.message);
+	else if (r.status == RUN_MEMORY_LIMIT)
+		set_verdict(at, "memory_limit", "test: %s", r.message);
+	else if (r.status == RUN_SIGNALED)
+		set_verdict(at, "crashed", "the test runner was killed by signal %d (%s)", r.signal,
+			    strsignal(r.signal));
+	else if (!ok_exit(a, r.exit_code))
+		set_verdict(at, "crashed",
+			    "the test runner's exit status %d is not a normal finish", r.exit_code);
+	run_result_free(&r);
+	if (at->status)
+		return 0;
+
+	struct report rep = {0};
+	rc = read_report(at, &rep, e);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		score_report(at, &rep);
+		report_free(&rep);
+	}
+	return 0;
+}
+
+/* ---- I/O mode ---------------------------------------------------------------------- */
+
+static char *read_host_file(const char *path, uint64_t cap, size_t *ret_len, struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *buf;
+
+	if (fd < 0) {
+		err_set(e, errno, "'%s'", path);
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > cap) {
+		close(fd);
+		err_set(e, EFBIG, "'%s'", path);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+	close(fd);
+	if (n != st.st_size) {
+		free(buf);
+		err_set(e, EIO, "read '%s'", path);
+		return NULL;
+	}
+	*ret_len = (size_t)n;
+	return buf;
+}
+
+/* A fresh sandbox for one case, holding the built tree. */
+static int case_sandbox(struct attempt *at, const char *built, const struct limits *l,
+			struct sandbox **ret, struct err *e)
+{
+	struct sandbox_options so = at->o->sandbox;
+
+	so.disk_bytes = l->disk_bytes;
+	if (at->o->ops->create(&so, ret, e) < 0)
+		return -1;
+	if (sandbox_put(*ret, built, "/work", 0, e) < 0) {
+		sandbox_destroy(*ret);
+		*ret = NULL;
+		return err_wrap(e, "copy the built program in");
+	}
+	return 0;
+}
+
+/* Run the instructor's checker on (input, expected, output) in its own sandbox.
+ * Returns 1 accepted, 0 wrong answer, -1 error (message in e). */
+static int run_checker(struct attempt *at, const struct io_case *c, const char *out_path,
+		       struct err *e)
+{
+	const struct assignment *a = at->a;
+	struct sandbox_options so = at->o->sandbox;
+	struct sandbox *sb = NULL;
+	struct run_result r;
+	int verdict = -1;
+
+	so.disk_bytes = a->checker.limits.disk_bytes;
+	if (at->o->ops->create(&so, &sb, e) < 0)
+		return -1;
+	if ((a->tests_dir && sandbox_put(sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0) ||
+	    (c->stdin_path && sandbox_put(sb, c->stdin_path, "/work/.case/input", SANDBOX_PUT_PROTECTED, e) < 0) ||
+	    sandbox_put(sb, c->expected_path, "/work/.case/expected", SANDBOX_PUT_PROTECTED, e) < 0 ||
+	    sandbox_put(sb, out_path, "/work/.case/output", SANDBOX_PUT_PROTECTED, e) < 0)
+		goto out;
+	char *extra[] = {(char *)(c->stdin_path ? "/work/.case/input" : "/dev/null"),
+			 (char *)"/work/.case/expected", (char *)"/work/.case/output"};
+	char **argv = step_argv(&a->checker, "/tmp", extra, 3);
+	if (!argv) {
+		err_set(e, ENOMEM, "checker argv");
+		goto out;
+	}
+	struct run_spec spec = {.argv = argv, .env = grade_env,
+				.env_count = sizeof(grade_env) / sizeof(grade_env[0]),
+				.stdin_fd = -1, .limits = a->checker.limits};
+	if (run_result_init(&r, DISPLAY_CAP) == 0) {
+		if (sandbox_run(sb, &spec, &r, e) == 0) {
+			if (r.status == RUN_OK)
+				verdict = 1;
+			else if (r.status == RUN_NONZERO_EXIT && r.exit_code == 1)
+				verdict = 0;
+			else
+				err_set(e, 0, "the checker failed (%s, exit %d)",
+					run_status_name(r.status), r.exit_code);
+		}
+		run_result_free(&r);
+	}
+	free_argv(argv);
+out:
+	sandbox_destroy(sb);
+	return verdict;
+}
+
+static void case_record(struct attempt *at, const struct io_case *c, const char *status,
+			const char *reason, const char *message)
+{
+	bool pass = strcmp(status, "passed") == 0;
+
+	if (pass) {
+		at->passed++;
+		at->score += c->points;
+	}
+	json_array_append_new(at->tests,
+			      json_pack("{s:s, s:n, s:s, s:f, s:f, s:s, s:o, s:s}", "name", c->name,
+					"classname", "status", status, "score", pass ? c->points : 0.0,
+					"max_score", c->points, "visibility",
+					visibility_name(c->visibility), "message",
+					message ? json_string(message) : json_null(), "reason", reason));
+}
+
+static int io_case(struct attempt *at, const char *built, const struct io_case *c, struct err *e)
+{
+	const struct assignment *a = at->a;
+	struct sandbox *sb = NULL;
+	struct run_result r;
+	char name[300], out_path[PATH_MAX + 32];
+	int stdin_fd = -1, rc = -1;
+
+	if (case_sandbox(at, built, &c->limits, &sb, e) < 0)
+		return -1;
+	if (c->stdin_path && (stdin_fd = open(c->stdin_path, O_RDONLY | O_CLOEXEC)) < 0) {
+		err_set(e, errno, "'%s'", c->stdin_path);
+		goto out;
+	}
+	char **argv = step_argv(&a->io_run, "/tmp", c->args, c->n_args);
+	if (!argv) {
+		err_set(e, ENOMEM, "case argv");
+		goto out;
+	}
+	struct sandbox *saved = at->sb;
+	at->sb = sb;
+	snprintf(name, sizeof(name), "case:%s", c->name);
+	rc = run_step(at, name, argv, &c->limits, stdin_fd, a->io_output_max, &r, e);
+	at->sb = saved;
+	free_argv(argv);
+	if (rc < 0)
+		goto out;
+
+	if (r.status == RUN_TIMEOUT)
+		case_record(at, c, "failed", "timeout", r.message);
+	else if (r.status == RUN_MEMORY_LIMIT)
+		case_record(at, c, "failed", "memory_limit", r.message);
+	else if (r.status == RUN_SIGNALED || r.status == RUN_NONZERO_EXIT)
+		case_record(at, c, "failed", "runtime_error",
+			    r.status == RUN_SIGNALED ? strsignal(r.signal) : "non-zero exit status");
+	else if (r.out.truncated)
+		case_record(at, c, "failed", "output_limit", "the output is larger than the cap");
+	else {
+		size_t exp_len = 0;
+		char *exp = read_host_file(c->expected_path, a->io_output_max * 2, &exp_len, e);
+		if (!exp) {
+			run_result_free(&r);
+			rc = -1;
+			goto out;
+		}
+		int ok;
+		if (a->checker.present) {
+			snprintf(out_path, sizeof(out_path), "%s/output-%zu", at->staging,
+				 json_array_size(at->tests));
+			int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fd < 0 || write_all(fd, r.out.data, r.out.len) < 0) {
+				xclose(fd);
+				free(exp);
+				run_result_free(&r);
+				rc = err_set(e, errno, "'%s'", out_path);
+				goto out;
+			}
+			close(fd);
+			struct err cerr;
+			ok = run_checker(at, c, out_path, &cerr);
+			if (ok < 0)
+				case_record(at, c, "error", "checker_error", cerr.msg);
+		} else {
+			ok = compare_output(a->compare, a->float_tolerance, r.out.data, r.out.len, exp,
+					    exp_len);
+		}
+		free(exp);
+		if (ok == 1)
+			case_record(at, c, "passed", "accepted", NULL);
+		else if (ok == 0)
+			case_record(at, c, "failed", "wrong_answer", "the output differs from the expected output");
+	}
+	run_result_free(&r);
+	rc = 0;
+out:
+	xclose(stdin_fd);
+	sandbox_destroy(sb);
+	return rc;
+}
+
+static int io_mode(struct attempt *at, struct err *e)
+{
+	char built[PATH_MAX + 16];
+
+	/* The built tree (submission, tests, build outputs) is copied out once
+	 * and into a fresh sandbox for each case. */
+	snprintf(built, sizeof(built), "%s/built", at->staging);
+	if (sandbox_get(at->sb, "/work", built, e) < 0)
+		return err_wrap(e, "copy the built program out");
+	json_array_clear(at->tests);
+	at->student_ran = true;
+	for (size_t i = 0; i < at->a->n_cases; i++)
+		if (io_case(at, built, &at->a->cases[i], e) < 0)
+			return -1;
+	set_verdict(at, "graded", "%s", "");
+	return 0;
+}
+
+/* ---- one attempt ---------------------------------------------------------------- */
+
+static uint64_t max_disk(const struct assignment *a)
+{
+	uint64_t d = 0;
+	const struct step *s[] = {&a->setup, &a->build, &a->test};
+
+	for (size_t i = 0; i < 3; i++)
+		if (s[i]->present && s[i]->limits.disk_bytes > d)
+			d = s[i]->limits.disk_bytes;
+	return d ? d : 64ull << 20;
+}
+
+static int attempt_run(struct attempt *at, struct err *e)
+{
+	const struct assignment *a = at->a;
+	struct sandbox_options so = at->o->sandbox;
+	struct run_result r;
+	bool rejected;
+
+	so.disk_bytes = max_disk(a);
+	if (staging_create(at, e) < 0)
+		return -1;
+	if (at->o->ops->create(&so, &at->sb, e) < 0)
+		return -1;
+	if (a->setup.present) {
+		char **argv = step_argv(&a->setup, "/tmp", NULL, 0);
+		if (!argv)
+			return err_set(e, ENOMEM, "setup argv");
+		int rc = run_step(at, "setup", argv, &a->setup.limits, -1, DISPLAY_CAP, &r, e);
+		free_argv(argv);
+		if (rc < 0)
+			return -1;
+		bool ok = r.status == RUN_OK;
+		run_result_free(&r);
+		if (!ok)
+			return err_set(e, 0, "the assignment's setup step failed (see steps)");
+	}
+	if (take_submission(at, &rejected, e) < 0)
+		return -1;
+	if (rejected)
+		return 0;
+	if (put_hidden(at, e) < 0)
+		return -1;
+	if (a->build.present) {
+		char **argv = step_argv(&a->build, "/tmp", NULL, 0);
+		if (!argv)
+			return err_set(e, ENOMEM, "build argv");
+		at->student_ran = true;
+		int rc = run_step(at, "build", argv, &a->build.limits, -1,
+				  a->build.limits.output_bytes, &r, e);
+		free_argv(argv);
+		if (rc < 0)
+			return -1;
+		bool ok = build_verdict(at, &r);
+		run_result_free(&r);
+		if (!ok)
+			return 0;
+	}
+	return a->mode == GRADE_MODE_IO ? io_mode(at, e) : runner_mode(at, e);
+}
+
+static void attempt_cleanup(struct attempt *at)
+{
+	sandbox_destroy(at->sb);
+	at->sb = NULL;
+	staging_remove(at);
+}
+
+/* ---- the result document ------------------------------------------------------- */
+
+static const char *image_digest(const char *image)
+{
+	/* A process-wide memo of an immutable fact of this host. */
+	static char memo[65];
+	struct err ignored;
+
+	if (memo[0])
+		return memo;
+	struct digest *d = digest_new();
+	if (!d)
+		return "";
+	digest_update_str(d, image);
+	/* image "host": the installed package set and the system tree's layout. */
+	digest_update_file(d, "/var/lib/dpkg/status", &ignored);
+	static const char *const paths[] = {"/usr/bin/python3", "/usr/bin/gcc", "/usr/bin/node",
+					    "/usr/bin/java", "/bin", "/lib", "/lib64"};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		char target[PATH_MAX];
+		char *rp = realpath(paths[i], target);
+		digest_update_str(d, paths[i]);
+		digest_update_str(d, rp ? rp : "-");
+	}
+	digest_final(d, memo);
+	return memo;
+}
+
+static json_t *document(struct attempt *at, unsigned attempts)
+{
+	const struct assignment *a = at->a;
+	bool graded = at->status && strcmp(at->status, "graded") == 0;
+	size_t total = a->mode == GRADE_MODE_IO ? a->n_cases : a->n_tests;
+
+	if (!graded && json_array_size(at->tests) == 0)
+		unscored_tests(at);
+	if (!graded) {
+		at->score = 0;
+		at->passed = 0;
+		/* Not graded: keep the tests listed, none of them scored. */
+		size_t i;
+		json_t *t;
+		json_array_foreach(at->tests, i, t) {
+			json_object_set_new(t, "score", json_real(0));
+			if (strcmp(json_string_value(json_object_get(t, "status")), "passed") == 0)
+				json_object_set_new(t, "status", json_string("missing"));
+		}
+	}
+	json_object_set_new(at->sub, "path", json_string(at->submission));
+	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
+			 "s:{s:s, s:s}, s:s, s:i, s:s}",
+			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status",
+			 at->status, "reason", at->reason[0] ? json_string(at->reason) : json_null(),
+			 "score", at->score, "max_score", a->max_score, "passed",
+			 (json_int_t)at->passed, "total", (json_int_t)total, "tests", at->tests,
+			 "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,
+			 "digest", a->digest, "image", "name", a->image, "digest",
+			 image_digest(a->image), "isolation", at->o->ops->name, "attempts",
+			 (int)attempts, "view", "instructor");
+}
+
+static void attempt_reset(struct attempt *at)
+{
+	json_decref(at->steps);
+	json_decref(at->tests);
+	json_decref(at->sub);
+	at->steps = json_array();
+	at->tests = json_array();
+	at->sub = json_pack("{s:n, s:[], s:[]}", "digest", "files", "ignored");
+	at->status = NULL;
+	at->reason[0] = '\0';
+	at->score = 0;
+	at->passed = 0;
+	at->student_ran = false;
+}
+
+int grade_submission(const struct assignment *a, const char *submission,
+		     const struct grade_options *o, json_t **ret, struct err *e)
+{
+	struct attempt at = {.a = a, .o = o, .submission = submission};
+	unsigned attempts = 0;
+	struct err aerr = {0};
+
+	for (;;) {
+		attempt_reset(&at);
+		attempts++;
+		int rc = attempt_run(&at, &aerr);
+		attempt_cleanup(&at);
+		if (rc == 0 && at.status)
+			break;
+		if (rc == 0)
+			err_set(&aerr, 0, "grading produced no verdict");
+		if (attempts <= a->retries)
+			continue;
+		/* Out of retries.  A failure after the submission's code ran is
+		 * charged to the submission, so it cannot buy endless retries. */
+		if (at.student_ran)
+			set_verdict(&at, "crashed",
+				    "the sandbox failed %u times while running the submission: %s",
+				    attempts, aerr.msg);
+		else
+			set_verdict(&at, "error", "Proctor failed %u times: %s", attempts,
+				    aerr.msg);
+		json_array_clear(at.tests);
+		break;
+	}
+	*ret = document(&at, attempts);
+	json_decref(at.steps);
+	json_decref(at.tests);
+	json_decref(at.sub);
+	if (!*ret)
+		return err_set(e, ENOMEM, "result document");
+	return 0;
+}

@@ -1,0 +1,160 @@
+/* Running proctor-helper without privilege, and reading back its JSON answer. */
+#include "grade/unpriv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define ANSWER_MAX (64u << 20)
+
+static _Noreturn void child(const struct unpriv_call *c, int in_fd, int out_fd)
+{
+	char *argv[16];
+	size_t n = 0;
+	struct rlimit as = {1ull << 30, 1ull << 30}, cpu = {c->timeout_s, c->timeout_s + 1},
+		      fsz = {256ull << 20, 256ull << 20}, nofile = {64, 64}, core = {0, 0};
+	gid_t gid = (gid_t)c->uid;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
+		_exit(126);
+	if (c->fd3 >= 0 && dup2(c->fd3, 3) < 0)
+		_exit(126);
+	syscall(SYS_close_range, c->fd3 >= 0 ? 4 : 3, ~0U, 0);
+	/* SECURITY: the helper reads hostile input, so it runs as the
+	 * sandbox's own unprivileged uid, with no capability, no way to gain
+	 * one, and bounded resources. */
+	if (setrlimit(RLIMIT_AS, &as) < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
+	    setrlimit(RLIMIT_FSIZE, &fsz) < 0 || setrlimit(RLIMIT_NOFILE, &nofile) < 0 ||
+	    setrlimit(RLIMIT_CORE, &core) < 0)
+		_exit(126);
+	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
+	    setresuid(c->uid, c->uid, c->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		_exit(126);
+	argv[n++] = (char *)"proctor-helper";
+	for (size_t i = 0; c->argv[i] && n < 15; i++)
+		argv[n++] = c->argv[i];
+	argv[n] = NULL;
+	char *envp[] = {(char *)"PATH=/usr/bin:/bin", (char *)"LANG=C.UTF-8", NULL};
+	execve(c->helper, argv, envp);
+	_exit(127);
+}
+
+int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
+{
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, st = 0, rc = -1;
+	char *buf = NULL;
+	size_t len = 0, size = 0;
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return err_set(e, errno, "pipe");
+	if (c->stdin_fd < 0 && pipe2(in, O_CLOEXEC) < 0) {
+		err_set(e, errno, "pipe");
+		goto out_close;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err_set(e, errno, "fork the helper");
+		goto out_close;
+	}
+	if (pid == 0)
+		child(c, c->stdin_fd >= 0 ? c->stdin_fd : in[0], out[1]);
+	out[1] = xclose(out[1]);
+	if (in[0] >= 0) {
+		in[0] = xclose(in[0]);
+		/* Requests are small (well under a pipe's buffer): no deadlock. */
+		if (c->input)
+			(void)!write_all(in[1], c->input, strlen(c->input));
+		in[1] = xclose(in[1]);
+	}
+
+	uint64_t deadline = now_ns() + (uint64_t)c->timeout_s * 1000000000ull;
+	bool killed = false, over = false;
+	for (;;) {
+		uint64_t now = now_ns();
+		if (now >= deadline) {
+			kill(pid, SIGKILL);
+			killed = true;
+			break;
+		}
+		struct pollfd p = {.fd = out[0], .events = POLLIN};
+		int n = poll(&p, 1, (int)((deadline - now) / 1000000 + 1));
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0)
+			continue;
+		if (len + 65536 > size) {
+			if (size >= ANSWER_MAX) {
+				over = true;
+				kill(pid, SIGKILL);
+				break;
+			}
+			size_t nsize = size ? size * 2 : 1 << 16;
+			char *nb = realloc(buf, nsize + 1);
+			if (!nb) {
+				kill(pid, SIGKILL);
+				break;
+			}
+			buf = nb;
+			size = nsize;
+		}
+		ssize_t r = read(out[0], buf + len, size - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (killed) {
+		err_set(e, 0, "the helper took longer than %u s", c->timeout_s);
+		goto out_close;
+	}
+	if (over) {
+		err_set(e, 0, "the helper's answer is larger than %u MiB", ANSWER_MAX >> 20);
+		goto out_close;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		if (WIFSIGNALED(st))
+			err_set(e, 0, "the helper died of signal %d", WTERMSIG(st));
+		else
+			err_set(e, 0, "the helper failed (exit status %d)", WEXITSTATUS(st));
+		goto out_close;
+	}
+	json_error_t jerr;
+	json_t *j = buf ? json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	if (!json_is_object(j)) {
+		json_decref(j);
+		err_set(e, 0, "the helper's answer is not a JSON object");
+		goto out_close;
+	}
+	json_t *msg = json_object_get(j, "error");
+	if (msg) {
+		err_set(e, 0, "%s", json_is_string(msg) ? json_string_value(msg) : "failed");
+		json_decref(j);
+		goto out_close;
+	}
+	*ret = j;
+	rc = 0;
+out_close:
+	free(buf);
+	xclose(in[0]);
+	xclose(in[1]);
+	xclose(out[0]);
+	xclose(out[1]);
+	return rc;
+}
