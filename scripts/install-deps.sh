@@ -6,11 +6,13 @@ set -euo pipefail
 packages=(
 	build-essential meson ninja-build pkg-config   # build
 	libjansson-dev libseccomp-dev                  # runtime libraries (JSON, seccomp)
+	libxml2-dev libarchive-dev libfyaml-dev libssl-dev  # reports, submissions, assignments, digests
 	libcmocka-dev                                  # unit and integration tests
 	clang libclang-rt-14-dev                       # libFuzzer targets
 	python3 python3-pytest                         # the corpus's Python assignment runs pytest
 	bubblewrap util-linux                          # benchmark peers (bwrap, unshare)
 	make gcc libc6-dev                             # the corpus's C assignment builds in the sandbox
+	openjdk-17-jdk-headless junit5                 # the Java + JUnit 5 example
 )
 
 missing=()
@@ -22,4 +24,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The JavaScript example needs node >= 20 (node --test); Debian 12's nodejs is 18.
+if ! command -v node >/dev/null 2>&1; then
+	echo "install-deps: no node on PATH; installing Debian's nodejs (the JS example needs >= 20)" >&2
+	apt-get install -y -qq --no-install-recommends nodejs >/dev/null
 fi
