@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""Grade a generated class of the Python example with `proctor class -j N`
+and run the same test command natively, unsandboxed, with the same
+parallelism, each under `timeout -s KILL` with the same wall limit, in one
+run.  Prints both wall times and their ratio (target <= 1.15).
+
+    /usr/bin/python3 bench/class.py [--size 300] [-j 2] [--proctor build-release/proctor]
+
+It is a measurement, not a test: it always exits 0 unless it cannot run.
+"""
+import argparse
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "examples", "python-pytest")
+
+# The mix of the generated class: (source submission, share).
+MIX = [("correct", 0.50), ("partial", 0.25), ("broken", 0.15), ("loop", 0.10)]
+
+
+def pick_sources(example):
+    subs = os.path.join(example, "submissions")
+    have = sorted(os.listdir(subs))
+    chosen = {}
+    for kind, _ in MIX:
+        match = [s for s in have if kind in s] or [s for s in have if kind[:4] in s]
+        if match:
+            chosen[kind] = os.path.join(subs, match[0])
+    if "correct" not in chosen:
+        sys.exit("bench/class.py: no 'correct' submission in %s" % subs)
+    return chosen
+
+
+def wall_limit(example):
+    text = open(os.path.join(example, "assignment.yaml")).read()
+    m = re.search(r"^test:.*?wall_s:\s*([0-9.]+)", text, re.S | re.M)
+    return float(m.group(1)) if m else 20.0
+
+
+def test_argv(example):
+    """The example's test command, with {report} filled in (simple YAML flow list)."""
+    text = open(os.path.join(example, "assignment.yaml")).read()
+    m = re.search(r"^test:\s*\n\s+run:\s*\[(.*?)\]", text, re.S | re.M)
+    if not m:
+        sys.exit("bench/class.py: cannot find test.run in assignment.yaml")
+    args = [a.strip().strip('"').strip("'") for a in m.group(1).split(",")]
+    return [a.replace("{report}", "report.xml").replace("{report_dir}", ".") for a in args]
+
+
+def generate(example, size, root, seed):
+    rnd = random.Random(seed)
+    sources = pick_sources(example)
+    kinds = [k for k, _ in MIX if k in sources]
+    weights = [w for k, w in MIX if k in sources]
+    for i in range(size):
+        kind = rnd.choices(kinds, weights)[0]
+        shutil.copytree(sources[kind], os.path.join(root, "s%03d-%s" % (i, kind)))
+
+
+def native_one(example, sub, argv, wall):
+    with tempfile.TemporaryDirectory(prefix="proctor-native-") as d:
+        for src in (os.path.join(example, "tests"), sub):
+            for name in os.listdir(src):
+                p = os.path.join(src, name)
+                if os.path.isfile(p):
+                    shutil.copy(p, d)
+        argv = ["/usr/bin/python3" if a == "python3" else a for a in argv]
+        subprocess.run(["timeout", "-s", "KILL", str(wall)] + argv, cwd=d,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=300)
+    ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--proctor", default=os.path.join(HERE, "..", "build-release", "proctor"))
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    example = os.path.abspath(EXAMPLE)
+    wall = wall_limit(example)
+    argv = test_argv(example)
+    with tempfile.TemporaryDirectory(prefix="proctor-class-bench-") as root:
+        cls = os.path.join(root, "class")
+        os.mkdir(cls)
+        generate(example, args.size, cls, args.seed)
+        subs = sorted(os.path.join(cls, s) for s in os.listdir(cls))
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.j) as ex:
+            list(ex.map(lambda s: native_one(example, s, argv, wall), subs))
+        native = time.perf_counter() - t0
+
+        out = os.path.join(root, "results.csv")
+        t0 = time.perf_counter()
+        rc = subprocess.run([args.proctor, "class", "-j", str(args.j), "--out", out,
+                             example, cls], stdout=subprocess.DEVNULL).returncode
+        sandboxed = time.perf_counter() - t0
+        statuses = {}
+        if os.path.exists(out):
+            for line in open(out).read().splitlines()[1:]:
+                st = line.split(",")[1] if "," in line else "?"
+                statuses[st] = statuses.get(st, 0) + 1
+    print("class of %d submissions of %s, -j %d, wall limit %g s" % (args.size, "python-pytest", args.j, wall))
+    print("  native (timeout -s KILL)   %8.1f s" % native)
+    print("  proctor class              %8.1f s   (exit %d, %s)" % (sandboxed, rc, statuses))
+    ratio = sandboxed / native if native > 0 else float("nan")
+    print("  ratio proctor/native       %8.2f    (target <= 1.15)" % ratio)
+    if ratio > 1.15:
+        print("TARGET MISSED: proctor/native = %.2f, target <= 1.15" % ratio)
+
+
+if __name__ == "__main__":
+    main()

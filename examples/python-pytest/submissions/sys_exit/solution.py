@@ -1,0 +1,29 @@
+# Text statistics -- a student's solution that was left as a script: it
+# runs its own demo when imported and then calls sys.exit(0). Exit status
+# 0 is not a pass: the tests never run.
+import sys
+
+
+def word_count(text):
+    return len(text.split())
+
+
+def word_frequencies(text):
+    counts = {}
+    for word in text.lower().split():
+        counts[word] = counts.get(word, 0) + 1
+    return counts
+
+
+def most_common_word(text):
+    counts = word_frequencies(text)
+    return max(counts, key=counts.get) if counts else None
+
+
+def average_word_length(text):
+    words = text.split()
+    return sum(len(w) for w in words) / len(words)
+
+
+print("demo:", word_count("hello world"), "words")
+sys.exit(0)
