@@ -18,7 +18,7 @@ struct command {
 
 static const struct command commands[] = {
 	{"run", cmd_run, "run one program in a fresh sandbox with limits"},
-	/* TEMP {"grade", cmd_grade, "grade one submission against an assignment"}, */
+	{"grade", cmd_grade, "grade one submission against an assignment"},
 	{"doctor", cmd_doctor, "say what this host supports and which isolation 'auto' uses"},
 };
 

@@ -1,2 +1,1135 @@
-/* placeholder: being written */
-typedef int proctor_placeholder_intake;
+/* Submission intake: a directory or a zip/tar archive in, only the allowlisted regular files out. */
+
+/*
+ * Theory of operation.
+ *
+ * This runs in proctor-helper as the sandbox slot's uid, on bytes a student
+ * chose.  Three invariants:
+ *
+ * 1. Nothing is written outside dest_dirfd.  Every file is created with
+ *    openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV) and
+ *    O_EXCL, and only after its name passed check_name(): relative, no "..",
+ *    valid UTF-8 without control characters or backslashes.  Intake itself
+ *    never creates a symlink, hard link, device or FIFO, so there is nothing
+ *    a later entry could be written through.
+ *
+ * 2. The caller sees all of the taken files or none.  Everything is written
+ *    into a fresh staging directory below dest_dirfd; only when the whole
+ *    submission is accepted are its top-level entries renamed into
+ *    dest_dirfd.  A rejection, or our own failure, removes the staging
+ *    directory.  (Only a failure of those final renames, our I/O fault,
+ *    could leave part of the files behind, and it returns -1.)
+ *
+ * 3. Every resource the submission controls has a cap: entries looked at
+ *    (max_entries, counted from headers before any data is read), bytes
+ *    libarchive actually produced (max_expanded: a header may lie), bytes
+ *    taken (max_bytes), path length and directory depth.
+ *
+ * An archive is read twice.  The scan pass reads headers only, refuses bad
+ * names and types, budgets the declared sizes, and decides the top-level
+ * directory to strip, the allowlist and name conflicts.  The extract pass
+ * reads it again, checks that it yields the same entries, and writes the
+ * taken ones.  A directory is walked once: symlinks are listed as ignored
+ * and never followed, mount points are not crossed, and a subdirectory in
+ * which no glob can match anything is listed, not descended into (a
+ * virtualenv costs one entry, not thousands).
+ */
+#include "grade/intake.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "util.h"
+
+/* Internal return convention: 0 go on, REJECTED the submission was refused
+ * (res->reason is set; stop), -1 our own failure (err is set). */
+#define REJECTED 1
+
+#define PATH_LEN_MAX 4095 /* bytes of a relative path, as PATH_MAX */
+#define NAME_LEN_MAX 255  /* bytes of one component, as NAME_MAX */
+#define IGNORED_MAX 1000
+#define DEPTH_MAX 64
+#define BUF_SIZE 65536
+#define STAGING_PREFIX ".proctor-intake-"
+/* macOS's zip adds this folder beside the real one; it must not stop the
+ * top-level directory from being stripped. */
+#define MACOS_JUNK "__MACOSX"
+
+struct strv {
+	char **v;
+	size_t n, cap;
+};
+
+/* One archive entry as the scan pass saw it. */
+struct arc_entry {
+	char *path;        /* normalized, before stripping; "" for the root itself */
+	const char *final; /* path after stripping (points into path or ""), "" = skip */
+	bool dir, take;
+	uint64_t size;     /* declared */
+};
+
+struct arc_list {
+	struct arc_entry *v;
+	size_t n, cap;
+};
+
+struct intake {
+	const struct intake_rules *rules;
+	struct intake_result *res; /* rejected and reason are written here */
+	int staging;               /* fd of the staging directory */
+	struct strv taken, ignored;
+	uint64_t entries, expanded, bytes_taken;
+	bool dry_run;      /* directory pass 1: count, check and list, write nothing */
+	bool ignored_done; /* the ignored list is complete (directory pass 2) */
+	char *buf;         /* BUF_SIZE bytes */
+};
+
+static int strv_push(struct strv *s, const char *str, const char *suffix)
+{
+	size_t a = strlen(str), b = suffix ? strlen(suffix) : 0;
+	char *copy;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		char **v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		s->v = v;
+		s->cap = cap;
+	}
+	copy = malloc(a + b + 1);
+	if (!copy)
+		return -1;
+	memcpy(copy, str, a);
+	if (b)
+		memcpy(copy + a, suffix, b);
+	copy[a + b] = '\0';
+	s->v[s->n++] = copy;
+	return 0;
+}
+
+static void strv_free(struct strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	*s = (struct strv){0};
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void strv_sort(struct strv *s)
+{
+	if (s->n > 1) /* s->v may be NULL, which qsort() must not get */
+		qsort(s->v, s->n, sizeof(*s->v), cmp_str);
+}
+
+/* Length of the valid UTF-8 sequence at s (n > 0 bytes left) and its code
+ * point, or 0: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t len;
+	uint32_t c, min;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xe0) == 0xc0) {
+		len = 2, c = s[0] & 0x1f, min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		len = 3, c = s[0] & 0x0f, min = 0x800;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		len = 4, c = s[0] & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* C0, DEL and C1 controls. */
+static bool is_control(uint32_t c)
+{
+	return c < 0x20 || (c >= 0x7f && c <= 0x9f);
+}
+
+/* Copy untrusted text into a message: control characters and bytes that
+ * are not UTF-8 become '?', and long text is cut at a character boundary,
+ * so the reason is always one line of valid UTF-8 (it goes into JSON). */
+static void show(char *out, size_t cap, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), o = 0;
+
+	for (size_t i = 0; i < n;) {
+		uint32_t c = 0;
+		size_t len = utf8_seq(p + i, n - i, &c);
+		size_t need = len && !is_control(c) ? len : 1;
+		if (o + need + 4 > cap) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (need == 1 && (len == 0 || is_control(c)))
+			out[o] = '?';
+		else
+			memcpy(out + o, p + i, need);
+		o += need;
+		i += len ? len : 1;
+	}
+	out[o] = '\0';
+}
+
+/* Refuse the whole submission: "entry 'NAME': WHY" (or just WHY). */
+__attribute__((format(printf, 3, 4))) static int reject(struct intake *in, const char *entry,
+							const char *fmt, ...)
+{
+	char why[400], clean_why[400], name[100];
+	struct intake_result *r = in->res;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	show(clean_why, sizeof(clean_why), why);
+	r->rejected = true;
+	if (entry) {
+		show(name, sizeof(name), entry);
+		snprintf(r->reason, sizeof(r->reason), "entry '%s': %s", name, clean_why);
+	} else {
+		snprintf(r->reason, sizeof(r->reason), "%s", clean_why);
+	}
+	return REJECTED;
+}
+
+/*
+ * Validate an entry name and write its normalized form to out (at least
+ * PATH_LEN_MAX + 1 bytes): empty and "." components dropped, no trailing
+ * slash; "" for the root itself.
+ */
+static int check_name(struct intake *in, const char *raw, char *out)
+{
+	const unsigned char *p = (const unsigned char *)raw;
+	size_t n = strlen(raw), o = 0;
+
+	if (n == 0)
+		return reject(in, raw, "empty name");
+	if (n > PATH_LEN_MAX)
+		return reject(in, raw, "name longer than %d bytes", PATH_LEN_MAX);
+	for (size_t i = 0; i < n;) {
+		uint32_t c = 0;
+		size_t len = utf8_seq(p + i, n - i, &c);
+		if (len == 0)
+			return reject(in, raw, "name is not valid UTF-8");
+		if (is_control(c))
+			return reject(in, raw, "name contains a control character");
+		if (c == '\\')
+			return reject(in, raw, "name contains a backslash");
+		i += len;
+	}
+	if (raw[0] == '/')
+		return reject(in, raw, "absolute path");
+	for (const char *c = raw; *c != '\0';) {
+		size_t len = strcspn(c, "/");
+		if (len == 2 && c[0] == '.' && c[1] == '.')
+			return reject(in, raw, "leaves the tree ('..')");
+		if (len > NAME_LEN_MAX)
+			return reject(in, raw, "a component is longer than %d bytes", NAME_LEN_MAX);
+		if (len > 0 && !(len == 1 && c[0] == '.')) {
+			if (o > 0)
+				out[o++] = '/';
+			memcpy(out + o, c, len);
+			o += len;
+		}
+		c += len;
+		if (*c == '/')
+			c++;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static bool matches(const struct intake_rules *rules, const char *path)
+{
+	for (size_t i = 0; i < rules->n_globs; i++)
+		if (fnmatch(rules->globs[i], path, FNM_PATHNAME) == 0)
+			return true;
+	return false;
+}
+
+/* Whether some glob could match a path below directory `dir`.  With
+ * FNM_PATHNAME a '/' is matched only by a '/', so the glob needs more
+ * components than dir, and its first ones must match dir. */
+static bool may_match_below(const struct intake_rules *rules, const char *dir)
+{
+	char prefix[PATH_LEN_MAX + 1];
+	size_t k = 1;
+
+	for (const char *s = dir; *s; s++)
+		k += *s == '/';
+	for (size_t i = 0; i < rules->n_globs; i++) {
+		const char *g = rules->globs[i], *p = g;
+		size_t seen = 0;
+		while ((p = strchr(p, '/')) != NULL && ++seen < k)
+			p++;
+		if (!p)
+			continue; /* k components or fewer */
+		if ((size_t)(p - g) >= sizeof(prefix))
+			return true; /* too long to judge: look inside */
+		memcpy(prefix, g, (size_t)(p - g));
+		prefix[p - g] = '\0';
+		if (fnmatch(prefix, dir, FNM_PATHNAME) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether a glob starts with the directory `top` (len bytes) and a slash,
+ * as a glob for C files in "src" does: then a submission of just that
+ * directory is laid out as the assignment expects, and is not stripped. */
+static bool glob_names_dir(const struct intake_rules *rules, const char *top, size_t len)
+{
+	for (size_t i = 0; i < rules->n_globs; i++)
+		if (strncmp(rules->globs[i], top, len) == 0 && rules->globs[i][len] == '/')
+			return true;
+	return false;
+}
+
+static int ignore(struct intake *in, const char *path, const char *suffix, struct err *e)
+{
+	if (in->ignored_done || in->ignored.n >= IGNORED_MAX)
+		return 0;
+	if (strv_push(&in->ignored, path, suffix) < 0)
+		return err_set(e, ENOMEM, "list ignored '%s'", path);
+	return 0;
+}
+
+static int add_taken(struct intake *in, const char *path, uint64_t n)
+{
+	in->bytes_taken += n;
+	if (in->bytes_taken > in->rules->max_bytes)
+		return reject(in, path, "taken files exceed max_bytes (%" PRIu64 ")",
+			      in->rules->max_bytes);
+	return 0;
+}
+
+static int add_expanded(struct intake *in, const char *path, uint64_t n)
+{
+	if (n > in->rules->max_expanded || in->expanded > in->rules->max_expanded - n)
+		return reject(in, path, "archive expands past %" PRIu64 " bytes",
+			      in->rules->max_expanded);
+	in->expanded += n;
+	return 0;
+}
+
+/* Create `path` in the staging directory (parents too) for writing, and
+ * record it as taken. */
+static int take_create(struct intake *in, const char *path, bool exec, int *ret_fd, struct err *e)
+{
+	char parent[PATH_LEN_MAX + 1];
+	const char *slash = strrchr(path, '/');
+	mode_t mode = exec ? 0755 : 0644;
+	int fd;
+
+	if (slash) {
+		memcpy(parent, path, (size_t)(slash - path));
+		parent[slash - path] = '\0';
+		if (mkdir_p_at(in->staging, parent, 0755, (uid_t)-1, (gid_t)-1, e) < 0)
+			return err_wrap(e, "create '%s'", path);
+	}
+	/* SECURITY: confined below the staging directory, no symlinks, no
+	 * mount crossing, never an existing file. */
+	fd = open_beneath(in->staging, path, O_WRONLY | O_CREAT | O_EXCL, mode);
+	if (fd < 0)
+		return err_set(e, errno, "create '%s'", path);
+	/* The exact mode, whatever the umask. */
+	if (fchmod(fd, mode) < 0 || strv_push(&in->taken, path, NULL) < 0) {
+		int saved = errno ? errno : ENOMEM;
+		close(fd);
+		return err_set(e, saved, "create '%s'", path);
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* Sorts the taken list. */
+static int check_required(struct intake *in)
+{
+	strv_sort(&in->taken);
+	for (size_t i = 0; i < in->rules->n_required; i++) {
+		const char *want = in->rules->required[i];
+		if (!in->taken.n ||
+		    !bsearch(&want, in->taken.v, in->taken.n, sizeof(char *), cmp_str))
+			return reject(in, NULL, "required file '%s' is missing", want);
+	}
+	return 0;
+}
+
+/* ---- archives ---- */
+
+static int arc_push(struct arc_list *l, const char *path, bool dir, uint64_t size)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct arc_entry *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		l->v = v;
+		l->cap = cap;
+	}
+	char *copy = strdup(path);
+	if (!copy)
+		return -1;
+	l->v[l->n++] = (struct arc_entry){.path = copy, .final = copy, .dir = dir, .size = size};
+	return 0;
+}
+
+static void arc_free(struct arc_list *l)
+{
+	for (size_t i = 0; l->v && i < l->n; i++)
+		free(l->v[i].path);
+	free(l->v);
+}
+
+static struct archive *arc_open(struct intake *in, int fd, struct err *e, int *rc)
+{
+	struct archive *a;
+
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		*rc = err_set(e, errno, "rewind the submission");
+		return NULL;
+	}
+	a = archive_read_new();
+	if (!a) {
+		*rc = err_set(e, ENOMEM, "archive_read_new");
+		return NULL;
+	}
+	/* Formats are detected by content, never by the file name. */
+	archive_read_support_filter_gzip(a);
+	archive_read_support_format_zip(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_gnutar(a);
+	if (archive_read_open_fd(a, fd, BUF_SIZE) != ARCHIVE_OK) {
+		const char *msg = archive_error_string(a);
+		*rc = reject(in, NULL, "submission is not a directory, zip or tar archive (%s)",
+			     msg ? msg : "unrecognized");
+		archive_read_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* A header or data read failed: the archive is damaged, or no archive. */
+static int damaged(struct intake *in, struct archive *a, const char *entry)
+{
+	const char *msg = archive_error_string(a);
+
+	if (!msg)
+		msg = "read error";
+	if (entry)
+		return reject(in, entry, "archive is damaged: %s", msg);
+	if (in->entries == 0)
+		return reject(in, NULL, "submission is not a directory, zip or tar archive (%s)",
+			      msg);
+	return reject(in, NULL, "archive is damaged after %" PRIu64 " entries: %s", in->entries,
+		      msg);
+}
+
+/* Validate one header: its name (normalized into out) and its type. */
+static int check_entry(struct intake *in, struct archive_entry *ae, char *out, bool *ret_dir)
+{
+	const char *raw = archive_entry_pathname(ae);
+	mode_t type = archive_entry_filetype(ae);
+	int rc;
+
+	if (!raw)
+		raw = archive_entry_pathname_utf8(ae);
+	if (!raw)
+		return reject(in, NULL, "entry %" PRIu64 ": name cannot be read", in->entries);
+	rc = check_name(in, raw, out);
+	if (rc)
+		return rc;
+	if (archive_entry_hardlink(ae))
+		return reject(in, raw, "hard links are not accepted");
+	if (archive_entry_symlink(ae) || type == AE_IFLNK)
+		return reject(in, raw, "symbolic links are not accepted");
+	switch (type) {
+	case AE_IFREG:
+		/* Directories may carry setgid (shared project folders); we
+		 * create our own directories, so only files matter. */
+		if (archive_entry_mode(ae) & (S_ISUID | S_ISGID))
+			return reject(in, raw, "setuid/setgid files are not accepted");
+		*ret_dir = false;
+		return 0;
+	case AE_IFDIR:
+		*ret_dir = true;
+		return 0;
+	case AE_IFCHR:
+	case AE_IFBLK:
+		return reject(in, raw, "device files are not accepted");
+	case AE_IFIFO:
+		return reject(in, raw, "FIFOs are not accepted");
+	case AE_IFSOCK:
+		return reject(in, raw, "sockets are not accepted");
+	default:
+		return reject(in, raw, "entries of unknown type are not accepted");
+	}
+}
+
+/* Read past the data of the current entry, writing it to out_fd if >= 0.
+ * A skipped entry with a declared size is charged that size without being
+ * decompressed (a gzip stream still inflates it, but no more: the tar
+ * header's size is exactly what follows); everything actually read is
+ * charged as read. */
+static int consume(struct intake *in, struct archive *a, struct archive_entry *ae,
+		   const char *path, int out_fd, struct err *e)
+{
+	if (out_fd < 0 && archive_entry_size_is_set(ae)) {
+		int64_t size = archive_entry_size(ae);
+		if (size > 0 && add_expanded(in, path, (uint64_t)size))
+			return REJECTED;
+		if (archive_read_data_skip(a) != ARCHIVE_OK)
+			return damaged(in, a, path);
+		return 0;
+	}
+	for (;;) {
+		la_ssize_t n = archive_read_data(a, in->buf, BUF_SIZE);
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			return damaged(in, a, path);
+		if (add_expanded(in, path, (uint64_t)n))
+			return REJECTED;
+		if (out_fd < 0)
+			continue;
+		if (add_taken(in, path, (uint64_t)n))
+			return REJECTED;
+		if (write_all(out_fd, in->buf, (size_t)n) < 0)
+			return err_set(e, errno, "write '%s'", path);
+	}
+}
+
+/* Headers only: count, validate, budget the declared sizes, list. */
+static int scan(struct intake *in, int fd, struct arc_list *l, struct err *e)
+{
+	char path[PATH_LEN_MAX + 1];
+	struct archive_entry *ae;
+	struct archive *a;
+	int rc = 0;
+
+	a = arc_open(in, fd, e, &rc);
+	if (!a)
+		return rc;
+	for (;;) {
+		int r = archive_read_next_header(a, &ae);
+		bool dir = false;
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN) {
+			rc = damaged(in, a, NULL);
+			break;
+		}
+		if (++in->entries > in->rules->max_entries) {
+			rc = reject(in, NULL, "more than %" PRIu64 " entries", in->rules->max_entries);
+			break;
+		}
+		rc = check_entry(in, ae, path, &dir);
+		if (rc)
+			break;
+		int64_t size = archive_entry_size_is_set(ae) ? archive_entry_size(ae) : 0;
+		if (arc_push(l, path, dir, size > 0 ? (uint64_t)size : 0) < 0) {
+			rc = err_set(e, ENOMEM, "list entries");
+			break;
+		}
+		rc = consume(in, a, ae, path, -1, e);
+		if (rc)
+			break;
+	}
+	archive_read_free(a);
+	return rc;
+}
+
+/* If every entry (but macOS's junk folder) is the directory X or below X/,
+ * point *ret_top at X and return its length; else 0. */
+static size_t strip_top(const struct arc_list *l, const char **ret_top)
+{
+	const char *top = NULL;
+	size_t top_len = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const char *p = l->v[i].path;
+		size_t len = strcspn(p, "/");
+		if (len == 0)
+			continue; /* the root itself */
+		if (len == strlen(MACOS_JUNK) && strncmp(p, MACOS_JUNK, len) == 0)
+			continue;
+		if (p[len] == '\0' && !l->v[i].dir)
+			return 0; /* a file at the top */
+		if (!top) {
+			top = p;
+			top_len = len;
+		} else if (len != top_len || strncmp(p, top, len) != 0) {
+			return 0;
+		}
+	}
+	*ret_top = top;
+	return top_len;
+}
+
+static int cmp_final(const void *a, const void *b)
+{
+	return strcmp((*(struct arc_entry *const *)a)->final,
+		      (*(struct arc_entry *const *)b)->final);
+}
+
+/* Strip, refuse ambiguous names, choose what to take, charge declared sizes. */
+static int plan(struct intake *in, struct arc_list *l, struct err *e)
+{
+	const char *top = NULL;
+	size_t strip = strip_top(l, &top), n = 0;
+	struct arc_entry **sorted;
+	char key[PATH_LEN_MAX + 1];
+	struct arc_entry probe = {.final = key}, *pp = &probe;
+	uint64_t declared = 0;
+	int rc = 0;
+
+	if (strip && glob_names_dir(in->rules, top, strip))
+		strip = 0;
+	for (size_t i = 0; strip && i < l->n; i++) {
+		/* X/a becomes a, X itself "" (skipped); __MACOSX/.. stays. */
+		char *p = l->v[i].path;
+		if (strncmp(p, top, strip) == 0 && (p[strip] == '/' || p[strip] == '\0'))
+			l->v[i].final = p + strip + (p[strip] == '/');
+	}
+
+	sorted = malloc((l->n ? l->n : 1) * sizeof(*sorted));
+	if (!sorted)
+		return err_set(e, ENOMEM, "sort entries");
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].final[0] != '\0')
+			sorted[n++] = &l->v[i];
+	qsort(sorted, n, sizeof(*sorted), cmp_final);
+	/* The same name twice (but a directory twice) is ambiguous. */
+	for (size_t i = 1; i < n && !rc; i++) {
+		struct arc_entry *a = sorted[i - 1], *b = sorted[i];
+		if (strcmp(a->final, b->final) != 0 || (a->dir && b->dir))
+			continue;
+		rc = reject(in, b->path,
+			    a->dir != b->dir ? "is both a file and a directory"
+					     : "appears twice");
+	}
+	/* A file must not also be a parent of another entry. */
+	for (size_t i = 0; i < n && !rc; i++) {
+		const char *f = sorted[i]->final;
+		for (const char *s = strchr(f, '/'); s && !rc; s = strchr(s + 1, '/')) {
+			memcpy(key, f, (size_t)(s - f));
+			key[s - f] = '\0';
+			struct arc_entry **hit =
+				bsearch(&pp, sorted, n, sizeof(*sorted), cmp_final);
+			if (hit && !(*hit)->dir)
+				rc = reject(in, (*hit)->path, "is both a file and a directory");
+		}
+	}
+	free(sorted);
+
+	for (size_t i = 0; i < l->n && !rc; i++) {
+		struct arc_entry *x = &l->v[i];
+		if (x->dir || x->final[0] == '\0')
+			continue;
+		x->take = matches(in->rules, x->final);
+		if (!x->take) {
+			rc = ignore(in, x->final, NULL, e);
+			continue;
+		}
+		declared += x->size;
+		if (declared > in->rules->max_bytes || declared < x->size)
+			rc = reject(in, x->path, "taken files exceed max_bytes (%" PRIu64 ")",
+				    in->rules->max_bytes);
+	}
+	return rc;
+}
+
+/* Second reading: the same entries, and the taken ones written out. */
+static int extract(struct intake *in, int fd, const struct arc_list *l, struct err *e)
+{
+	char path[PATH_LEN_MAX + 1];
+	struct archive_entry *ae;
+	struct archive *a;
+	size_t i = 0;
+	int rc = 0;
+
+	a = arc_open(in, fd, e, &rc);
+	if (!a)
+		return rc;
+	in->expanded = 0;
+	for (;; i++) {
+		int r = archive_read_next_header(a, &ae);
+		bool dir = false;
+		if (r == ARCHIVE_EOF) {
+			if (i != l->n)
+				rc = reject(in, NULL, "archive reads differently the second time");
+			break;
+		}
+		if (r < ARCHIVE_WARN) {
+			rc = damaged(in, a, NULL);
+			break;
+		}
+		rc = check_entry(in, ae, path, &dir);
+		if (rc)
+			break;
+		if (i >= l->n || strcmp(path, l->v[i].path) != 0 || dir != l->v[i].dir) {
+			rc = reject(in, path, "archive reads differently the second time");
+			break;
+		}
+		if (!l->v[i].take) {
+			rc = consume(in, a, ae, path, -1, e);
+		} else {
+			int out = -1;
+			rc = take_create(in, l->v[i].final, archive_entry_mode(ae) & 0111, &out, e);
+			if (rc == 0)
+				rc = consume(in, a, ae, l->v[i].final, out, e);
+			xclose(out);
+		}
+		if (rc)
+			break;
+	}
+	archive_read_free(a);
+	return rc;
+}
+
+static int take_archive(struct intake *in, int fd, struct err *e)
+{
+	struct arc_list l = {0};
+	int rc = scan(in, fd, &l, e);
+
+	if (rc == 0)
+		rc = plan(in, &l, e);
+	if (rc == 0)
+		rc = extract(in, fd, &l, e);
+	arc_free(&l);
+	return rc;
+}
+
+/* ---- directories ---- */
+
+static int walk(struct intake *in, int dirfd, const char *rel, unsigned depth, struct err *e);
+
+static const char *type_name(mode_t m)
+{
+	if (S_ISCHR(m) || S_ISBLK(m))
+		return "device files are not accepted";
+	if (S_ISFIFO(m))
+		return "FIFOs are not accepted";
+	if (S_ISSOCK(m))
+		return "sockets are not accepted";
+	return "entries of unknown type are not accepted";
+}
+
+/* An open below the submission failed: a symlink or mount point that
+ * appeared since fstatat() is ignored; anything else is a rejection. */
+static int open_failed(struct intake *in, const char *path, struct err *e)
+{
+	if (errno == ELOOP)
+		return ignore(in, path, " (symlink)", e);
+	if (errno == EXDEV)
+		return ignore(in, path, " (other filesystem)", e);
+	if (errno == ENOENT)
+		return 0;
+	return reject(in, path, "cannot be opened: %s", strerror(errno));
+}
+
+static int copy_file(struct intake *in, int dirfd, const char *name, const char *path,
+		     struct err *e)
+{
+	struct stat st;
+	int src, out = -1, rc = 0;
+
+	/* SECURITY: O_NONBLOCK so a FIFO swapped in cannot block us;
+	 * RESOLVE_NO_SYMLINKS|NO_XDEV so a swapped-in link or mount is not
+	 * followed. */
+	src = open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK, 0);
+	if (src < 0)
+		return open_failed(in, path, e);
+	if (fstat(src, &st) < 0) {
+		rc = err_set(e, errno, "stat '%s'", path);
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = reject(in, path, "%s", type_name(st.st_mode));
+		goto out_close;
+	}
+	if (st.st_mode & (S_ISUID | S_ISGID)) {
+		rc = reject(in, path, "setuid/setgid files are not accepted");
+		goto out_close;
+	}
+	rc = take_create(in, path, st.st_mode & 0111, &out, e);
+	while (rc == 0) {
+		ssize_t n = read(src, in->buf, BUF_SIZE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			rc = err_set(e, errno, "read '%s'", path);
+		else if (n == 0)
+			break;
+		else if ((rc = add_taken(in, path, (uint64_t)n)) == 0 &&
+			 write_all(out, in->buf, (size_t)n) < 0)
+			rc = err_set(e, errno, "write '%s'", path);
+	}
+	xclose(out);
+out_close:
+	close(src);
+	return rc;
+}
+
+static int visit(struct intake *in, int dirfd, const char *name, const char *rel, unsigned depth,
+		 struct err *e)
+{
+	char path[PATH_LEN_MAX + 2], clean[PATH_LEN_MAX + 1];
+	struct stat st;
+	int rc, sub;
+
+	if (++in->entries > in->rules->max_entries)
+		return reject(in, NULL, "more than %" PRIu64 " entries", in->rules->max_entries);
+	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", name) >=
+	    sizeof(path))
+		return reject(in, rel, "a name below is longer than %d bytes", PATH_LEN_MAX);
+	rc = check_name(in, path, clean);
+	if (rc)
+		return rc;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : err_set(e, errno, "stat '%s'", path);
+	if (S_ISLNK(st.st_mode))
+		return ignore(in, path, " (symlink)", e);
+	if (S_ISREG(st.st_mode)) {
+		if (st.st_mode & (S_ISUID | S_ISGID))
+			return reject(in, path, "setuid/setgid files are not accepted");
+		if (!matches(in->rules, path))
+			return ignore(in, path, NULL, e);
+		if (!in->dry_run)
+			return copy_file(in, dirfd, name, path, e);
+		if (strv_push(&in->taken, path, NULL) < 0)
+			return err_set(e, ENOMEM, "list taken '%s'", path);
+		return add_taken(in, path, (uint64_t)st.st_size);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return reject(in, path, "%s", type_name(st.st_mode));
+	if (!may_match_below(in->rules, path))
+		return ignore(in, path, "/", e);
+	if (depth >= DEPTH_MAX)
+		return reject(in, path, "nested deeper than %d directories", DEPTH_MAX);
+	sub = open_beneath(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
+	if (sub < 0)
+		return open_failed(in, path, e);
+	rc = walk(in, sub, path, depth + 1, e);
+	close(sub);
+	return rc;
+}
+
+static int walk(struct intake *in, int dirfd, const char *rel, unsigned depth, struct err *e)
+{
+	/* A new open file description, so readdir starts at the beginning. */
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (fd < 0)
+		return err_set(e, errno, "open directory '%s'", rel);
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return err_set(e, errno, "open directory '%s'", rel);
+	}
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			if (errno)
+				rc = err_set(e, errno, "read directory '%s'", rel);
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		rc = visit(in, dirfd, de->d_name, rel, depth, e);
+		if (rc)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* A directory submission: strip a lone top-level directory, then walk. */
+static int take_directory(struct intake *in, int rootfd, struct err *e)
+{
+	char top[NAME_LEN_MAX + 1] = "", clean[PATH_LEN_MAX + 1];
+	int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t others = 0;
+	uint64_t base;
+	bool junk = false;
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int rc, sub = -1;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		xclose(fd);
+		return err_set(e, errno, "open the submission directory");
+	}
+	while ((de = readdir(d)) != NULL && others < 2) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (strcmp(de->d_name, MACOS_JUNK) == 0)
+			junk = true;
+		else if (others++ == 0)
+			snprintf(top, sizeof(top), "%s", de->d_name);
+	}
+	closedir(d);
+	if (others == 1 && fstatat(rootfd, top, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && !glob_names_dir(in->rules, top, strlen(top))) {
+		in->entries += 1 + junk;
+		if (in->entries > in->rules->max_entries)
+			return reject(in, NULL, "more than %" PRIu64 " entries",
+				      in->rules->max_entries);
+		rc = check_name(in, top, clean);
+		if (rc == 0 && junk)
+			rc = ignore(in, MACOS_JUNK, "/", e);
+		if (rc)
+			return rc;
+		sub = open_beneath(rootfd, top, O_RDONLY | O_DIRECTORY, 0);
+		if (sub < 0)
+			return open_failed(in, top, e);
+		rootfd = sub;
+	}
+	/* Pass 1 writes nothing, so a refused submission costs no writes;
+	 * pass 2 checks everything again as it copies. */
+	base = in->entries;
+	in->dry_run = true;
+	rc = walk(in, rootfd, "", 0, e);
+	if (rc == 0)
+		rc = check_required(in);
+	strv_free(&in->taken);
+	in->entries = base;
+	in->bytes_taken = 0;
+	in->dry_run = false;
+	in->ignored_done = true;
+	if (rc == 0)
+		rc = walk(in, rootfd, "", 0, e);
+	xclose(sub);
+	return rc;
+}
+
+/* ---- result ---- */
+
+/* SHA-256 over (path, size, content) of the taken files in path order. */
+static int digest_taken(struct intake *in, char hex[65], struct err *e)
+{
+	struct digest *d = digest_new();
+	int rc = 0;
+
+	if (!d)
+		return err_set(e, ENOMEM, "digest");
+	for (size_t i = 0; i < in->taken.n && rc == 0; i++) {
+		const char *path = in->taken.v[i];
+		int fd = open_beneath(in->staging, path, O_RDONLY, 0);
+		struct stat st;
+		uint64_t size, seen = 0;
+		unsigned char le[8]; /* the size, little-endian */
+
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			rc = err_set(e, errno, "digest '%s'", path);
+			xclose(fd);
+			break;
+		}
+		size = (uint64_t)st.st_size;
+		for (int b = 0; b < 8; b++)
+			le[b] = (unsigned char)(size >> (8 * b));
+		digest_update_str(d, path);
+		digest_update(d, le, sizeof(le));
+		for (;;) {
+			ssize_t n = read(fd, in->buf, BUF_SIZE);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				rc = err_set(e, errno, "digest '%s'", path);
+			if (n <= 0)
+				break;
+			digest_update(d, in->buf, (size_t)n);
+			seen += (uint64_t)n;
+		}
+		if (rc == 0 && seen != size)
+			rc = err_set(e, 0, "digest '%s': size changed", path);
+		close(fd);
+	}
+	if (rc < 0) {
+		digest_free(d);
+		return rc;
+	}
+	digest_final(d, hex);
+	return 0;
+}
+
+/* Sort the lists, check the required files, digest. */
+static int finish(struct intake *in, struct err *e)
+{
+	int rc = check_required(in);
+
+	if (rc)
+		return rc;
+	strv_sort(&in->ignored);
+	return digest_taken(in, in->res->digest, e);
+}
+
+static int staging_create(int dest, char *name, size_t cap, int *ret_fd, struct err *e)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		uint64_t r;
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			return err_set(e, errno, "getrandom");
+		snprintf(name, cap, STAGING_PREFIX "%016" PRIx64, r);
+		if (mkdirat(dest, name, 0700) < 0) {
+			if (errno == EEXIST)
+				continue;
+			return err_set(e, errno, "create staging directory");
+		}
+		*ret_fd = open_beneath(dest, name, O_RDONLY | O_DIRECTORY, 0);
+		if (*ret_fd < 0) {
+			int saved = errno;
+			unlinkat(dest, name, AT_REMOVEDIR);
+			return err_set(e, saved, "open staging directory");
+		}
+		return 0;
+	}
+	return err_set(e, EEXIST, "create staging directory");
+}
+
+/* Move each top-level entry of the (sorted) taken files into dest. */
+static int publish(struct intake *in, int dest, struct err *e)
+{
+	char top[NAME_LEN_MAX + 1], prev[NAME_LEN_MAX + 1] = "";
+
+	for (size_t i = 0; i < in->taken.n; i++) {
+		size_t len = strcspn(in->taken.v[i], "/");
+		memcpy(top, in->taken.v[i], len);
+		top[len] = '\0';
+		if (strcmp(top, prev) == 0)
+			continue; /* the sort keeps everything below top/ together */
+		memcpy(prev, top, len + 1);
+		if (renameat2(in->staging, top, dest, top, RENAME_NOREPLACE) == 0)
+			continue;
+		if (errno != EINVAL)
+			return err_set(e, errno, "move '%s' into the destination", top);
+		/* A filesystem without RENAME_NOREPLACE. */
+		if (faccessat(dest, top, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			return err_set(e, EEXIST, "move '%s' into the destination", top);
+		if (renameat(in->staging, top, dest, top) < 0)
+			return err_set(e, errno, "move '%s' into the destination", top);
+	}
+	return 0;
+}
+
+int intake_submission(const char *path, int dest_dirfd, const struct intake_rules *rules,
+		      struct intake_result *ret, struct err *e)
+{
+	struct intake_result res = {0};
+	struct intake in = {.rules = rules, .res = &res, .staging = -1};
+	char staging_name[64];
+	struct stat st;
+	int fd, rc;
+
+	/* The path is the operator's, so it may be a symlink; O_NONBLOCK so a
+	 * FIFO handed in does not block. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return err_set(e, errno, "open submission '%s'", path);
+	if (fstat(fd, &st) < 0) {
+		rc = err_set(e, errno, "stat submission '%s'", path);
+		close(fd);
+		return rc;
+	}
+	in.buf = malloc(BUF_SIZE);
+	if (!in.buf) {
+		close(fd);
+		return err_set(e, ENOMEM, "intake buffer");
+	}
+	rc = staging_create(dest_dirfd, staging_name, sizeof(staging_name), &in.staging, e);
+	if (rc == 0) {
+		if (S_ISDIR(st.st_mode))
+			rc = take_directory(&in, fd, e);
+		else if (S_ISREG(st.st_mode))
+			rc = take_archive(&in, fd, e);
+		else
+			rc = reject(&in, NULL, "submission is not a directory or a regular file");
+	}
+	if (rc == 0)
+		rc = finish(&in, e);
+	if (rc == 0)
+		rc = publish(&in, dest_dirfd, e);
+	if (in.staging >= 0) {
+		/* Empty after publish(); holds everything after a rejection. */
+		struct err ce;
+		int crc = rm_rf_children(in.staging, &ce);
+		if (crc == 0 && unlinkat(dest_dirfd, staging_name, AT_REMOVEDIR) < 0)
+			crc = err_set(&ce, errno, "remove the staging directory");
+		if (crc < 0 && rc >= 0) {
+			*e = ce;
+			rc = -1;
+		}
+		close(in.staging);
+	}
+	close(fd);
+	free(in.buf);
+	if (rc < 0 || rc == REJECTED) {
+		strv_free(&in.taken);
+		strv_free(&in.ignored);
+	}
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		res.taken = in.taken.v;
+		res.n_taken = in.taken.n;
+		res.ignored = in.ignored.v;
+		res.n_ignored = in.ignored.n;
+		res.bytes_taken = in.bytes_taken;
+	}
+	*ret = res;
+	return 0;
+}
+
+void intake_result_free(struct intake_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_taken; i++)
+		free(r->taken[i]);
+	free(r->taken);
+	for (size_t i = 0; i < r->n_ignored; i++)
+		free(r->ignored[i]);
+	free(r->ignored);
+	*r = (struct intake_result){0};
+}

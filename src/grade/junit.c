@@ -43,6 +43,7 @@ struct junit_state {
 
 	/* The <testcase> being read, when tc_depth != 0. */
 	size_t tc_depth;
+	bool tc_dropped; /* the report is full: only its end is looked for */
 	struct report_entry tc;
 	enum result_kind tc_kind;
 
@@ -143,6 +144,11 @@ static void start_testcase(struct junit_state *st, int n, const xmlChar **attrs)
 	st->tc = (struct report_entry){.score = -1, .max_score = -1};
 	st->tc_kind = RESULT_NONE;
 	st->tc_depth = st->depth;
+	st->tc_dropped = st->report.n >= st->caps->max_entries;
+	if (st->tc_dropped) {
+		st->report.truncated = true;
+		return;
+	}
 	st->tc.name = attr_str(st, n, attrs, "name", &oom1);
 	st->tc.classname = attr_str(st, n, attrs, "classname", &oom2);
 	if (!st->tc.name && !oom1)
@@ -197,7 +203,7 @@ static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
 		return;
 	}
 	kind = result_kind_of(name);
-	if (st->depth == st->tc_depth + 1 && kind != RESULT_NONE)
+	if (!st->tc_dropped && st->depth == st->tc_depth + 1 && kind != RESULT_NONE)
 		start_result(st, kind, n_attrs, attrs);
 }
 
@@ -269,6 +275,8 @@ static void end_testcase(struct junit_state *st)
 	};
 
 	st->tc_depth = 0;
+	if (st->tc_dropped)
+		return;
 	st->tc.outcome = outcomes[st->tc_kind];
 	if (report_append(&st->report, st->caps, &st->tc, &st->err) < 0)
 		stop(st);
