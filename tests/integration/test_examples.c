@@ -1,0 +1,252 @@
+/* Integration tests: every bundled example submission gets the verdict its EXPECTED.tsv states. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#ifndef EXAMPLES_DIR
+#error "EXAMPLES_DIR must point at examples/"
+#endif
+
+static void require_root(void)
+{
+	if (geteuid() == 0)
+		return;
+	if (harness_can_skip())
+		skip();
+	fail_msg("grading needs root");
+}
+
+/* Grade every row of examples/<name>/EXPECTED.tsv and compare. */
+static void check_example(const char *name)
+{
+	char path[4096], line[4096];
+	int rows = 0;
+
+	require_root();
+	snprintf(path, sizeof(path), "%s/%s/EXPECTED.tsv", EXAMPLES_DIR, name);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f)); /* header */
+	while (fgets(line, sizeof(line), f)) {
+		char sub[256], status[64];
+		long long passed, total;
+		double score;
+		if (sscanf(line, "%255[^\t]\t%63[^\t]\t%lld\t%lld\t%lf", sub, status, &passed, &total,
+			   &score) != 5)
+			continue;
+		char assignment[4096], submission[4096];
+		snprintf(assignment, sizeof(assignment), "%s/%s", EXAMPLES_DIR, name);
+		snprintf(submission, sizeof(submission), "%s/%s/submissions/%s", EXAMPLES_DIR, name,
+			 sub);
+		char *args[] = {"grade", "--json", assignment, submission, NULL};
+		struct proc_out o;
+		harness_run(&o, NULL, 600, args);
+		print_message("[  CASE    ] %s/%s: %s %s/%s\n", name, sub,
+			      o.json ? jstr(&o, "status") : "(no json)",
+			      o.json ? json_string_value(json_object_get(o.json, "status")) : "",
+			      "");
+		if (!o.json)
+			fail_msg("%s/%s: no JSON result; stderr: %s", name, sub, o.err);
+		assert_int_equal(o.exit_status, 0);
+		if (strcmp(jstr(&o, "status"), status) != 0)
+			fail_msg("%s/%s: status %s, expected %s (reason: %s)", name, sub,
+				 jstr(&o, "status"), status,
+				 json_string_value(json_object_get(o.json, "reason")));
+		assert_int_equal(jint(&o, "passed"), passed);
+		assert_int_equal(jint(&o, "total"), total);
+		double got = json_number_value(json_object_get(o.json, "score"));
+		if (got < score - 1e-9 || got > score + 1e-9)
+			fail_msg("%s/%s: score %g, expected %g", name, sub, got, score);
+		proc_out_free(&o);
+		harness_assert_clean();
+		rows++;
+	}
+	fclose(f);
+	assert_true(rows >= 3);
+}
+
+static void test_python_pytest_example(void **state)
+{
+	(void)state;
+	check_example("python-pytest");
+}
+
+static void test_c_tap_example(void **state)
+{
+	(void)state;
+	check_example("c-tap");
+}
+
+static void test_js_node_example(void **state)
+{
+	(void)state;
+	check_example("js-node");
+}
+
+static void test_java_junit5_example(void **state)
+{
+	(void)state;
+	check_example("java-junit5");
+}
+
+static void test_io_sum_example(void **state)
+{
+	(void)state;
+	check_example("io-sum");
+}
+
+/* The same submission graded twice gets the same status, score and tests. */
+static void test_regrade_is_identical(void **state)
+{
+	(void)state;
+	require_root();
+	char assignment[4096], submission[4096];
+	snprintf(assignment, sizeof(assignment), "%s/python-pytest", EXAMPLES_DIR);
+	snprintf(submission, sizeof(submission), "%s/python-pytest/submissions/partial",
+		 EXAMPLES_DIR);
+	char *args[] = {"grade", "--json", assignment, submission, NULL};
+	struct proc_out a, b;
+	harness_run(&a, NULL, 300, args);
+	harness_run(&b, NULL, 300, args);
+	assert_non_null(a.json);
+	assert_non_null(b.json);
+	static const char *const keys[] = {"status", "score", "passed", "total", "tests"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *x = json_object_get(a.json, keys[i]), *y = json_object_get(b.json, keys[i]);
+		if (strcmp(keys[i], "tests") == 0) {
+			/* Messages may hold timings; outcomes and scores must not differ. */
+			size_t k;
+			json_t *t;
+			assert_int_equal(json_array_size(x), json_array_size(y));
+			json_array_foreach(x, k, t) {
+				json_t *u = json_array_get(y, k);
+				assert_true(json_equal(json_object_get(t, "status"),
+						       json_object_get(u, "status")));
+				assert_true(json_equal(json_object_get(t, "score"),
+						       json_object_get(u, "score")));
+			}
+			continue;
+		}
+		assert_true(json_equal(x, y));
+	}
+	assert_true(json_equal(json_object_get(a.json, "submission"),
+			       json_object_get(b.json, "submission")));
+	proc_out_free(&a);
+	proc_out_free(&b);
+	harness_assert_clean();
+}
+
+/* The student view hides hidden tests and every byte of raw output. */
+static void test_student_view_hides_hidden_tests_and_output(void **state)
+{
+	(void)state;
+	require_root();
+	char assignment[4096], submission[4096];
+	snprintf(assignment, sizeof(assignment), "%s/python-pytest", EXAMPLES_DIR);
+	snprintf(submission, sizeof(submission), "%s/python-pytest/submissions/partial",
+		 EXAMPLES_DIR);
+	char *inst[] = {"grade", "--json", assignment, submission, NULL};
+	char *stud[] = {"grade", "--json", "--view", "student", assignment, submission, NULL};
+	struct proc_out a, b;
+	harness_run(&a, NULL, 300, inst);
+	harness_run(&b, NULL, 300, stud);
+	assert_non_null(a.json);
+	assert_non_null(b.json);
+	size_t i, hidden = 0;
+	json_t *t;
+	json_array_foreach(json_object_get(a.json, "tests"), i, t) {
+		json_t *u = json_array_get(json_object_get(b.json, "tests"), i);
+		if (strcmp(json_string_value(json_object_get(t, "visibility")), "visible") == 0)
+			continue;
+		hidden++;
+		const char *name = json_string_value(json_object_get(t, "name"));
+		assert_string_not_equal(json_string_value(json_object_get(u, "name")), name);
+		assert_true(json_is_null(json_object_get(u, "message")));
+		assert_null(strstr(b.out, name));
+	}
+	assert_true(hidden > 0);
+	json_array_foreach(json_object_get(b.json, "steps"), i, t) {
+		assert_true(json_is_null(json_object_get(t, "stdout")));
+		assert_true(json_is_null(json_object_get(t, "stderr")));
+	}
+	assert_true(json_equal(json_object_get(a.json, "score"), json_object_get(b.json, "score")));
+	proc_out_free(&a);
+	proc_out_free(&b);
+	harness_assert_clean();
+}
+
+/* Gradescope output: valid shape, hidden tests marked hidden. */
+static void test_gradescope_output_follows_visibility(void **state)
+{
+	(void)state;
+	require_root();
+	char assignment[4096], submission[4096];
+	snprintf(assignment, sizeof(assignment), "%s/python-pytest", EXAMPLES_DIR);
+	snprintf(submission, sizeof(submission), "%s/python-pytest/submissions/partial",
+		 EXAMPLES_DIR);
+	char *args[] = {"grade", "--format", "gradescope", assignment, submission, NULL};
+	struct proc_out o;
+	harness_run(&o, NULL, 300, args);
+	assert_non_null(o.json);
+	assert_true(json_is_number(json_object_get(o.json, "score")));
+	assert_string_equal(jstr(&o, "stdout_visibility"), "hidden");
+	size_t i, hidden = 0;
+	json_t *t;
+	json_array_foreach(json_object_get(o.json, "tests"), i, t) {
+		const char *st = json_string_value(json_object_get(t, "status"));
+		assert_true(strcmp(st, "passed") == 0 || strcmp(st, "failed") == 0);
+		if (strcmp(json_string_value(json_object_get(t, "visibility")), "hidden") == 0)
+			hidden++;
+	}
+	assert_true(hidden > 0);
+	proc_out_free(&o);
+	harness_assert_clean();
+}
+
+/* Bad input: a clear message and exit 2, nothing left behind. */
+static void test_bad_assignment_and_submission_are_usage_errors(void **state)
+{
+	(void)state;
+	require_root();
+	char assignment[4096];
+	snprintf(assignment, sizeof(assignment), "%s/python-pytest", EXAMPLES_DIR);
+	char *missing_sub[] = {"grade", assignment, "/nonexistent/submission", NULL};
+	char *missing_asg[] = {"grade", "/nonexistent/assignment", assignment, NULL};
+	char *no_args[] = {"grade", NULL};
+	char *bad_format[] = {"grade", "--format", "xml", assignment, assignment, NULL};
+	char *const *cases[] = {missing_sub, missing_asg, no_args, bad_format};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct proc_out o;
+		harness_run(&o, NULL, 60, cases[i]);
+		assert_int_equal(o.exit_status, 2);
+		assert_non_null(strstr(o.err, "proctor: "));
+		proc_out_free(&o);
+	}
+	harness_assert_clean();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_python_pytest_example),
+		cmocka_unit_test(test_c_tap_example),
+		cmocka_unit_test(test_js_node_example),
+		cmocka_unit_test(test_java_junit5_example),
+		cmocka_unit_test(test_io_sum_example),
+		cmocka_unit_test(test_regrade_is_identical),
+		cmocka_unit_test(test_student_view_hides_hidden_tests_and_output),
+		cmocka_unit_test(test_gradescope_output_follows_visibility),
+		cmocka_unit_test(test_bad_assignment_and_submission_are_usage_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
