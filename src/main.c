@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd_class.h"
 #include "cmd_doctor.h"
 #include "cmd_grade.h"
 #include "cmd_run.h"
@@ -19,6 +20,7 @@ struct command {
 static const struct command commands[] = {
 	{"run", cmd_run, "run one program in a fresh sandbox with limits"},
 	{"grade", cmd_grade, "grade one submission against an assignment"},
+	{"class", cmd_class, "grade every submission in a directory, in parallel"},
 	{"doctor", cmd_doctor, "say what this host supports and which isolation 'auto' uses"},
 };
 
@@ -34,7 +36,8 @@ static void usage(FILE *f)
 		   "     doctor: some isolation works\n"
 		   "  1  the program failed or hit a limit (doctor: no isolation works)\n"
 		   "  2  usage error: bad option, value or path\n"
-		   "  3  Proctor's own failure\n");
+		   "  3  Proctor's own failure (class: a submission ended in status \"error\")\n"
+		   "  130, 143  class: interrupted by SIGINT / SIGTERM (nothing graded is lost)\n");
 }
 
 int main(int argc, char **argv)

@@ -268,6 +268,37 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
 	}
 }
 
+/*
+ * The intake helper reads the submission as the sandbox's unprivileged uid,
+ * so the path must be world-searchable and the submission world-readable.
+ * Checked up front: an instructor's 0700 directory is Proctor's setup
+ * problem, not something to charge every student for.
+ */
+static int check_readable(const char *path, struct err *e)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (!realpath(path, buf))
+		return err_set(e, errno, "submission '%s'", path);
+	if (stat(buf, &st) < 0)
+		return err_set(e, errno, "submission '%s'", path);
+	mode_t need = S_ISDIR(st.st_mode) ? (S_IROTH | S_IXOTH) : S_IROTH;
+	if ((st.st_mode & need) != need)
+		return err_set(e, 0, "submission '%s' is not world-readable; the unprivileged "
+				     "intake helper cannot read it (chmod o+r%s)",
+			       path, S_ISDIR(st.st_mode) ? "X -R" : "");
+	for (char *slash = strrchr(buf, '/'); slash && slash != buf; slash = strrchr(buf, '/')) {
+		*slash = '\0';
+		if (stat(buf, &st) < 0 || !(st.st_mode & S_IXOTH))
+			return err_set(e, 0, "directory '%s' is not world-searchable; the "
+					     "unprivileged intake helper cannot reach the submission "
+					     "(chmod o+x)",
+				       buf);
+	}
+	return 0;
+}
+
 /* Take the submission through the unprivileged helper into staging/sub,
  * then copy it into /work.  A refused submission is a verdict. */
 static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e)
@@ -278,7 +309,7 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	struct err herr;
 
 	*ret_rejected = false;
-	if (helper_path(at->o, helper, sizeof(helper), e) < 0 ||
+	if (check_readable(at->submission, e) < 0 || helper_path(at->o, helper, sizeof(helper), e) < 0 ||
 	    staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
 		return -1;
 	int dest = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

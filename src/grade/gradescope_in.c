@@ -107,7 +107,8 @@ static int test_entry(const json_t *t, const struct report_caps *caps, struct re
 	if (!json_is_object(t))
 		return err_set(e, 0, "not an object");
 	if (opt_str(t, "name", caps, &en.name, e) < 0 ||
-	    opt_str(t, "output", caps, &en.message, e) < 0 || opt_num(t, "score", &en.score, e) < 0 ||
+	    opt_str(t, "output", caps, &en.message, e) < 0 ||
+	    opt_num(t, "score", &en.score, e) < 0 ||
 	    opt_num(t, "max_score", &en.max_score, e) < 0 || outcome_of(t, &en, e, &en.outcome) < 0)
 		goto out_free;
 	if (!en.name) {

@@ -1,4 +1,4 @@
-/* JUnit XML reports (pytest, JUnit 5, jest-junit, go-junit-report, node) read with a streaming parser. */
+/* JUnit XML reports from pytest, JUnit 5, jest-junit, go-junit-report and node, read by SAX. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -51,7 +51,7 @@ struct junit_state {
 	size_t res_depth;
 	enum result_kind res_kind;
 	char *res_message; /* from the attribute */
-	char *text;        /* else the text, max_message + 4 bytes kept */
+	char *text;	   /* else the text, max_message + 4 bytes kept */
 	size_t text_len;
 	bool text_cut;
 };
@@ -177,9 +177,9 @@ static void start_result(struct junit_state *st, enum result_kind kind, int n,
 	}
 }
 
-static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix,
-		     const xmlChar *uri, int n_ns, const xmlChar **ns, int n_attrs,
-		     int n_defaulted, const xmlChar **attrs)
+static void on_start(void *ctx, const xmlChar *localname, const xmlChar *prefix, const xmlChar *uri,
+		     int n_ns, const xmlChar **ns, int n_attrs, int n_defaulted,
+		     const xmlChar **attrs)
 {
 	struct junit_state *st = state_of(ctx);
 	const char *name = (const char *)localname;
@@ -268,10 +268,10 @@ static void end_result(struct junit_state *st)
 static void end_testcase(struct junit_state *st)
 {
 	static const enum test_outcome outcomes[] = {
-		[RESULT_NONE] = OUTCOME_PASSED,
-		[RESULT_FAILURE] = OUTCOME_FAILED,
-		[RESULT_SKIPPED] = OUTCOME_SKIPPED,
-		[RESULT_ERROR] = OUTCOME_ERROR,
+	    [RESULT_NONE] = OUTCOME_PASSED,
+	    [RESULT_FAILURE] = OUTCOME_FAILED,
+	    [RESULT_SKIPPED] = OUTCOME_SKIPPED,
+	    [RESULT_ERROR] = OUTCOME_ERROR,
 	};
 
 	st->tc_depth = 0;
@@ -282,8 +282,7 @@ static void end_testcase(struct junit_state *st)
 		stop(st);
 }
 
-static void on_end(void *ctx, const xmlChar *localname, const xmlChar *prefix,
-		   const xmlChar *uri)
+static void on_end(void *ctx, const xmlChar *localname, const xmlChar *prefix, const xmlChar *uri)
 {
 	struct junit_state *st = state_of(ctx);
 
@@ -350,7 +349,8 @@ int junit_parse(const char *buf, size_t len, const struct report_caps *caps, str
 		caps = &defaults;
 	}
 	if (len > caps->max_bytes || len > INT_MAX)
-		return err_set(e, 0, "JUnit report is %zu bytes, more than %zu", len, caps->max_bytes);
+		return err_set(e, 0, "JUnit report is %zu bytes, more than %zu", len,
+			       caps->max_bytes);
 	if (len == 0)
 		return err_set(e, 0, "JUnit report is empty");
 

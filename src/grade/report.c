@@ -10,8 +10,8 @@
 #include "capbuf.h"
 
 static const char *const outcome_names[] = {
-	[OUTCOME_PASSED] = "passed", [OUTCOME_FAILED] = "failed",   [OUTCOME_ERROR] = "error",
-	[OUTCOME_SKIPPED] = "skipped", [OUTCOME_MISSING] = "missing",
+    [OUTCOME_PASSED] = "passed",   [OUTCOME_FAILED] = "failed",	  [OUTCOME_ERROR] = "error",
+    [OUTCOME_SKIPPED] = "skipped", [OUTCOME_MISSING] = "missing",
 };
 
 const char *test_outcome_name(enum test_outcome o)
@@ -24,10 +24,10 @@ const char *test_outcome_name(enum test_outcome o)
 void report_caps_default(struct report_caps *c)
 {
 	*c = (struct report_caps){
-		.max_bytes = 8u << 20,
-		.max_entries = 10000,
-		.max_depth = 64,
-		.max_message = 4096,
+	    .max_bytes = 8u << 20,
+	    .max_entries = 10000,
+	    .max_depth = 64,
+	    .max_message = 4096,
 	};
 }
 
@@ -60,7 +60,7 @@ char *report_str(const char *s, size_t len, size_t max, bool cut)
 		cut = false;
 	}
 	/* Repair only what can survive the cut: a byte becomes at most 3. */
-	if (len > max + 4) {
+	if (max <= SIZE_MAX - 4 && len > max + 4) {
 		len = max + 4;
 		cut = true;
 	}
@@ -114,10 +114,10 @@ json_t *report_to_json(const struct report *r)
 		return NULL;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct report_entry *en = &r->entries[i];
-		json_t *o = json_pack("{s:s, s:s?, s:s, s:s?, s:f, s:f}", "name", en->name,
-				      "classname", en->classname, "outcome",
-				      test_outcome_name(en->outcome), "message", en->message,
-				      "score", en->score, "max_score", en->max_score);
+		json_t *o =
+		    json_pack("{s:s, s:s?, s:s, s:s?, s:f, s:f}", "name", en->name, "classname",
+			      en->classname, "outcome", test_outcome_name(en->outcome), "message",
+			      en->message, "score", en->score, "max_score", en->max_score);
 
 		if (!o || json_array_append_new(entries, o) < 0) {
 			json_decref(entries);
@@ -207,7 +207,8 @@ static int entry_from_json(const json_t *o, const struct report_caps *caps,
 	    get_str(o, "classname", true, caps->max_message, &en.classname, e) < 0 ||
 	    get_outcome(o, &en.outcome, e) < 0 ||
 	    get_str(o, "message", true, caps->max_message, &en.message, e) < 0 ||
-	    get_num(o, "score", &en.score, e) < 0 || get_num(o, "max_score", &en.max_score, e) < 0) {
+	    get_num(o, "score", &en.score, e) < 0 ||
+	    get_num(o, "max_score", &en.max_score, e) < 0) {
 		entry_free(&en);
 		return -1;
 	}

@@ -48,9 +48,10 @@ struct report_caps {
 /* Defaults: 8 MiB, 10000 entries, depth 64, messages 4 KiB. */
 void report_caps_default(struct report_caps *c);
 
-/* Parsers: `caps` NULL means the defaults.  0 and a filled report, or -1 with a message saying why the
+/* Parsers: 0 and a filled report, or -1 with a message saying why the
  * document is unusable ("not well-formed XML at line 3", "no <testsuite>").
- * A document that parses but holds no test is a valid, empty report. */
+ * A document that parses but holds no test is a valid, empty report.
+ * `caps` NULL means the defaults. */
 int junit_parse(const char *buf, size_t len, const struct report_caps *caps, struct report *ret,
 		struct err *e);
 int tap_parse(const char *buf, size_t len, const struct report_caps *caps, struct report *ret,

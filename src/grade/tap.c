@@ -46,7 +46,7 @@ struct tap_state {
 	struct report report;
 	uint64_t *numbers; /* test number of each kept entry */
 	size_t numbers_alloc;
-	uint64_t next;     /* the number of an unnumbered test: last + 1 */
+	uint64_t next; /* the number of an unnumbered test: last + 1 */
 	bool seen_tap;
 	bool have_plan;
 	uint64_t plan;
@@ -59,7 +59,7 @@ struct tap_state {
 	size_t yaml_indent;
 	bool yaml_for_kept; /* the last test line's entry was kept */
 	struct text y_message, y_error;
-	struct text *block; /* a "|" or ">" scalar being collected */
+	struct text *block;  /* a "|" or ">" scalar being collected */
 	size_t block_indent; /* 0 until its first line */
 	struct err err;
 };
@@ -143,12 +143,15 @@ static int yaml_key(struct tap_state *st, const char *s, size_t len)
 	struct text *t;
 	size_t klen;
 
-	if (starts_with(s, len, "message:"))
-		t = &st->y_message, klen = 8;
-	else if (starts_with(s, len, "error:"))
-		t = &st->y_error, klen = 6;
-	else
+	if (starts_with(s, len, "message:")) {
+		t = &st->y_message;
+		klen = 8;
+	} else if (starts_with(s, len, "error:")) {
+		t = &st->y_error;
+		klen = 6;
+	} else {
 		return 0;
+	}
 	s += klen;
 	len -= klen;
 	trim(&s, &len);
@@ -169,8 +172,8 @@ static int yaml_key(struct tap_state *st, const char *s, size_t len)
 static int yaml_line(struct tap_state *st, const char *line, size_t len, size_t indent)
 {
 	if (st->block) {
-		if (indent == len) /* blank: part of the scalar */
-			return text_add(st->block, "\n", 1, &st->err);
+		if (indent == len) /* blank: part of the scalar, unless leading */
+			return st->block->len > 0 ? text_add(st->block, "\n", 1, &st->err) : 0;
 		if (indent > st->yaml_indent) {
 			size_t strip;
 
@@ -470,7 +473,8 @@ int tap_parse(const char *buf, size_t len, const struct report_caps *caps, struc
 		caps = &defaults;
 	}
 	if (len > caps->max_bytes)
-		return err_set(e, 0, "TAP report is %zu bytes, more than %zu", len, caps->max_bytes);
+		return err_set(e, 0, "TAP report is %zu bytes, more than %zu", len,
+			       caps->max_bytes);
 	if (len == 0)
 		return err_set(e, 0, "TAP report is empty");
 	st.caps = caps;

@@ -384,6 +384,37 @@ static void test_intake_takes_solution_from_every_format(void **state)
 	}
 }
 
+/* Found by fuzz_intake under UBSan: empty lists reached qsort() as NULL. */
+static void test_intake_accepts_with_empty_lists(void **state)
+{
+	struct fx *f = *state;
+	struct intake_rules rules = default_rules();
+	struct intake_result r = {0};
+	char path[PATH_MAX + 64];
+	struct archive *a;
+
+	in_path(f, path, sizeof(path), "only.tar.gz");
+	a = aw_open(path, FMT_TGZ);
+	aw_file(a, "solution.py", solution);
+	aw_close(a);
+	run(f, path, &rules, &r);
+	assert_taken(f, &r, 1, "solution.py");
+	assert_int_equal(r.n_ignored, 0);
+	assert_null(r.ignored);
+	intake_result_free(&r);
+	reset_dest(f);
+
+	/* Nothing taken, nothing ignored. */
+	rules.n_required = 0;
+	a = aw_open(path, FMT_TGZ);
+	aw_dir(a, "empty/");
+	aw_close(a);
+	run(f, path, &rules, &r);
+	assert_taken(f, &r, 0, NULL);
+	assert_int_equal(r.n_ignored, 0);
+	intake_result_free(&r);
+}
+
 static void test_intake_digest_follows_content_not_order(void **state)
 {
 	struct fx *f = *state;
@@ -1355,6 +1386,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_intake_takes_solution_from_every_format),
+		T(test_intake_accepts_with_empty_lists),
 		T(test_intake_digest_follows_content_not_order),
 		T(test_intake_keeps_only_the_exec_bit),
 		T(test_intake_strips_one_top_level_directory),

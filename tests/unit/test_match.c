@@ -15,16 +15,22 @@
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A report over a static table (the strings are not owned: never freed). */
-#define REPORT(...)                                                                    \
-	(struct report)                                                                \
-	{                                                                              \
-		.entries = (struct report_entry[]){__VA_ARGS__},                       \
-		.n = sizeof((struct report_entry[]){__VA_ARGS__}) / sizeof(struct report_entry) \
+#define REPORT(...)                                                                                \
+	(struct report)                                                                            \
+	{                                                                                          \
+		.entries = (struct report_entry[]){__VA_ARGS__},                                   \
+		.n = sizeof((struct report_entry[]){__VA_ARGS__}) / sizeof(struct report_entry)    \
 	}
 
-#define E(n, c, o, m) {.name = (char *)(n), .classname = (char *)(c), .outcome = (o), \
-		       .message = (char *)(m), .score = -1, .max_score = -1}
-#define T(n, c) {.name = (char *)(n), .classname = (char *)(c), .points = 1}
+#define E(n, c, o, m)                                                                              \
+	{                                                                                          \
+		.name = (char *)(n), .classname = (char *)(c), .outcome = (o),                     \
+		.message = (char *)(m), .score = -1, .max_score = -1                               \
+	}
+#define T(n, c)                                                                                    \
+	{                                                                                          \
+		.name = (char *)(n), .classname = (char *)(c), .points = 1                         \
+	}
 
 static struct matched_test match1(const struct report *r, const char *name, const char *cls)
 {
@@ -116,12 +122,11 @@ static void test_match_classname_constraint(void **state)
 static void test_match_duplicated_names_any_failing_copy_fails(void **state)
 {
 	/* pytest writes a teardown error as a second testcase of that name. */
-	struct report r = REPORT(E("t", "m", OUTCOME_PASSED, NULL),
-				 E("t", "m", OUTCOME_FAILED, "first failure"),
-				 E("t", "m", OUTCOME_ERROR, "teardown"),
-				 E("u", "m", OUTCOME_PASSED, NULL), E("u", "m", OUTCOME_SKIPPED, "skip"),
-				 E("v", "m", OUTCOME_SKIPPED, "skip v"),
-				 E("v", "m", OUTCOME_FAILED, "fail v"));
+	struct report r =
+	    REPORT(E("t", "m", OUTCOME_PASSED, NULL), E("t", "m", OUTCOME_FAILED, "first failure"),
+		   E("t", "m", OUTCOME_ERROR, "teardown"), E("u", "m", OUTCOME_PASSED, NULL),
+		   E("u", "m", OUTCOME_SKIPPED, "skip"), E("v", "m", OUTCOME_SKIPPED, "skip v"),
+		   E("v", "m", OUTCOME_FAILED, "fail v"));
 	struct matched_test m;
 
 	m = match1(&r, "t", NULL);
@@ -178,8 +183,8 @@ static void test_match_tap_descriptions(void **state)
 static void test_match_distrusts_unknown_outcomes(void **state)
 {
 	/* No parser reports "missing"; a report saying so is treated as an error. */
-	struct report r = REPORT(E("t", NULL, OUTCOME_MISSING, NULL),
-				 E("t", NULL, (enum test_outcome)42, NULL));
+	struct report r =
+	    REPORT(E("t", NULL, OUTCOME_MISSING, NULL), E("t", NULL, (enum test_outcome)42, NULL));
 	struct matched_test m = match1(&r, "t", NULL);
 
 	assert_int_equal(m.outcome, OUTCOME_ERROR);
@@ -189,15 +194,15 @@ static void test_match_distrusts_unknown_outcomes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_match_exact_name),
-		cmocka_unit_test(test_match_parameterized_all_must_pass),
-		cmocka_unit_test(test_match_junit5_method_names),
-		cmocka_unit_test(test_match_classname_constraint),
-		cmocka_unit_test(test_match_duplicated_names_any_failing_copy_fails),
-		cmocka_unit_test(test_match_missing_and_undeclared),
-		cmocka_unit_test(test_match_empty_report_and_manifest),
-		cmocka_unit_test(test_match_tap_descriptions),
-		cmocka_unit_test(test_match_distrusts_unknown_outcomes),
+	    cmocka_unit_test(test_match_exact_name),
+	    cmocka_unit_test(test_match_parameterized_all_must_pass),
+	    cmocka_unit_test(test_match_junit5_method_names),
+	    cmocka_unit_test(test_match_classname_constraint),
+	    cmocka_unit_test(test_match_duplicated_names_any_failing_copy_fails),
+	    cmocka_unit_test(test_match_missing_and_undeclared),
+	    cmocka_unit_test(test_match_empty_report_and_manifest),
+	    cmocka_unit_test(test_match_tap_descriptions),
+	    cmocka_unit_test(test_match_distrusts_unknown_outcomes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -411,8 +411,7 @@ static void test_junit_rejects_invalid_utf8_and_other_encodings(void **state)
 }
 
 /* A generated document: head, `n` copies of `unit`, tail. */
-static char *repeat(const char *head, const char *unit, size_t n, const char *tail,
-		    size_t *ret_len)
+static char *repeat(const char *head, const char *unit, size_t n, const char *tail, size_t *ret_len)
 {
 	size_t h = strlen(head), u = strlen(unit), t = strlen(tail);
 	size_t len = h + u * n + t;
@@ -460,7 +459,8 @@ static void test_junit_enforces_a_smaller_depth_cap(void **state)
 static void test_junit_refuses_20_mb_before_parsing(void **state)
 {
 	size_t len;
-	char *doc = repeat("<testsuites>", "<testcase name=\"x\"/>", 1100000, "</testsuites>", &len);
+	char *doc =
+	    repeat("<testsuites>", "<testcase name=\"x\"/>", 1100000, "</testsuites>", &len);
 	struct report r;
 	struct err e;
 	uint64_t t0;
@@ -491,10 +491,10 @@ static void test_junit_keeps_max_entries_of_100000_testcases(void **state)
 static void test_junit_ignores_huge_properties(void **state)
 {
 	size_t len;
-	char *doc = repeat("<testsuite name=\"JUnit Jupiter\"><properties>",
-			   "<property name=\"java.class.path\" value=\"/a/b/c.jar:/d/e/f.jar\"/>",
-			   100000,
-			   "</properties><testcase name=\"ok()\" classname=\"T\"/></testsuite>", &len);
+	char *doc =
+	    repeat("<testsuite name=\"JUnit Jupiter\"><properties>",
+		   "<property name=\"java.class.path\" value=\"/a/b/c.jar:/d/e/f.jar\"/>", 100000,
+		   "</properties><testcase name=\"ok()\" classname=\"T\"/></testsuite>", &len);
 	struct report r;
 	struct err e;
 
@@ -510,9 +510,11 @@ static void test_junit_ignores_huge_properties(void **state)
 static void test_junit_caps_messages_at_a_character_boundary(void **state)
 {
 	const char *forms[][2] = {
-		{"<testsuites><testcase name=\"t\"><failure message=\"", "\"/></testcase></testsuites>"},
-		{"<testsuites><testcase name=\"t\"><failure>", "</failure></testcase></testsuites>"},
-		{"<testsuites><testcase name=\"t\"><failure><![CDATA[", "]]></failure></testcase></testsuites>"},
+	    {"<testsuites><testcase name=\"t\"><failure message=\"",
+	     "\"/></testcase></testsuites>"},
+	    {"<testsuites><testcase name=\"t\"><failure>", "</failure></testcase></testsuites>"},
+	    {"<testsuites><testcase name=\"t\"><failure><![CDATA[",
+	     "]]></failure></testcase></testsuites>"},
 	};
 
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
@@ -635,8 +637,7 @@ static void test_tap_bail_out_ends_the_report(void **state)
 	assert_int_equal(parse_file("tap-bail-out.tap", &r, &e), 0);
 	assert_outcome(&r, "connects", OUTCOME_PASSED);
 	assert_outcome(&r, "<missing test 2>", OUTCOME_ERROR);
-	assert_string_equal(entry(&r, "<missing test 4>")->message,
-			    "Bail out! database went away");
+	assert_string_equal(entry(&r, "<missing test 4>")->message, "Bail out! database went away");
 	assert_int_equal(r.n, 4);
 	report_free(&r);
 }
@@ -850,8 +851,11 @@ static void test_report_str_cuts_at_a_character_boundary(void **state)
 
 	assert_string_equal(s, "ab");
 	free(s);
-	s = report_str("a\xFF" "b", 3, 100, false);
-	assert_string_equal(s, "a\xEF\xBF\xBD" "b");
+	s = report_str("a\xFF"
+		       "b",
+		       3, 100, false);
+	assert_string_equal(s, "a\xEF\xBF\xBD"
+			       "b");
 	free(s);
 	s = report_str("a\xFF", 2, 3, false); /* U+FFFD would not fit */
 	assert_string_equal(s, "a");
@@ -866,10 +870,14 @@ static void test_report_json_round_trip_is_lossless(void **state)
 	struct report_caps caps;
 	struct report r = {0}, back;
 	struct report_entry en[] = {
-		{.name = strdup("a[1]"), .classname = strdup("pkg.C"), .outcome = OUTCOME_FAILED,
-		 .message = strdup("line\nnext \"quoted\" ✓"), .score = 0.1, .max_score = 1.0 / 3},
-		{.name = strdup(""), .outcome = OUTCOME_SKIPPED, .score = -1, .max_score = -1},
-		{.name = strdup("e"), .outcome = OUTCOME_ERROR, .score = 1e300, .max_score = 0},
+	    {.name = strdup("a[1]"),
+	     .classname = strdup("pkg.C"),
+	     .outcome = OUTCOME_FAILED,
+	     .message = strdup("line\nnext \"quoted\" ✓"),
+	     .score = 0.1,
+	     .max_score = 1.0 / 3},
+	    {.name = strdup(""), .outcome = OUTCOME_SKIPPED, .score = -1, .max_score = -1},
+	    {.name = strdup("e"), .outcome = OUTCOME_ERROR, .score = 1e300, .max_score = 0},
 	};
 	json_t *j, *j2;
 	struct err e;
@@ -905,30 +913,31 @@ static void test_report_json_round_trip_is_lossless(void **state)
 static void test_report_from_json_refuses_anything_odd(void **state)
 {
 	static const char *const bad[] = {
-		"[]",
-		"{\"entries\": []}",
-		"{\"entries\": [], \"truncated\": 0}",
-		"{\"entries\": {}, \"truncated\": false}",
-		"{\"entries\": [], \"truncated\": false, \"extra\": 1}",
-		"{\"entries\": [1], \"truncated\": false}",
-		"{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
-		" \"message\": null, \"score\": -1}], \"truncated\": false}",
-		"{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
-		" \"message\": null, \"score\": -1, \"max_score\": -1, \"x\": 1}], \"truncated\": false}",
-		"{\"entries\": [{\"name\": null, \"classname\": null, \"outcome\": \"passed\","
-		" \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-		"{\"entries\": [{\"name\": \"a\", \"classname\": 3, \"outcome\": \"passed\","
-		" \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-		"{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"missing\","
-		" \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-		"{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": 0,"
-		" \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-		"{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
-		" \"message\": [], \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-		"{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
-		" \"message\": null, \"score\": \"1\", \"max_score\": -1}], \"truncated\": false}",
-		"{\"entries\": [{\"name\": \"a\\u0000b\", \"classname\": null, \"outcome\": \"passed\","
-		" \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
+	    "[]",
+	    "{\"entries\": []}",
+	    "{\"entries\": [], \"truncated\": 0}",
+	    "{\"entries\": {}, \"truncated\": false}",
+	    "{\"entries\": [], \"truncated\": false, \"extra\": 1}",
+	    "{\"entries\": [1], \"truncated\": false}",
+	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
+	    " \"message\": null, \"score\": -1}], \"truncated\": false}",
+	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
+	    " \"message\": null, \"score\": -1, \"max_score\": -1, \"x\": 1}], \"truncated\": "
+	    "false}",
+	    "{\"entries\": [{\"name\": null, \"classname\": null, \"outcome\": \"passed\","
+	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
+	    "{\"entries\": [{\"name\": \"a\", \"classname\": 3, \"outcome\": \"passed\","
+	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
+	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"missing\","
+	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
+	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": 0,"
+	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
+	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
+	    " \"message\": [], \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
+	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
+	    " \"message\": null, \"score\": \"1\", \"max_score\": -1}], \"truncated\": false}",
+	    "{\"entries\": [{\"name\": \"a\\u0000b\", \"classname\": null, \"outcome\": \"passed\","
+	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
 	};
 	struct report r;
 	struct err e;
@@ -954,8 +963,8 @@ static void test_report_from_json_enforces_caps(void **state)
 	report_caps_default(&caps);
 	memset(long_name, 'x', sizeof(long_name) - 1);
 	long_name[sizeof(long_name) - 1] = '\0';
-	en = json_pack("{s:s, s:n, s:s, s:n, s:f, s:f}", "name", long_name, "classname",
-		       "outcome", "passed", "message", "score", -1.0, "max_score", -1.0);
+	en = json_pack("{s:s, s:n, s:s, s:n, s:f, s:f}", "name", long_name, "classname", "outcome",
+		       "passed", "message", "score", -1.0, "max_score", -1.0);
 	j = json_pack("{s:[O], s:b}", "entries", en, "truncated", 0);
 	assert_int_equal(report_from_json(j, &r, &e), -1);
 	assert_non_null(strstr(e.msg, "longer than 4096"));
@@ -979,48 +988,48 @@ static void test_report_from_json_enforces_caps(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_files_match_expected_json),
-		cmocka_unit_test(test_junit_pytest_outcomes_and_messages),
-		cmocka_unit_test(test_junit_pytest_teardown_error_is_a_second_entry),
-		cmocka_unit_test(test_junit_accepts_junit5_bare_testsuite_root),
-		cmocka_unit_test(test_junit_message_falls_back_to_text),
-		cmocka_unit_test(test_junit_error_wins_over_failure),
-		cmocka_unit_test(test_junit_node_todo_failure_is_skipped),
-		cmocka_unit_test(test_junit_node_process_exit_is_one_test_named_after_the_file),
-		cmocka_unit_test(test_junit_go_junit_report_and_nested_suites),
-		cmocka_unit_test(test_junit_rejects_entity_bomb),
-		cmocka_unit_test(test_junit_rejects_external_entities),
-		cmocka_unit_test(test_junit_rejects_what_is_not_a_junit_document),
-		cmocka_unit_test(test_junit_rejects_invalid_utf8_and_other_encodings),
-		cmocka_unit_test(test_junit_rejects_deep_nesting),
-		cmocka_unit_test(test_junit_enforces_a_smaller_depth_cap),
-		cmocka_unit_test(test_junit_refuses_20_mb_before_parsing),
-		cmocka_unit_test(test_junit_keeps_max_entries_of_100000_testcases),
-		cmocka_unit_test(test_junit_ignores_huge_properties),
-		cmocka_unit_test(test_junit_caps_messages_at_a_character_boundary),
-		cmocka_unit_test(test_tap_node_outcomes_and_yaml_error_message),
-		cmocka_unit_test(test_tap_todo_failure_is_skipped_and_todo_pass_is_passed),
-		cmocka_unit_test(test_tap_only_top_level_lines_are_tests),
-		cmocka_unit_test(test_tap_yaml_messages_and_escapes),
-		cmocka_unit_test(test_tap_missing_numbers_become_error_entries),
-		cmocka_unit_test(test_tap_bail_out_ends_the_report),
-		cmocka_unit_test(test_tap_huge_plan_is_bounded),
-		cmocka_unit_test(test_tap_cuts_long_lines),
-		cmocka_unit_test(test_tap_keeps_max_entries),
-		cmocka_unit_test(test_tap_repairs_invalid_utf8),
-		cmocka_unit_test(test_tap_rejects_what_is_not_tap),
-		cmocka_unit_test(test_gradescope_status_and_scores),
-		cmocka_unit_test(test_gradescope_status_absent_uses_scores),
-		cmocka_unit_test(test_gradescope_score_only_becomes_one_entry),
-		cmocka_unit_test(test_gradescope_rejects_malformed_results),
-		cmocka_unit_test(test_gradescope_rejects_deep_nesting_and_size),
-		cmocka_unit_test(test_gradescope_keeps_max_entries),
-		cmocka_unit_test(test_report_outcome_names_are_stable),
-		cmocka_unit_test(test_report_caps_default_values),
-		cmocka_unit_test(test_report_str_cuts_at_a_character_boundary),
-		cmocka_unit_test(test_report_json_round_trip_is_lossless),
-		cmocka_unit_test(test_report_from_json_refuses_anything_odd),
-		cmocka_unit_test(test_report_from_json_enforces_caps),
+	    cmocka_unit_test(test_golden_files_match_expected_json),
+	    cmocka_unit_test(test_junit_pytest_outcomes_and_messages),
+	    cmocka_unit_test(test_junit_pytest_teardown_error_is_a_second_entry),
+	    cmocka_unit_test(test_junit_accepts_junit5_bare_testsuite_root),
+	    cmocka_unit_test(test_junit_message_falls_back_to_text),
+	    cmocka_unit_test(test_junit_error_wins_over_failure),
+	    cmocka_unit_test(test_junit_node_todo_failure_is_skipped),
+	    cmocka_unit_test(test_junit_node_process_exit_is_one_test_named_after_the_file),
+	    cmocka_unit_test(test_junit_go_junit_report_and_nested_suites),
+	    cmocka_unit_test(test_junit_rejects_entity_bomb),
+	    cmocka_unit_test(test_junit_rejects_external_entities),
+	    cmocka_unit_test(test_junit_rejects_what_is_not_a_junit_document),
+	    cmocka_unit_test(test_junit_rejects_invalid_utf8_and_other_encodings),
+	    cmocka_unit_test(test_junit_rejects_deep_nesting),
+	    cmocka_unit_test(test_junit_enforces_a_smaller_depth_cap),
+	    cmocka_unit_test(test_junit_refuses_20_mb_before_parsing),
+	    cmocka_unit_test(test_junit_keeps_max_entries_of_100000_testcases),
+	    cmocka_unit_test(test_junit_ignores_huge_properties),
+	    cmocka_unit_test(test_junit_caps_messages_at_a_character_boundary),
+	    cmocka_unit_test(test_tap_node_outcomes_and_yaml_error_message),
+	    cmocka_unit_test(test_tap_todo_failure_is_skipped_and_todo_pass_is_passed),
+	    cmocka_unit_test(test_tap_only_top_level_lines_are_tests),
+	    cmocka_unit_test(test_tap_yaml_messages_and_escapes),
+	    cmocka_unit_test(test_tap_missing_numbers_become_error_entries),
+	    cmocka_unit_test(test_tap_bail_out_ends_the_report),
+	    cmocka_unit_test(test_tap_huge_plan_is_bounded),
+	    cmocka_unit_test(test_tap_cuts_long_lines),
+	    cmocka_unit_test(test_tap_keeps_max_entries),
+	    cmocka_unit_test(test_tap_repairs_invalid_utf8),
+	    cmocka_unit_test(test_tap_rejects_what_is_not_tap),
+	    cmocka_unit_test(test_gradescope_status_and_scores),
+	    cmocka_unit_test(test_gradescope_status_absent_uses_scores),
+	    cmocka_unit_test(test_gradescope_score_only_becomes_one_entry),
+	    cmocka_unit_test(test_gradescope_rejects_malformed_results),
+	    cmocka_unit_test(test_gradescope_rejects_deep_nesting_and_size),
+	    cmocka_unit_test(test_gradescope_keeps_max_entries),
+	    cmocka_unit_test(test_report_outcome_names_are_stable),
+	    cmocka_unit_test(test_report_caps_default_values),
+	    cmocka_unit_test(test_report_str_cuts_at_a_character_boundary),
+	    cmocka_unit_test(test_report_json_round_trip_is_lossless),
+	    cmocka_unit_test(test_report_from_json_refuses_anything_odd),
+	    cmocka_unit_test(test_report_from_json_enforces_caps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
