@@ -1,5 +1,10 @@
-/* placeholder */
-#include <stddef.h>
-#include <stdint.h>
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }
+/* libFuzzer target: junit_parse() on any bytes, then the invariants of the report it returns. */
+#include "fuzz_report.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fuzz_report(junit_parse, data, size);
+	return 0;
+}

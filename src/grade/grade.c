@@ -341,8 +341,10 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	int rc = unpriv_run(&call, &ans, &herr);
 	free(text);
 	close(dest);
-	if (rc < 0) {
-		/* The helper refused or died on this input: the submission's doing. */
+	if (rc < 0)
+		return err_set(e, 0, "intake helper: %s", herr.msg);
+	if (rc > 0) {
+		/* The helper refused this input: the submission's doing. */
 		set_verdict(at, "rejected", "the submission could not be read: %s", herr.msg);
 		*ret_rejected = true;
 		return 0;
@@ -456,7 +458,9 @@ static int read_report(struct attempt *at, struct report *ret, struct err *e)
 	json_t *ans = NULL;
 	rc = unpriv_run(&call, &ans, &gerr);
 	close(fd);
-	if (rc < 0) {
+	if (rc < 0)
+		return err_set(e, 0, "report helper: %s", gerr.msg);
+	if (rc > 0) {
 		set_verdict(at, "crashed", "the report is unusable: %s", gerr.msg);
 		return 1;
 	}

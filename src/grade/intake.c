@@ -1,38 +1,33 @@
-/* Submission intake: a directory or a zip/tar archive in, only the allowlisted regular files out. */
+/* Submission intake: a directory or zip/tar archive in, only allowlisted regular files out. */
 
 /*
- * Theory of operation.
- *
- * This runs in proctor-helper as the sandbox slot's uid, on bytes a student
- * chose.  Three invariants:
+ * Theory of operation.  This runs in proctor-helper as the sandbox slot's
+ * uid, on bytes a student chose.  Three invariants:
  *
  * 1. Nothing is written outside dest_dirfd.  Every file is created with
  *    openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV) and
- *    O_EXCL, and only after its name passed check_name(): relative, no "..",
- *    valid UTF-8 without control characters or backslashes.  Intake itself
- *    never creates a symlink, hard link, device or FIFO, so there is nothing
- *    a later entry could be written through.
+ *    O_EXCL, after its name passed check_name() (relative, no "..", UTF-8
+ *    without control characters or backslashes).  Intake never creates a
+ *    link, device or FIFO, so there is nothing to write through.
  *
- * 2. The caller sees all of the taken files or none.  Everything is written
- *    into a fresh staging directory below dest_dirfd; only when the whole
- *    submission is accepted are its top-level entries renamed into
- *    dest_dirfd.  A rejection, or our own failure, removes the staging
- *    directory.  (Only a failure of those final renames, our I/O fault,
- *    could leave part of the files behind, and it returns -1.)
+ * 2. The caller sees all of the taken files or none.  They are written into
+ *    a fresh staging directory below dest_dirfd, and its top-level entries
+ *    are renamed into dest_dirfd only once the whole submission is accepted;
+ *    a rejection or our own failure removes it.  (Only a failed final
+ *    rename, our I/O fault reported as -1, could leave part behind.)
  *
- * 3. Every resource the submission controls has a cap: entries looked at
- *    (max_entries, counted from headers before any data is read), bytes
- *    libarchive actually produced (max_expanded: a header may lie), bytes
- *    taken (max_bytes), path length and directory depth.
+ * 3. Everything the submission controls has a cap: entries looked at
+ *    (counted before any data is read or written), bytes libarchive
+ *    actually produced (max_expanded: a header may lie), bytes taken, path
+ *    length, directory depth.
  *
- * An archive is read twice.  The scan pass reads headers only, refuses bad
- * names and types, budgets the declared sizes, and decides the top-level
- * directory to strip, the allowlist and name conflicts.  The extract pass
- * reads it again, checks that it yields the same entries, and writes the
- * taken ones.  A directory is walked once: symlinks are listed as ignored
- * and never followed, mount points are not crossed, and a subdirectory in
- * which no glob can match anything is listed, not descended into (a
- * virtualenv costs one entry, not thousands).
+ * Both kinds are read twice.  The first pass writes nothing: it counts,
+ * refuses bad names and types, lists, and (for an archive) budgets declared
+ * sizes and decides the top-level directory, the allowlist and name
+ * conflicts.  The second pass checks everything again as it writes.  In a
+ * directory, symlinks are listed as ignored and never followed, mount
+ * points are not crossed, and a subdirectory below which no glob can match
+ * is listed, not entered (a virtualenv costs one entry, not thousands).
  */
 #include "grade/intake.h"
 
@@ -58,11 +53,11 @@
  * (res->reason is set; stop), -1 our own failure (err is set). */
 #define REJECTED 1
 
-#define PATH_LEN_MAX 4095 /* bytes of a relative path, as PATH_MAX */
-#define NAME_LEN_MAX 255  /* bytes of one component, as NAME_MAX */
-#define IGNORED_MAX 1000
-#define DEPTH_MAX 64
-#define BUF_SIZE 65536
+#define PATH_LEN_MAX   4095 /* bytes of a relative path, as PATH_MAX */
+#define NAME_LEN_MAX   255  /* bytes of one component, as NAME_MAX */
+#define IGNORED_MAX    1000
+#define DEPTH_MAX      64
+#define BUF_SIZE       65536
 #define STAGING_PREFIX ".proctor-intake-"
 /* macOS's zip adds this folder beside the real one; it must not stop the
  * top-level directory from being stripped. */
@@ -75,10 +70,10 @@ struct strv {
 
 /* One archive entry as the scan pass saw it. */
 struct arc_entry {
-	char *path;        /* normalized, before stripping; "" for the root itself */
+	char *path;	   /* normalized, before stripping; "" for the root itself */
 	const char *final; /* path after stripping (points into path or ""), "" = skip */
 	bool dir, take;
-	uint64_t size;     /* declared */
+	uint64_t size; /* declared */
 };
 
 struct arc_list {
@@ -89,17 +84,16 @@ struct arc_list {
 struct intake {
 	const struct intake_rules *rules;
 	struct intake_result *res; /* rejected and reason are written here */
-	int staging;               /* fd of the staging directory */
+	int staging;		   /* fd of the staging directory */
 	struct strv taken, ignored;
 	uint64_t entries, expanded, bytes_taken;
-	bool dry_run;      /* directory pass 1: count, check and list, write nothing */
+	bool dry_run;	   /* directory pass 1: count, check and list, write nothing */
 	bool ignored_done; /* the ignored list is complete (directory pass 2) */
-	char *buf;         /* BUF_SIZE bytes */
+	char *buf;	   /* BUF_SIZE bytes */
 };
 
 static int strv_push(struct strv *s, const char *str, const char *suffix)
 {
-	size_t a = strlen(str), b = suffix ? strlen(suffix) : 0;
 	char *copy;
 
 	if (s->n == s->cap) {
@@ -110,13 +104,8 @@ static int strv_push(struct strv *s, const char *str, const char *suffix)
 		s->v = v;
 		s->cap = cap;
 	}
-	copy = malloc(a + b + 1);
-	if (!copy)
+	if (asprintf(&copy, "%s%s", str, suffix ? suffix : "") < 0)
 		return -1;
-	memcpy(copy, str, a);
-	if (b)
-		memcpy(copy + a, suffix, b);
-	copy[a + b] = '\0';
 	s->v[s->n++] = copy;
 	return 0;
 }
@@ -391,6 +380,28 @@ static int check_required(struct intake *in)
 	return 0;
 }
 
+/* Why an entry of this type (S_IF* bits, as libarchive's AE_IF*) is refused;
+ * NULL for regular files and directories. */
+static const char *type_refusal(mode_t type)
+{
+	switch (type & S_IFMT) {
+	case S_IFREG:
+	case S_IFDIR:
+		return NULL;
+	case S_IFLNK:
+		return "symbolic links are not accepted";
+	case S_IFCHR:
+	case S_IFBLK:
+		return "device files are not accepted";
+	case S_IFIFO:
+		return "FIFOs are not accepted";
+	case S_IFSOCK:
+		return "sockets are not accepted";
+	default:
+		return "entries of unknown type are not accepted";
+	}
+}
+
 /* ---- archives ---- */
 
 static int arc_push(struct arc_list *l, const char *path, bool dir, uint64_t size)
@@ -464,7 +475,7 @@ static int damaged(struct intake *in, struct archive *a, const char *entry)
 /* Validate one header: its name (normalized into out) and its type. */
 static int check_entry(struct intake *in, struct archive_entry *ae, char *out, bool *ret_dir)
 {
-	const char *raw = archive_entry_pathname(ae);
+	const char *raw = archive_entry_pathname(ae), *why;
 	mode_t type = archive_entry_filetype(ae);
 	int rc;
 
@@ -477,29 +488,17 @@ static int check_entry(struct intake *in, struct archive_entry *ae, char *out, b
 		return rc;
 	if (archive_entry_hardlink(ae))
 		return reject(in, raw, "hard links are not accepted");
-	if (archive_entry_symlink(ae) || type == AE_IFLNK)
-		return reject(in, raw, "symbolic links are not accepted");
-	switch (type) {
-	case AE_IFREG:
-		/* Directories may carry setgid (shared project folders); we
-		 * create our own directories, so only files matter. */
-		if (archive_entry_mode(ae) & (S_ISUID | S_ISGID))
-			return reject(in, raw, "setuid/setgid files are not accepted");
-		*ret_dir = false;
-		return 0;
-	case AE_IFDIR:
-		*ret_dir = true;
-		return 0;
-	case AE_IFCHR:
-	case AE_IFBLK:
-		return reject(in, raw, "device files are not accepted");
-	case AE_IFIFO:
-		return reject(in, raw, "FIFOs are not accepted");
-	case AE_IFSOCK:
-		return reject(in, raw, "sockets are not accepted");
-	default:
-		return reject(in, raw, "entries of unknown type are not accepted");
-	}
+	if (archive_entry_symlink(ae))
+		type = AE_IFLNK;
+	why = type_refusal(type);
+	if (why)
+		return reject(in, raw, "%s", why);
+	/* Directories may carry setgid (shared project folders); we create
+	 * our own directories, so only files matter. */
+	if (type == AE_IFREG && (archive_entry_mode(ae) & (S_ISUID | S_ISGID)))
+		return reject(in, raw, "setuid/setgid files are not accepted");
+	*ret_dir = type == AE_IFDIR;
+	return 0;
 }
 
 /* Read past the data of the current entry, writing it to out_fd if >= 0.
@@ -507,8 +506,8 @@ static int check_entry(struct intake *in, struct archive_entry *ae, char *out, b
  * decompressed (a gzip stream still inflates it, but no more: the tar
  * header's size is exactly what follows); everything actually read is
  * charged as read. */
-static int consume(struct intake *in, struct archive *a, struct archive_entry *ae,
-		   const char *path, int out_fd, struct err *e)
+static int consume(struct intake *in, struct archive *a, struct archive_entry *ae, const char *path,
+		   int out_fd, struct err *e)
 {
 	if (out_fd < 0 && archive_entry_size_is_set(ae)) {
 		int64_t size = archive_entry_size(ae);
@@ -535,8 +534,12 @@ static int consume(struct intake *in, struct archive *a, struct archive_entry *a
 	}
 }
 
-/* Headers only: count, validate, budget the declared sizes, list. */
-static int scan(struct intake *in, int fd, struct arc_list *l, struct err *e)
+/*
+ * One reading of the archive.  Pass 1 (l->n == 0 on entry): count, check,
+ * charge declared sizes, list into l.  Pass 2: the same entries again, the
+ * taken ones written to the staging directory.
+ */
+static int read_pass(struct intake *in, int fd, struct arc_list *l, bool write, struct err *e)
 {
 	char path[PATH_LEN_MAX + 1];
 	struct archive_entry *ae;
@@ -546,30 +549,39 @@ static int scan(struct intake *in, int fd, struct arc_list *l, struct err *e)
 	a = arc_open(in, fd, e, &rc);
 	if (!a)
 		return rc;
-	for (;;) {
-		int r = archive_read_next_header(a, &ae);
+	in->expanded = 0;
+	for (size_t i = 0; rc == 0; i++) {
+		int r = archive_read_next_header(a, &ae), out = -1;
 		bool dir = false;
-		if (r == ARCHIVE_EOF)
+		if (r == ARCHIVE_EOF) {
+			if (write && i != l->n)
+				rc = reject(in, NULL, "archive reads differently the second time");
 			break;
+		}
 		if (r < ARCHIVE_WARN) {
 			rc = damaged(in, a, NULL);
 			break;
 		}
-		if (++in->entries > in->rules->max_entries) {
-			rc = reject(in, NULL, "more than %" PRIu64 " entries", in->rules->max_entries);
+		if (!write && ++in->entries > in->rules->max_entries) {
+			rc = reject(in, NULL, "more than %" PRIu64 " entries",
+				    in->rules->max_entries);
 			break;
 		}
 		rc = check_entry(in, ae, path, &dir);
 		if (rc)
 			break;
-		int64_t size = archive_entry_size_is_set(ae) ? archive_entry_size(ae) : 0;
-		if (arc_push(l, path, dir, size > 0 ? (uint64_t)size : 0) < 0) {
-			rc = err_set(e, ENOMEM, "list entries");
-			break;
+		if (!write) {
+			int64_t size = archive_entry_size_is_set(ae) ? archive_entry_size(ae) : 0;
+			if (arc_push(l, path, dir, size > 0 ? (uint64_t)size : 0) < 0)
+				rc = err_set(e, ENOMEM, "list entries");
+		} else if (i >= l->n || strcmp(path, l->v[i].path) != 0 || dir != l->v[i].dir) {
+			rc = reject(in, path, "archive reads differently the second time");
+		} else if (l->v[i].take) {
+			rc = take_create(in, l->v[i].final, archive_entry_mode(ae) & 0111, &out, e);
 		}
-		rc = consume(in, a, ae, path, -1, e);
-		if (rc)
-			break;
+		if (rc == 0)
+			rc = consume(in, a, ae, out >= 0 ? l->v[i].final : path, out, e);
+		xclose(out);
 	}
 	archive_read_free(a);
 	return rc;
@@ -641,8 +653,7 @@ static int plan(struct intake *in, struct arc_list *l, struct err *e)
 		if (strcmp(a->final, b->final) != 0 || (a->dir && b->dir))
 			continue;
 		rc = reject(in, b->path,
-			    a->dir != b->dir ? "is both a file and a directory"
-					     : "appears twice");
+			    a->dir != b->dir ? "is both a file and a directory" : "appears twice");
 	}
 	/* A file must not also be a parent of another entry. */
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -651,7 +662,7 @@ static int plan(struct intake *in, struct arc_list *l, struct err *e)
 			memcpy(key, f, (size_t)(s - f));
 			key[s - f] = '\0';
 			struct arc_entry **hit =
-				bsearch(&pp, sorted, n, sizeof(*sorted), cmp_final);
+			    bsearch(&pp, sorted, n, sizeof(*sorted), cmp_final);
 			if (hit && !(*hit)->dir)
 				rc = reject(in, (*hit)->path, "is both a file and a directory");
 		}
@@ -675,63 +686,15 @@ static int plan(struct intake *in, struct arc_list *l, struct err *e)
 	return rc;
 }
 
-/* Second reading: the same entries, and the taken ones written out. */
-static int extract(struct intake *in, int fd, const struct arc_list *l, struct err *e)
-{
-	char path[PATH_LEN_MAX + 1];
-	struct archive_entry *ae;
-	struct archive *a;
-	size_t i = 0;
-	int rc = 0;
-
-	a = arc_open(in, fd, e, &rc);
-	if (!a)
-		return rc;
-	in->expanded = 0;
-	for (;; i++) {
-		int r = archive_read_next_header(a, &ae);
-		bool dir = false;
-		if (r == ARCHIVE_EOF) {
-			if (i != l->n)
-				rc = reject(in, NULL, "archive reads differently the second time");
-			break;
-		}
-		if (r < ARCHIVE_WARN) {
-			rc = damaged(in, a, NULL);
-			break;
-		}
-		rc = check_entry(in, ae, path, &dir);
-		if (rc)
-			break;
-		if (i >= l->n || strcmp(path, l->v[i].path) != 0 || dir != l->v[i].dir) {
-			rc = reject(in, path, "archive reads differently the second time");
-			break;
-		}
-		if (!l->v[i].take) {
-			rc = consume(in, a, ae, path, -1, e);
-		} else {
-			int out = -1;
-			rc = take_create(in, l->v[i].final, archive_entry_mode(ae) & 0111, &out, e);
-			if (rc == 0)
-				rc = consume(in, a, ae, l->v[i].final, out, e);
-			xclose(out);
-		}
-		if (rc)
-			break;
-	}
-	archive_read_free(a);
-	return rc;
-}
-
 static int take_archive(struct intake *in, int fd, struct err *e)
 {
 	struct arc_list l = {0};
-	int rc = scan(in, fd, &l, e);
+	int rc = read_pass(in, fd, &l, false, e);
 
 	if (rc == 0)
 		rc = plan(in, &l, e);
 	if (rc == 0)
-		rc = extract(in, fd, &l, e);
+		rc = read_pass(in, fd, &l, true, e);
 	arc_free(&l);
 	return rc;
 }
@@ -739,17 +702,6 @@ static int take_archive(struct intake *in, int fd, struct err *e)
 /* ---- directories ---- */
 
 static int walk(struct intake *in, int dirfd, const char *rel, unsigned depth, struct err *e);
-
-static const char *type_name(mode_t m)
-{
-	if (S_ISCHR(m) || S_ISBLK(m))
-		return "device files are not accepted";
-	if (S_ISFIFO(m))
-		return "FIFOs are not accepted";
-	if (S_ISSOCK(m))
-		return "sockets are not accepted";
-	return "entries of unknown type are not accepted";
-}
 
 /* An open below the submission failed: a symlink or mount point that
  * appeared since fstatat() is ignored; anything else is a rejection. */
@@ -781,7 +733,7 @@ static int copy_file(struct intake *in, int dirfd, const char *name, const char 
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		rc = reject(in, path, "%s", type_name(st.st_mode));
+		rc = reject(in, path, "%s", type_refusal(st.st_mode));
 		goto out_close;
 	}
 	if (st.st_mode & (S_ISUID | S_ISGID)) {
@@ -838,7 +790,7 @@ static int visit(struct intake *in, int dirfd, const char *name, const char *rel
 		return add_taken(in, path, (uint64_t)st.st_size);
 	}
 	if (!S_ISDIR(st.st_mode))
-		return reject(in, path, "%s", type_name(st.st_mode));
+		return reject(in, path, "%s", type_refusal(st.st_mode));
 	if (!may_match_below(in->rules, path))
 		return ignore(in, path, "/", e);
 	if (depth >= DEPTH_MAX)
@@ -958,7 +910,7 @@ static int digest_taken(struct intake *in, char hex[65], struct err *e)
 		const char *path = in->taken.v[i];
 		int fd = open_beneath(in->staging, path, O_RDONLY, 0);
 		struct stat st;
-		uint64_t size, seen = 0;
+		uint64_t size;
 		unsigned char le[8]; /* the size, little-endian */
 
 		if (fd < 0 || fstat(fd, &st) < 0) {
@@ -980,10 +932,7 @@ static int digest_taken(struct intake *in, char hex[65], struct err *e)
 			if (n <= 0)
 				break;
 			digest_update(d, in->buf, (size_t)n);
-			seen += (uint64_t)n;
 		}
-		if (rc == 0 && seen != size)
-			rc = err_set(e, 0, "digest '%s': size changed", path);
 		close(fd);
 	}
 	if (rc < 0) {
@@ -1005,27 +954,23 @@ static int finish(struct intake *in, struct err *e)
 	return digest_taken(in, in->res->digest, e);
 }
 
+/* A fresh directory below dest, named with 64 random bits. */
 static int staging_create(int dest, char *name, size_t cap, int *ret_fd, struct err *e)
 {
-	for (int tries = 0; tries < 16; tries++) {
-		uint64_t r;
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			return err_set(e, errno, "getrandom");
-		snprintf(name, cap, STAGING_PREFIX "%016" PRIx64, r);
-		if (mkdirat(dest, name, 0700) < 0) {
-			if (errno == EEXIST)
-				continue;
-			return err_set(e, errno, "create staging directory");
-		}
-		*ret_fd = open_beneath(dest, name, O_RDONLY | O_DIRECTORY, 0);
-		if (*ret_fd < 0) {
-			int saved = errno;
-			unlinkat(dest, name, AT_REMOVEDIR);
-			return err_set(e, saved, "open staging directory");
-		}
-		return 0;
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		return err_set(e, errno, "getrandom");
+	snprintf(name, cap, STAGING_PREFIX "%016" PRIx64, r);
+	if (mkdirat(dest, name, 0700) < 0)
+		return err_set(e, errno, "create staging directory '%s'", name);
+	*ret_fd = open_beneath(dest, name, O_RDONLY | O_DIRECTORY, 0);
+	if (*ret_fd < 0) {
+		int saved = errno;
+		unlinkat(dest, name, AT_REMOVEDIR);
+		return err_set(e, saved, "open staging directory '%s'", name);
 	}
-	return err_set(e, EEXIST, "create staging directory");
+	return 0;
 }
 
 /* Move each top-level entry of the (sorted) taken files into dest. */
@@ -1040,14 +985,8 @@ static int publish(struct intake *in, int dest, struct err *e)
 		if (strcmp(top, prev) == 0)
 			continue; /* the sort keeps everything below top/ together */
 		memcpy(prev, top, len + 1);
-		if (renameat2(in->staging, top, dest, top, RENAME_NOREPLACE) == 0)
-			continue;
-		if (errno != EINVAL)
-			return err_set(e, errno, "move '%s' into the destination", top);
-		/* A filesystem without RENAME_NOREPLACE. */
-		if (faccessat(dest, top, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
-			return err_set(e, EEXIST, "move '%s' into the destination", top);
-		if (renameat(in->staging, top, dest, top) < 0)
+		/* Never over something the caller already put there. */
+		if (renameat2(in->staging, top, dest, top, RENAME_NOREPLACE) < 0)
 			return err_set(e, errno, "move '%s' into the destination", top);
 	}
 	return 0;

@@ -21,9 +21,10 @@ struct unpriv_call {
  * Fork, drop to uid (no supplementary groups, capabilities or new
  * privileges; address space, CPU, file size and descriptor limits), exec the
  * helper and parse what it prints as one JSON object, at most 64 MiB.
- * An object with an "error" member is returned as -1 with that message.
- * Anything else odd (a crash, a timeout, garbage) is -1 too: the caller
- * treats it as the input's fault.
+ * Returns 0 with the object; 1 when the helper refused the input (its
+ * answer had an "error" member, it ran out of time, or it answered too
+ * much): the input's fault, message in e; -1 when the helper itself failed
+ * (could not start, crashed, answered garbage): Proctor's side, retried.
  */
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e);
 
