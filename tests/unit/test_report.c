@@ -151,6 +151,17 @@ static int parse_file(const char *name, struct report *r, struct err *e)
 	return rc;
 }
 
+/* A golden input that must parse. */
+static struct report parsed(const char *name)
+{
+	struct report r;
+	struct err e;
+
+	if (parse_file(name, &r, &e) < 0)
+		fail_msg("%s: %s", name, e.msg);
+	return r;
+}
+
 static const struct report_entry *entry(const struct report *r, const char *name)
 {
 	for (size_t i = 0; i < r->n; i++) {
@@ -255,9 +266,8 @@ static void test_golden_files_match_expected_json(void **state)
 static void test_junit_pytest_outcomes_and_messages(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("pytest.xml", &r, &e), 0);
+	r = parsed("pytest.xml");
 	assert_outcome(&r, "test_passes", OUTCOME_PASSED);
 	assert_outcome(&r, "test_fails", OUTCOME_FAILED);
 	assert_outcome(&r, "test_errors", OUTCOME_ERROR);
@@ -275,10 +285,9 @@ static void test_junit_pytest_outcomes_and_messages(void **state)
 static void test_junit_pytest_teardown_error_is_a_second_entry(void **state)
 {
 	struct report r;
-	struct err e;
 	size_t copies = 0;
 
-	assert_int_equal(parse_file("pytest-teardown-xfail-unicode.xml", &r, &e), 0);
+	r = parsed("pytest-teardown-xfail-unicode.xml");
 	for (size_t i = 0; i < r.n; i++) {
 		if (strcmp(r.entries[i].name, "test_fails_and_teardown_errors") == 0)
 			copies++;
@@ -292,9 +301,8 @@ static void test_junit_pytest_teardown_error_is_a_second_entry(void **state)
 static void test_junit_accepts_junit5_bare_testsuite_root(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("junit5-jupiter.xml", &r, &e), 0);
+	r = parsed("junit5-jupiter.xml");
 	assert_outcome(&r, "isPrimeSmall()", OUTCOME_PASSED);
 	assert_outcome(&r, "isPrimeNine()", OUTCOME_FAILED);
 	assert_outcome(&r, "throwsException()", OUTCOME_ERROR);
@@ -308,9 +316,8 @@ static void test_junit_accepts_junit5_bare_testsuite_root(void **state)
 static void test_junit_message_falls_back_to_text(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("jest-junit.xml", &r, &e), 0);
+	r = parsed("jest-junit.xml");
 	assert_outcome(&r, "math subtracts numbers", OUTCOME_FAILED);
 	assert_true(starts_with(entry(&r, "math subtracts numbers")->message,
 				"Error: expect(received).toBe(expected)"));
@@ -321,7 +328,7 @@ static void test_junit_message_falls_back_to_text(void **state)
 	assert_outcome(&r, "math multiplies <big> & small", OUTCOME_PASSED);
 	report_free(&r);
 
-	assert_int_equal(parse_file("junit-failure-and-error.xml", &r, &e), 0);
+	r = parsed("junit-failure-and-error.xml");
 	assert_string_equal(entry(&r, "empty_message_uses_text")->message, "the text, trimmed");
 	assert_null(entry(&r, "no_message_at_all")->message);
 	assert_outcome(&r, "", OUTCOME_PASSED); /* a testcase without a name */
@@ -331,9 +338,8 @@ static void test_junit_message_falls_back_to_text(void **state)
 static void test_junit_error_wins_over_failure(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("junit-failure-and-error.xml", &r, &e), 0);
+	r = parsed("junit-failure-and-error.xml");
 	assert_outcome(&r, "fails_then_errors", OUTCOME_ERROR);
 	assert_string_equal(entry(&r, "fails_then_errors")->message, "teardown crashed");
 	report_free(&r);
@@ -342,9 +348,8 @@ static void test_junit_error_wins_over_failure(void **state)
 static void test_junit_node_todo_failure_is_skipped(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("node-junit.xml", &r, &e), 0);
+	r = parsed("node-junit.xml");
 	assert_outcome(&r, "todo", OUTCOME_SKIPPED);
 	assert_outcome(&r, "errors", OUTCOME_FAILED);
 	assert_outcome(&r, "adds <&> &quot;quoted&quot;", OUTCOME_PASSED);
@@ -354,9 +359,8 @@ static void test_junit_node_todo_failure_is_skipped(void **state)
 static void test_junit_node_process_exit_is_one_test_named_after_the_file(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("node-junit-process-exit.xml", &r, &e), 0);
+	r = parsed("node-junit-process-exit.xml");
 	assert_int_equal(r.n, 1);
 	assert_true(ends_with(r.entries[0].name, "exits.test.js"));
 	report_free(&r);
@@ -365,15 +369,14 @@ static void test_junit_node_process_exit_is_one_test_named_after_the_file(void *
 static void test_junit_go_junit_report_and_nested_suites(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("go-junit-report.xml", &r, &e), 0);
+	r = parsed("go-junit-report.xml");
 	assert_outcome(&r, "TestMul", OUTCOME_ERROR);
 	assert_outcome(&r, "TestDiv/by_zero", OUTCOME_SKIPPED);
 	assert_string_equal(entry(&r, "TestSub")->classname, "example.com/calc");
 	report_free(&r);
 
-	assert_int_equal(parse_file("junit-nested-testsuites.xml", &r, &e), 0);
+	r = parsed("junit-nested-testsuites.xml");
 	assert_outcome(&r, "deep_test", OUTCOME_PASSED);
 	assert_outcome(&r, "inner_test", OUTCOME_FAILED);
 	assert_outcome(&r, "outer_test", OUTCOME_PASSED);
@@ -538,9 +541,8 @@ static void test_junit_caps_messages_at_a_character_boundary(void **state)
 static void test_tap_node_outcomes_and_yaml_error_message(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("node.tap", &r, &e), 0);
+	r = parsed("node.tap");
 	assert_outcome(&r, "passes", OUTCOME_PASSED);
 	assert_outcome(&r, "fails", OUTCOME_FAILED);
 	assert_string_equal(entry(&r, "fails")->message,
@@ -554,16 +556,15 @@ static void test_tap_node_outcomes_and_yaml_error_message(void **state)
 static void test_tap_todo_failure_is_skipped_and_todo_pass_is_passed(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("perl-test-more.tap", &r, &e), 0);
+	r = parsed("perl-test-more.tap");
 	assert_outcome(&r, "todo fails", OUTCOME_SKIPPED);
 	assert_outcome(&r, "todo passes", OUTCOME_PASSED);
 	assert_outcome(&r, "", OUTCOME_SKIPPED); /* "ok 3 # skip no network" */
 	assert_string_equal(entry(&r, "")->message, "no network");
 	report_free(&r);
 
-	assert_int_equal(parse_file("tap-plan-last-no-version.tap", &r, &e), 0);
+	r = parsed("tap-plan-last-no-version.tap");
 	assert_outcome(&r, "beta", OUTCOME_SKIPPED); /* "not ok # Skipped: ..." */
 	assert_string_equal(entry(&r, "beta")->message, "needs gpu");
 	report_free(&r);
@@ -572,9 +573,8 @@ static void test_tap_todo_failure_is_skipped_and_todo_pass_is_passed(void **stat
 static void test_tap_only_top_level_lines_are_tests(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("tap14-subtests.tap", &r, &e), 0);
+	r = parsed("tap14-subtests.tap");
 	assert_int_equal(r.n, 9);
 	assert_outcome(&r, "parser", OUTCOME_FAILED);
 	for (size_t i = 0; i < r.n; i++)
@@ -582,7 +582,7 @@ static void test_tap_only_top_level_lines_are_tests(void **state)
 	report_free(&r);
 
 	/* node's describe(): only the suite line counts. */
-	assert_int_equal(parse_file("node.tap", &r, &e), 0);
+	r = parsed("node.tap");
 	assert_outcome(&r, "math", OUTCOME_FAILED);
 	for (size_t i = 0; i < r.n; i++)
 		assert_string_not_equal(r.entries[i].name, "subtracts");
@@ -592,9 +592,8 @@ static void test_tap_only_top_level_lines_are_tests(void **state)
 static void test_tap_yaml_messages_and_escapes(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("tap14-subtests.tap", &r, &e), 0);
+	r = parsed("tap14-subtests.tap");
 	assert_string_equal(entry(&r, "parser")->message,
 			    "1 of 2 subtests failed: \"parses strings\"");
 	assert_string_equal(entry(&r, "quoted yaml message")->message, "it's fine");
@@ -612,19 +611,18 @@ static void test_tap_yaml_messages_and_escapes(void **state)
 static void test_tap_missing_numbers_become_error_entries(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("tap-missing-tests.tap", &r, &e), 0);
+	r = parsed("tap-missing-tests.tap");
 	assert_outcome(&r, "fifth, unnumbered", OUTCOME_PASSED);
 	assert_outcome(&r, "<missing test 3>", OUTCOME_ERROR);
 	assert_outcome(&r, "<missing test 6>", OUTCOME_ERROR);
 	assert_int_equal(r.n, 6);
 	report_free(&r);
 
-	assert_int_equal(parse_file("tap-no-plan.tap", &r, &e), 0);
+	r = parsed("tap-no-plan.tap");
 	assert_int_equal(r.n, 2);
 	report_free(&r);
-	assert_int_equal(parse_file("tap-zero-plan.tap", &r, &e), 0);
+	r = parsed("tap-zero-plan.tap");
 	assert_int_equal(r.n, 0);
 	report_free(&r);
 }
@@ -632,9 +630,8 @@ static void test_tap_missing_numbers_become_error_entries(void **state)
 static void test_tap_bail_out_ends_the_report(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("tap-bail-out.tap", &r, &e), 0);
+	r = parsed("tap-bail-out.tap");
 	assert_outcome(&r, "connects", OUTCOME_PASSED);
 	assert_outcome(&r, "<missing test 2>", OUTCOME_ERROR);
 	assert_string_equal(entry(&r, "<missing test 4>")->message, "Bail out! database went away");
@@ -696,14 +693,13 @@ static void test_tap_keeps_max_entries(void **state)
 static void test_tap_repairs_invalid_utf8(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("tap-invalid-utf8.tap", &r, &e), 0);
+	r = parsed("tap-invalid-utf8.tap");
 	assert_string_equal(r.entries[0].name, "caf\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD name");
 	assert_string_equal(r.entries[1].message, "broken \xEF\xBF\xBD( text");
 	report_free(&r);
 
-	assert_int_equal(parse_file("tap-crlf.tap", &r, &e), 0);
+	r = parsed("tap-crlf.tap");
 	assert_outcome(&r, "windows line endings", OUTCOME_PASSED);
 	report_free(&r);
 }
@@ -728,10 +724,9 @@ static void test_tap_rejects_what_is_not_tap(void **state)
 static void test_gradescope_status_and_scores(void **state)
 {
 	struct report r;
-	struct err e;
 	const struct report_entry *en;
 
-	assert_int_equal(parse_file("gradescope-results.json", &r, &e), 0);
+	r = parsed("gradescope-results.json");
 	en = entry(&r, "test_sub (test_calc.TestCalc)");
 	assert_int_equal(en->outcome, OUTCOME_FAILED);
 	assert_true(en->score == 0 && en->max_score == 2);
@@ -747,9 +742,8 @@ static void test_gradescope_status_and_scores(void **state)
 static void test_gradescope_status_absent_uses_scores(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("gradescope-results.json", &r, &e), 0);
+	r = parsed("gradescope-results.json");
 	assert_outcome(&r, "partial credit, no status", OUTCOME_FAILED);
 	assert_outcome(&r, "full credit, no status", OUTCOME_PASSED);
 	assert_outcome(&r, "no scores and no status", OUTCOME_FAILED);
@@ -759,9 +753,8 @@ static void test_gradescope_status_absent_uses_scores(void **state)
 static void test_gradescope_score_only_becomes_one_entry(void **state)
 {
 	struct report r;
-	struct err e;
 
-	assert_int_equal(parse_file("gradescope-score-only.json", &r, &e), 0);
+	r = parsed("gradescope-score-only.json");
 	assert_int_equal(r.n, 1);
 	assert_string_equal(r.entries[0].name, "score");
 	assert_true(r.entries[0].score == 42.5 && r.entries[0].max_score == -1);
@@ -769,7 +762,7 @@ static void test_gradescope_score_only_becomes_one_entry(void **state)
 	assert_string_equal(r.entries[0].message, "Autograder finished: 42.5 / 50");
 	report_free(&r);
 
-	assert_int_equal(parse_file("gradescope-empty-object.json", &r, &e), 0);
+	r = parsed("gradescope-empty-object.json");
 	assert_int_equal(r.n, 0);
 	report_free(&r);
 }
@@ -912,42 +905,57 @@ static void test_report_json_round_trip_is_lossless(void **state)
 
 static void test_report_from_json_refuses_anything_odd(void **state)
 {
-	static const char *const bad[] = {
+	static const char *const bad_reports[] = {
 	    "[]",
 	    "{\"entries\": []}",
 	    "{\"entries\": [], \"truncated\": 0}",
 	    "{\"entries\": {}, \"truncated\": false}",
 	    "{\"entries\": [], \"truncated\": false, \"extra\": 1}",
 	    "{\"entries\": [1], \"truncated\": false}",
-	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
-	    " \"message\": null, \"score\": -1}], \"truncated\": false}",
-	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
-	    " \"message\": null, \"score\": -1, \"max_score\": -1, \"x\": 1}], \"truncated\": "
-	    "false}",
-	    "{\"entries\": [{\"name\": null, \"classname\": null, \"outcome\": \"passed\","
-	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-	    "{\"entries\": [{\"name\": \"a\", \"classname\": 3, \"outcome\": \"passed\","
-	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"missing\","
-	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": 0,"
-	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
-	    " \"message\": [], \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
-	    "{\"entries\": [{\"name\": \"a\", \"classname\": null, \"outcome\": \"passed\","
-	    " \"message\": null, \"score\": \"1\", \"max_score\": -1}], \"truncated\": false}",
-	    "{\"entries\": [{\"name\": \"a\\u0000b\", \"classname\": null, \"outcome\": \"passed\","
-	    " \"message\": null, \"score\": -1, \"max_score\": -1}], \"truncated\": false}",
 	};
+	/* One change each to a valid entry; NULL deletes the key. */
+	static const char *const bad_entries[][2] = {
+	    {"name", "null"},
+	    {"name", "\"a\\u0000b\""},
+	    {"classname", "3"},
+	    {"outcome", "\"missing\""},
+	    {"outcome", "\"PASSED\""},
+	    {"outcome", "0"},
+	    {"message", "[]"},
+	    {"score", "\"1\""},
+	    {"max_score", "true"},
+	    {"max_score", NULL},
+	    {"extra", "1"},
+	};
+	const char *valid = "{\"entries\": [{\"name\": \"a\", \"classname\": null, "
+			    "\"outcome\": \"passed\", \"message\": null, \"score\": -1, "
+			    "\"max_score\": -1}], \"truncated\": false}";
 	struct report r;
 	struct err e;
+	json_t *j;
 
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		json_t *j = json_loads(bad[i], JSON_ALLOW_NUL, NULL);
-
+	for (size_t i = 0; i < sizeof(bad_reports) / sizeof(bad_reports[0]); i++) {
+		j = json_loads(bad_reports[i], 0, NULL);
 		assert_non_null(j);
 		if (report_from_json(j, &r, &e) == 0)
-			fail_msg("accepted: %s", bad[i]);
+			fail_msg("accepted: %s", bad_reports[i]);
+		json_decref(j);
+	}
+	for (size_t i = 0; i < sizeof(bad_entries) / sizeof(bad_entries[0]); i++) {
+		const char *key = bad_entries[i][0], *value = bad_entries[i][1];
+		json_t *en;
+
+		j = json_loads(valid, 0, NULL);
+		assert_int_equal(report_from_json(j, &r, &e), 0);
+		report_free(&r);
+		en = json_array_get(json_object_get(j, "entries"), 0);
+		if (value)
+			json_object_set_new(
+			    en, key, json_loads(value, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL));
+		else
+			json_object_del(en, key);
+		if (report_from_json(j, &r, &e) == 0)
+			fail_msg("accepted %s: %s", key, value ? value : "(deleted)");
 		json_decref(j);
 	}
 }
