@@ -32,9 +32,11 @@ struct intake_result {
 
 /*
  * Take a submission from `path`: a directory, or a .zip, .tar, .tar.gz/.tgz
- * file (libarchive, by content).  If everything sits in one top-level
- * directory, that directory is stripped.  Only regular files whose relative
- * path matches a glob are written, below dest_dirfd, with openat2
+ * file (libarchive, by content; any other file is refused).  If everything
+ * sits in one top-level directory (macOS's __MACOSX beside it aside), that
+ * directory is stripped, unless a glob starts with its name ("src/..."), so
+ * an assignment that expects src/ gets it.  Only regular files whose
+ * relative path matches a glob are written, below dest_dirfd, with openat2
  * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), mode 0644 or 0755, creating
  * subdirectories as needed.
  *
@@ -42,12 +44,21 @@ struct intake_result {
  * dest_dirfd): absolute paths, ".." components, names that are not valid
  * UTF-8 or contain control characters (or backslashes), symlinks or hard
  * links anywhere in an archive, device/FIFO/socket entries, setuid/setgid
- * bits, more than max_entries entries, taken bytes over max_bytes, expanded
- * bytes over max_expanded (zip bombs), a required file missing, a file
- * both present as a directory and a file.  In a *directory* submission,
- * symlinks are ignored (listed in `ignored` with " (symlink)") and never
- * followed.  Returns -1 only for Proctor's own failures (I/O on the
- * destination, out of memory); a bad submission is a verdict, not an error.
+ * bits on files (a directory's are ignored: intake makes its own), more
+ * than max_entries entries, taken bytes over max_bytes, expanded bytes
+ * over max_expanded (zip bombs), a required file missing, a file both
+ * present as a directory and a file (or twice).  In a *directory*
+ * submission, symlinks are ignored (listed in `ignored` with " (symlink)")
+ * and never followed, mount points are not crossed (" (other
+ * filesystem)"), and a subdirectory below which no glob can match is
+ * listed as "dir/" and not entered.
+ *
+ * All or nothing: files are written to a staging directory below
+ * dest_dirfd and renamed into place (never over an existing name) only if
+ * the submission is accepted.  On rejection dest_dirfd is left as it was,
+ * and taken/ignored are empty.  Returns -1 only for Proctor's own failures
+ * (I/O on the destination, out of memory), leaving *ret untouched; a bad
+ * submission is a verdict, not an error.
  */
 int intake_submission(const char *path, int dest_dirfd, const struct intake_rules *rules,
 		      struct intake_result *ret, struct err *e);

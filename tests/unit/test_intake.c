@@ -1040,6 +1040,50 @@ static void test_intake_rejects_control_and_invalid_utf8_names(void **state)
 		}
 }
 
+static void test_intake_rejects_overlong_names(void **state)
+{
+	struct fx *f = *state;
+	struct intake_rules rules = default_rules();
+	char path[PATH_MAX + 64], name[5000];
+	const struct {
+		size_t len;
+		bool slashes;
+		const char *why;
+	} cases[] = {
+	    {300, false, "a component is longer than 255 bytes"},
+	    {4500, true, "name longer than 4095 bytes"},
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct intake_result r = {0};
+		memset(name, 'n', cases[i].len);
+		name[cases[i].len] = '\0';
+		for (size_t k = 100; cases[i].slashes && k < cases[i].len; k += 100)
+			name[k] = '/';
+		snprintf(path, sizeof(path), "%s/long%zu.tar", f->in, i);
+		struct archive *a = aw_open(path, FMT_TAR);
+		aw_file(a, "solution.py", solution);
+		aw_file(a, name, "x");
+		aw_close(a);
+		run(f, path, &rules, &r);
+		assert_rejected(f, &r, cases[i].why);
+		intake_result_free(&r);
+	}
+}
+
+static void test_intake_directory_rejects_control_character_name(void **state)
+{
+	struct fx *f = *state;
+	struct intake_rules rules = default_rules();
+	struct intake_result r = {0};
+
+	write_at(f->in, "solution.py", solution, 0644);
+	write_at(f->in, "notes\x1b[2J.txt", "x", 0644);
+	run(f, f->in, &rules, &r);
+	assert_rejected(f, &r, "entry 'notes?[2J.txt': name contains a control character");
+	intake_result_free(&r);
+}
+
 static void test_intake_rejects_file_that_is_also_a_directory(void **state)
 {
 	struct fx *f = *state;
@@ -1415,6 +1459,8 @@ int main(void)
 	    T(test_intake_rejects_fifo),
 	    T(test_intake_rejects_backslash_names),
 	    T(test_intake_rejects_control_and_invalid_utf8_names),
+	    T(test_intake_rejects_overlong_names),
+	    T(test_intake_directory_rejects_control_character_name),
 	    T(test_intake_rejects_file_that_is_also_a_directory),
 	    T(test_intake_rejects_20001_entries),
 	    T(test_intake_rejects_zip_bomb),
