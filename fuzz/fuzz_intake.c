@@ -29,9 +29,22 @@ struct fuzz_env {
 	int memfd;
 };
 
+static struct fuzz_env fe; /* set up once by env(), read-only afterwards */
+
+/* Remove the (then empty) tree when libFuzzer exits. */
+static void env_cleanup(void)
+{
+	char p[96];
+
+	snprintf(p, sizeof(p), "%s/a/b", fe.root);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/a", fe.root);
+	rmdir(p);
+	rmdir(fe.root);
+}
+
 static struct fuzz_env *env(void)
 {
-	static struct fuzz_env fe; /* set up once, read-only afterwards */
 	struct err e;
 
 	if (fe.root[0])
@@ -48,6 +61,7 @@ static struct fuzz_env *env(void)
 	if (fe.memfd < 0)
 		abort();
 	snprintf(fe.input, sizeof(fe.input), "/proc/self/fd/%d", fe.memfd);
+	atexit(env_cleanup);
 	return &fe;
 }
 
@@ -128,7 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const globs[] = {"*", "*/*", "*/*/*"};
 	static const char *const required[] = {"solution.py"};
-	struct fuzz_env *fe = env();
+	struct fuzz_env *fz = env();
 	struct intake_rules rules = {
 	    .globs = globs,
 	    .n_globs = 3,
@@ -144,15 +158,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct err e;
 	int destfd, rc;
 
-	if (ftruncate(fe->memfd, 0) < 0 || pwrite(fe->memfd, data, size, 0) != (ssize_t)size)
+	if (ftruncate(fz->memfd, 0) < 0 || pwrite(fz->memfd, data, size, 0) != (ssize_t)size)
 		abort();
-	if (mkdir(fe->dest, 0755) < 0)
+	if (mkdir(fz->dest, 0755) < 0)
 		abort();
-	destfd = open(fe->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	destfd = open(fz->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (destfd < 0)
 		abort();
 
-	rc = intake_submission(fe->input, destfd, &rules, &r, &e);
+	rc = intake_submission(fz->input, destfd, &rules, &r, &e);
 	/* -1 is Proctor's own failure; no input may cause one. */
 	if (rc != 0) {
 		fprintf(stderr, "intake_submission: %s\n", e.msg);
@@ -180,12 +194,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    !S_ISREG(st.st_mode))
 			abort();
 	}
-	check_nothing_escaped(fe->root);
+	check_nothing_escaped(fz->root);
 
 	if (rm_rf_children(destfd, &e) < 0)
 		abort();
 	close(destfd);
-	if (rmdir(fe->dest) < 0)
+	if (rmdir(fz->dest) < 0)
 		abort();
 	intake_result_free(&r);
 	return 0;

@@ -704,7 +704,9 @@ static int take_archive(struct intake *in, int fd, struct err *e)
 static int walk(struct intake *in, int dirfd, const char *rel, unsigned depth, struct err *e);
 
 /* An open below the submission failed: a symlink or mount point that
- * appeared since fstatat() is ignored; anything else is a rejection. */
+ * appeared since fstatat() is ignored.  Anything else is ours: the whole
+ * submission must be readable by the helper's uid (grade.c checks the top),
+ * and a student is not charged for how the operator stored it. */
 static int open_failed(struct intake *in, const char *path, struct err *e)
 {
 	if (errno == ELOOP)
@@ -713,7 +715,7 @@ static int open_failed(struct intake *in, const char *path, struct err *e)
 		return ignore(in, path, " (other filesystem)", e);
 	if (errno == ENOENT)
 		return 0;
-	return reject(in, path, "cannot be opened: %s", strerror(errno));
+	return err_set(e, errno, "cannot read '%s' of the submission", path);
 }
 
 static int copy_file(struct intake *in, int dirfd, const char *name, const char *path,

@@ -728,6 +728,46 @@ static void test_intake_directory_does_not_cross_mounts(void **state)
 	assert_contained(f);
 }
 
+/* A file the helper's uid cannot read is Proctor's setup problem (-1,
+ * retried), not the student's; nothing is left in dest.  Run as uid 65534
+ * in a child, so the permission check is real even for root. */
+static void test_intake_unreadable_file_is_our_error(void **state)
+{
+	struct fx *f = *state;
+	char p[PATH_MAX + 64];
+	int status;
+	pid_t pid;
+
+	write_at(f->in, "helper.py", "x\n", 0644);
+	write_at(f->in, "solution.py", solution, 0);
+	assert_int_equal(chmod(f->root, 0755), 0);
+	assert_int_equal(chmod(f->dest, 0777), 0);
+	snprintf(p, sizeof(p), "%s/d1", f->root);
+	assert_int_equal(chmod(p, 0755), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static const char *const globs[] = {"*.py"};
+		struct intake_rules rules = default_rules();
+		struct intake_result r = {0};
+		struct err e = {0};
+		rules.globs = globs;
+		if (geteuid() == 0 &&
+		    (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0))
+			_exit(77);
+		if (intake_submission(f->in, f->destfd, &rules, &r, &e) == 0)
+			_exit(r.rejected ? 3 : 4);
+		_exit(strstr(e.msg, "cannot read 'solution.py'") ? 0 : 5);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(count_entries(f->dest), 0);
+	assert_contained(f);
+}
+
 static void test_intake_directory_rejects_fifo_and_leaves_dest_empty(void **state)
 {
 	struct fx *f = *state;
@@ -1443,6 +1483,7 @@ int main(void)
 	    T(test_intake_directory_strips_one_top_level_directory),
 	    T(test_intake_directory_ignores_symlinks),
 	    T(test_intake_directory_does_not_cross_mounts),
+	    T(test_intake_unreadable_file_is_our_error),
 	    T(test_intake_directory_rejects_fifo_and_leaves_dest_empty),
 	    T(test_intake_directory_rejects_setuid_file),
 	    T(test_intake_empty_directory_misses_required_file),
