@@ -22,21 +22,36 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "examples", "python-pytest")
 
-# The mix of the generated class: (source submission, share).
-MIX = [("correct", 0.50), ("partial", 0.25), ("broken", 0.15), ("loop", 0.10)]
+# The mix of the generated class: (kind, share).  "sleeper" is made here: a
+# solution that sleeps at import, so both sides run into the wall limit.
+MIX = [("correct", 0.50), ("partial", 0.25), ("syntax_error", 0.08), ("sys_exit", 0.07),
+       ("sleeper", 0.10)]
+BENCH_WALL_S = 5  # the bench's copy of the assignment uses this test wall limit
 
 
-def pick_sources(example):
+def pick_sources(example, root):
     subs = os.path.join(example, "submissions")
-    have = sorted(os.listdir(subs))
-    chosen = {}
-    for kind, _ in MIX:
-        match = [s for s in have if kind in s] or [s for s in have if kind[:4] in s]
-        if match:
-            chosen[kind] = os.path.join(subs, match[0])
+    chosen = {k: os.path.join(subs, k) for k, _ in MIX if os.path.isdir(os.path.join(subs, k))}
+    sleeper = os.path.join(root, "sleeper-src")
+    os.mkdir(sleeper)
+    with open(os.path.join(sleeper, "solution.py"), "w") as f:
+        f.write("import time\ntime.sleep(3600)\n")
+    chosen["sleeper"] = sleeper
     if "correct" not in chosen:
         sys.exit("bench/class.py: no 'correct' submission in %s" % subs)
     return chosen
+
+
+def bench_assignment(example, root):
+    """A copy of the example whose test step has a short wall limit."""
+    dst = os.path.join(root, "assignment")
+    shutil.copytree(example, dst, ignore=shutil.ignore_patterns("submissions"))
+    path = os.path.join(dst, "assignment.yaml")
+    text = open(path).read()
+    text = re.sub(r"(^test:.*?wall_s:\s*)[0-9.]+", r"\g<1>%d" % BENCH_WALL_S, text,
+                  count=1, flags=re.S | re.M)
+    open(path, "w").write(text)
+    return dst
 
 
 def wall_limit(example):
@@ -55,14 +70,14 @@ def test_argv(example):
     return [a.replace("{report}", "report.xml").replace("{report_dir}", ".") for a in args]
 
 
-def generate(example, size, root, seed):
+def generate(example, size, root, cls, seed):
     rnd = random.Random(seed)
-    sources = pick_sources(example)
+    sources = pick_sources(example, root)
     kinds = [k for k, _ in MIX if k in sources]
     weights = [w for k, w in MIX if k in sources]
     for i in range(size):
         kind = rnd.choices(kinds, weights)[0]
-        shutil.copytree(sources[kind], os.path.join(root, "s%03d-%s" % (i, kind)))
+        shutil.copytree(sources[kind], os.path.join(cls, "s%03d-%s" % (i, kind)))
 
 
 def native_one(example, sub, argv, wall):
@@ -84,13 +99,14 @@ def main():
     ap.add_argument("--proctor", default=os.path.join(HERE, "..", "build-release", "proctor"))
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    example = os.path.abspath(EXAMPLE)
-    wall = wall_limit(example)
-    argv = test_argv(example)
     with tempfile.TemporaryDirectory(prefix="proctor-class-bench-") as root:
+        os.chmod(root, 0o755)  # the unprivileged intake helper must read submissions
+        example = bench_assignment(os.path.abspath(EXAMPLE), root)
+        wall = wall_limit(example)
+        argv = test_argv(example)
         cls = os.path.join(root, "class")
         os.mkdir(cls)
-        generate(example, args.size, cls, args.seed)
+        generate(example, args.size, root, cls, args.seed)
         subs = sorted(os.path.join(cls, s) for s in os.listdir(cls))
 
         t0 = time.perf_counter()

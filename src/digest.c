@@ -1,9 +1,9 @@
-/* SHA-256 digests (OpenSSL libcrypto) for reproducibility records. */
+/* SHA-256 digests (Nettle) for reproducibility records. */
 #include "digest.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,27 +11,21 @@
 #include <unistd.h>
 
 struct digest {
-	EVP_MD_CTX *ctx;
+	struct sha256_ctx ctx;
 };
 
 struct digest *digest_new(void)
 {
 	struct digest *d = malloc(sizeof(*d));
 
-	if (!d)
-		return NULL;
-	d->ctx = EVP_MD_CTX_new();
-	if (!d->ctx || EVP_DigestInit_ex(d->ctx, EVP_sha256(), NULL) != 1) {
-		EVP_MD_CTX_free(d->ctx);
-		free(d);
-		return NULL;
-	}
+	if (d)
+		sha256_init(&d->ctx);
 	return d;
 }
 
 void digest_update(struct digest *d, const void *buf, size_t len)
 {
-	EVP_DigestUpdate(d->ctx, buf, len);
+	sha256_update(&d->ctx, len, buf);
 }
 
 void digest_update_str(struct digest *d, const char *s)
@@ -68,11 +62,10 @@ int digest_update_file(struct digest *d, const char *path, struct err *e)
 
 void digest_final(struct digest *d, char hex[65])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
+	uint8_t md[SHA256_DIGEST_SIZE];
 
-	EVP_DigestFinal_ex(d->ctx, md, &n);
-	for (unsigned i = 0; i < n && i < 32; i++)
+	sha256_digest(&d->ctx, sizeof(md), md);
+	for (unsigned i = 0; i < SHA256_DIGEST_SIZE; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	hex[64] = '\0';
 	digest_free(d);
@@ -80,8 +73,5 @@ void digest_final(struct digest *d, char hex[65])
 
 void digest_free(struct digest *d)
 {
-	if (!d)
-		return;
-	EVP_MD_CTX_free(d->ctx);
 	free(d);
 }

@@ -1,4 +1,4 @@
-/* SHA-256 digests (OpenSSL libcrypto) for reproducibility records. */
+/* SHA-256 digests (Nettle) for reproducibility records. */
 #ifndef PROCTOR_DIGEST_H
 #define PROCTOR_DIGEST_H
 

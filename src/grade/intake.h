@@ -57,8 +57,9 @@ struct intake_result {
  * dest_dirfd and renamed into place (never over an existing name) only if
  * the submission is accepted.  On rejection dest_dirfd is left as it was,
  * and taken/ignored are empty.  Returns -1 only for Proctor's own failures
- * (I/O on the destination, out of memory), leaving *ret untouched; a bad
- * submission is a verdict, not an error.
+ * (I/O on the destination, out of memory, a part of the submission the
+ * caller's uid cannot read), leaving *ret untouched; a bad submission is a
+ * verdict, not an error.
  */
 int intake_submission(const char *path, int dest_dirfd, const struct intake_rules *rules,
 		      struct intake_result *ret, struct err *e);
