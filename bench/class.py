@@ -106,7 +106,7 @@ def main():
         argv = test_argv(example)
         cls = os.path.join(root, "class")
         os.mkdir(cls)
-        generate(example, args.size, root, cls, args.seed)
+        generate(os.path.abspath(EXAMPLE), args.size, root, cls, args.seed)
         subs = sorted(os.path.join(cls, s) for s in os.listdir(cls))
 
         t0 = time.perf_counter()
