@@ -80,7 +80,6 @@
 #define DEFAULT_SLOTS	  64
 #define MAX_SLOTS	  256
 #define MAX_JOBS	  MAX_SLOTS
-#define UID_BASE	  61000
 #define MAX_SUBMISSIONS	  100000
 #define RESULT_MAX	  (64ull << 20) /* bytes of one result document */
 #define REASON_MAX	  1024		/* bytes of a reason kept for the gradebook */
@@ -1802,7 +1801,7 @@ int cmd_class(int argc, char **argv)
 	}
 	c.go = (struct grade_options){
 	    .ops = ops,
-	    .sandbox = {.state_dir = o.state_dir, .max_slots = o.slots, .uid_base = UID_BASE},
+	    .sandbox = {.state_dir = o.state_dir, .max_slots = o.slots, .uid_base = SANDBOX_UID_BASE},
 	};
 	c.budget_ns = grading_budget_ns(c.a);
 

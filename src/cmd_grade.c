@@ -126,7 +126,7 @@ int cmd_grade(int argc, char **argv)
 		return 2;
 	}
 	struct grade_options o = {
-		.sandbox = {.state_dir = state_dir, .max_slots = slots, .uid_base = 61000},
+		.sandbox = {.state_dir = state_dir, .max_slots = slots, .uid_base = SANDBOX_UID_BASE},
 	};
 	char why[256];
 	if (grade_prepare(isolation, &o.ops, why, sizeof(why), &e) < 0) {

@@ -20,7 +20,6 @@
 #define DEFAULT_STATE_DIR "/var/lib/proctor"
 #define DEFAULT_SLOTS 64
 #define MAX_SLOTS 256
-#define UID_BASE 61000
 #define MAX_LIST 256
 
 /* Parsed command line: the only mutable state of the command. */
@@ -333,7 +332,7 @@ int cmd_run(int argc, char **argv)
 	struct sandbox_options sopts = {
 		.state_dir = o.state_dir,
 		.max_slots = o.slots,
-		.uid_base = UID_BASE,
+		.uid_base = SANDBOX_UID_BASE,
 		.disk_bytes = o.limits.disk_bytes,
 	};
 	if (ops->create(&sopts, &sb, &e) < 0) {

@@ -30,6 +30,14 @@
 
 struct sandbox;
 
+/*
+ * Slot N runs as uid = gid = SANDBOX_UID_BASE + N.  Far above the ranges
+ * distributions hand out (system, regular, systemd DynamicUser 61184-65519,
+ * subordinate ids for containers from 100000), so a slot uid is never a
+ * real account's.
+ */
+#define SANDBOX_UID_BASE 1600000000u
+
 /* Options fixed for the life of a sandbox. */
 struct sandbox_options {
 	const char *state_dir;   /* slot locks and scratch mounts live here */

@@ -331,13 +331,19 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 		return err_set(e, ENOMEM, "intake request");
 	}
 	char *argv[] = {(char *)"intake", NULL};
+	char slots_dir[PATH_MAX];
+	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
+	/* From here the submission's bytes are being processed: a helper that
+	 * dies on them does not earn the submission free retries. */
+	at->student_ran = true;
 	struct unpriv_call call = {.helper = helper,
 				   .argv = argv,
 				   .uid = at->sb->untrusted_uid,
 				   .stdin_fd = -1,
 				   .input = text,
 				   .fd3 = dest,
-				   .timeout_s = HELPER_TIMEOUT_S};
+				   .timeout_s = HELPER_TIMEOUT_S,
+				   .hide_dir = slots_dir};
 	int rc = unpriv_run(&call, &ans, &herr);
 	free(text);
 	close(dest);
@@ -449,12 +455,15 @@ static int read_report(struct attempt *at, struct report *ret, struct err *e)
 	if (fd < 0)
 		return err_set(e, errno, "open '%s'", host);
 	char *argv[] = {(char *)"parse-report", (char *)format_name(a->report_format), NULL};
+	char slots_dir[PATH_MAX];
+	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
 	struct unpriv_call call = {.helper = helper,
 				   .argv = argv,
 				   .uid = at->sb->untrusted_uid,
 				   .stdin_fd = fd,
 				   .fd3 = -1,
-				   .timeout_s = HELPER_TIMEOUT_S};
+				   .timeout_s = HELPER_TIMEOUT_S,
+				   .hide_dir = slots_dir};
 	json_t *ans = NULL;
 	rc = unpriv_run(&call, &ans, &gerr);
 	close(fd);

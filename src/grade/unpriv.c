@@ -9,26 +9,51 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "jail/seccomp.h"
 #include "util.h"
 
 #define ANSWER_MAX (64u << 20)
 
-static _Noreturn void child(const struct unpriv_call *c, int in_fd, int out_fd)
+/*
+ * The helper's containment, in order.  It parses hostile bytes with big
+ * libraries, so assume it can be taken over and leave it nothing: no
+ * terminal, no network, no view of any sandbox's files, no children, no
+ * privilege, the sandbox's own system-call filter.
+ */
+static _Noreturn void child(const struct unpriv_call *c, pid_t parent, int in_fd, int out_fd)
 {
 	char *argv[16];
 	size_t n = 0;
 	struct rlimit as = {1ull << 30, 1ull << 30}, cpu = {c->timeout_s, c->timeout_s + 1},
-		      fsz = {256ull << 20, 256ull << 20}, nofile = {64, 64}, core = {0, 0};
+		      fsz = {256ull << 20, 256ull << 20}, nofile = {64, 64}, core = {0, 0},
+		      nproc = {1, 1};
 	gid_t gid = (gid_t)c->uid;
+	struct sock_fprog filter;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* SECURITY: no controlling terminal (no TIOCSTI into the operator's
+	 * shell), and stderr goes nowhere. */
+	setsid();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 2) < 0)
+		_exit(126);
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
+		_exit(126);
+	/* SECURITY: no network, no SysV IPC shared with anyone, and a private
+	 * mount namespace in which every slot's scratch tree is hidden. */
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		_exit(126);
+	if (c->hide_dir && mount("tmpfs", c->hide_dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV |
+				 MS_NOEXEC, "size=4k,mode=0755") < 0)
 		_exit(126);
 	if (c->fd3 >= 0 && dup2(c->fd3, 3) < 0)
 		_exit(126);
@@ -43,12 +68,20 @@ static _Noreturn void child(const struct unpriv_call *c, int in_fd, int out_fd)
 #else
 	(void)as;
 #endif
-	if (setrlimit(RLIMIT_CPU, &cpu) < 0 ||
+	/* One process: it cannot fork a daemon that outlives the call. */
+	if (setrlimit(RLIMIT_NPROC, &nproc) < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
 	    setrlimit(RLIMIT_FSIZE, &fsz) < 0 || setrlimit(RLIMIT_NOFILE, &nofile) < 0 ||
 	    setrlimit(RLIMIT_CORE, &core) < 0)
 		_exit(126);
 	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
 	    setresuid(c->uid, c->uid, c->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		_exit(126);
+	/* The uid change cleared the death signal: set it now, then make sure
+	 * the parent did not die in between. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(126);
+	seccomp_default_program(&filter);
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter, 0, 0) < 0)
 		_exit(126);
 	argv[n++] = (char *)"proctor-helper";
 	for (size_t i = 0; c->argv[i] && n < 15; i++)
@@ -72,13 +105,14 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		err_set(e, errno, "pipe");
 		goto out_close;
 	}
+	pid_t parent = getpid();
 	pid = fork();
 	if (pid < 0) {
 		err_set(e, errno, "fork the helper");
 		goto out_close;
 	}
 	if (pid == 0)
-		child(c, c->stdin_fd >= 0 ? c->stdin_fd : in[0], out[1]);
+		child(c, parent, c->stdin_fd >= 0 ? c->stdin_fd : in[0], out[1]);
 	out[1] = xclose(out[1]);
 	if (in[0] >= 0) {
 		in[0] = xclose(in[0]);

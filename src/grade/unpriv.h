@@ -15,6 +15,7 @@ struct unpriv_call {
 	const char *input;    /* written to fd 0 instead, when stdin_fd is -1 and this is set */
 	int fd3;              /* becomes fd 3, or -1 */
 	unsigned timeout_s;   /* killed (by pid) after this */
+	const char *hide_dir; /* hidden under an empty tmpfs in the helper's view (the slots), or NULL */
 };
 
 /*

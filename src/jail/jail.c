@@ -63,7 +63,6 @@
 #include "jail/files.h"
 #include "jail/mount.h"
 #include "jail/seccomp.h"
-#include "seccomp_table.h"
 #include "jail/slot.h"
 #include "util.h"
 
@@ -207,10 +206,8 @@ static _Noreturn void contain_program(struct child_ctx *c, int report_fd)
 	if (creds_drop(c->j->slot.uid, c->j->slot.gid, &e) < 0)
 		exec_fail(report_fd, 1, e.errnum, e.msg);
 	/* 8. SECURITY: the seccomp filter, last, so it also binds execve. */
-	struct sock_fprog filter = {
-		.len = sizeof(seccomp_program) / sizeof(seccomp_program[0]),
-		.filter = (struct sock_filter *)seccomp_program,
-	};
+	struct sock_fprog filter;
+	seccomp_default_program(&filter);
 	if (seccomp_install(&filter, &e) < 0)
 		exec_fail(report_fd, 1, e.errnum, e.msg);
 	int errnum = exec_search(spec->argv, c->envp);

@@ -14,6 +14,10 @@
  */
 int seccomp_build(struct sock_fprog *ret, struct err *e);
 
+/* The filter every sandboxed program and every proctor-helper gets,
+ * compiled at build time (seccomp_load.c). */
+void seccomp_default_program(struct sock_fprog *ret);
+
 /* Install a compiled filter (seccomp_load.c) in the calling process (no_new_privs must be set). */
 int seccomp_install(const struct sock_fprog *prog, struct err *e);
 

@@ -4,6 +4,13 @@
 #include <sys/prctl.h>
 
 #include "jail/seccomp.h"
+#include "seccomp_table.h"
+
+void seccomp_default_program(struct sock_fprog *ret)
+{
+	ret->len = sizeof(seccomp_program) / sizeof(seccomp_program[0]);
+	ret->filter = (struct sock_filter *)seccomp_program;
+}
 
 int seccomp_install(const struct sock_fprog *prog, struct err *e)
 {

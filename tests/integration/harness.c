@@ -26,9 +26,9 @@
 
 extern char **environ;
 
-/* Slot uids: 61000 + slot, slot < 256 (the largest --slots). */
-#define SLOT_UID_MIN 61000
-#define SLOT_UID_END (61000 + 256)
+/* Slot uids: 1600000000 + slot, slot < 256 (the largest --slots). */
+#define SLOT_UID_MIN 1600000000u
+#define SLOT_UID_END (1600000000u + 256)
 
 /* What we keep of one stream of proctor's; the rest is read and dropped so
  * that a runaway proctor can neither block on a full pipe nor eat memory. */

@@ -39,7 +39,7 @@ bool jlimit_hit(const struct proc_out *o, const char *limit); /* in limits_hit[]
 
 /*
  * Assert that no sandbox is left: no process whose uid is in the slot uid
- * range [61000, 61000+256), no mount below the state dir
+ * range [1600000000, 1600000000+256), no mount below the state dir
  * (PROCTOR_STATE_DIR or /var/lib/proctor) in /proc/self/mountinfo, and
  * below every /sys/fs/cgroup/<controller>/proctor and
  * /sys/fs/cgroup/unified/proctor only directories named slotN, each with

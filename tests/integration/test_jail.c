@@ -41,9 +41,9 @@ extern char **environ;
 #define MIB (1024LL * 1024LL)
 #define KIB 1024LL
 
-/* Slot uids, as in the contract: 61000 + slot, slot < 256. */
-#define SLOT_UID_MIN 61000
-#define SLOT_UID_END (61000 + 256)
+/* Slot uids, as in the contract: 1600000000 + slot, slot < 256. */
+#define SLOT_UID_MIN 1600000000u
+#define SLOT_UID_END (1600000000u + 256)
 
 /* How long one proctor invocation may take before the harness kills it.
  * Every run below has a --wall well inside this. */
