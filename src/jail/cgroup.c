@@ -362,6 +362,8 @@ int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
 		return -1;
 	if (stat_field(stat, cg->layout == CGROUP_V2 ? "anon" : "total_rss", &u->anon_bytes) < 0)
 		u->anon_bytes = 0;
+	if (stat_field(stat, cg->layout == CGROUP_V2 ? "shmem" : "total_shmem", &u->shmem_bytes) < 0)
+		u->shmem_bytes = 0;
 
 	uint64_t cur = 0;
 	read_u64_at(cg->mem_fd, cg->layout == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes",

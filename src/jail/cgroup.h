@@ -63,6 +63,7 @@ int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fd
 struct cgroup_usage {
 	uint64_t cpu_ns;
 	uint64_t anon_bytes;  /* anonymous memory, for the soft memory check */
+	uint64_t shmem_bytes; /* shared memory incl. tmpfs pages (the scratch tree's too) */
 	uint64_t peak_bytes;
 	uint64_t peak_pids;
 	uint64_t oom_kills;   /* since cgroup_run_begin */

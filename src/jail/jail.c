@@ -408,7 +408,21 @@ static void handle_msg(int fd, struct run_state *s)
 	}
 }
 
-/* Check the sandbox-wide CPU and memory budgets. */
+/* Bytes of files in the scratch tree (charged to the slot as shmem). */
+static uint64_t scratch_used(struct jail *j)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(j->scratch_fd, &sv) < 0)
+		return 0;
+	return (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+}
+
+/*
+ * Check the sandbox-wide CPU and memory budgets.  The program's memory is
+ * its anonymous memory plus shared memory (shared mappings, memfd, SysV
+ * shm) minus the files of the scratch tree, which the disk limit governs.
+ */
 static void check_budgets(struct jail *j, const struct limits *l, struct run_state *s)
 {
 	struct cgroup_usage u;
@@ -416,9 +430,11 @@ static void check_budgets(struct jail *j, const struct limits *l, struct run_sta
 
 	if (cgroup_sample(&j->cg, &u, &ignored) < 0)
 		return;
+	uint64_t files = scratch_used(j);
+	uint64_t mem = u.anon_bytes + (u.shmem_bytes > files ? u.shmem_bytes - files : 0);
 	if (u.cpu_ns / 1000000 >= l->cpu_ms)
 		s->killed_for |= LIMIT_HIT_CPU;
-	else if (u.anon_bytes > l->memory_bytes)
+	else if (mem > l->memory_bytes)
 		s->killed_for |= LIMIT_HIT_MEMORY;
 }
 
