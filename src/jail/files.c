@@ -35,6 +35,12 @@ static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *
 	}
 }
 
+/*
+ * Create the parents of `rel`.  For a protected put (uid 0) every parent
+ * below the top is also taken by root and made sticky (mode 1777): the
+ * program keeps creating files there, but a directory it made earlier can
+ * no longer be used to delete or rename the root-owned file put into it.
+ */
 static int parent_dirs(int scratch_fd, const char *rel, uid_t uid, gid_t gid, struct err *e)
 {
 	char dir[PATH_MAX];
@@ -43,7 +49,27 @@ static int parent_dirs(int scratch_fd, const char *rel, uid_t uid, gid_t gid, st
 	if (!slash)
 		return 0;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
-	return mkdir_p_at(scratch_fd, dir, 0755, uid, gid, e);
+	if (mkdir_p_at(scratch_fd, dir, 0755, uid, gid, e) < 0)
+		return -1;
+	if (uid != 0)
+		return 0;
+	for (char *p = strchr(dir, '/'); ; p = strchr(p + 1, '/')) {
+		if (p)
+			*p = '\0';
+		if (strchr(dir, '/')) { /* below "work" or "tmp" themselves */
+			int fd = open_beneath(scratch_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+			if (fd < 0)
+				return err_set(e, errno, "'%s'", dir);
+			int rc = fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0 ? -1 : 0;
+			close(fd);
+			if (rc < 0)
+				return err_set(e, errno, "protect '%s'", dir);
+		}
+		if (!p)
+			break;
+		*p = '/';
+	}
+	return 0;
 }
 
 static int put_file(int scratch_fd, int src, const struct stat *st, const char *host_path,
@@ -68,13 +94,34 @@ static int put_tree(int scratch_fd, int dir_fd, const char *host_path, const cha
 	struct dirent *de;
 	int rc = 0;
 
-	if (depth > 64)
+	if (depth > 64) {
+		close(dir_fd);
 		return err_set(e, ELOOP, "'%s' is nested too deeply", host_path);
-	if (mkdir_p_at(scratch_fd, rel, 0755, uid, gid, e) < 0)
+	}
+	if (mkdir_p_at(scratch_fd, rel, 0755, uid, gid, e) < 0) {
+		close(dir_fd);
 		return -1;
+	}
+	if (uid == 0 && strchr(rel, '/')) {
+		/* A protected tree landing in a directory the program made:
+		 * take it back (see parent_dirs). */
+		struct stat st;
+		int fd = open_beneath(scratch_fd, rel, O_RDONLY | O_DIRECTORY, 0);
+		if (fd < 0 || fstat(fd, &st) < 0 ||
+		    (st.st_uid != 0 && (fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0))) {
+			int saved = errno;
+			xclose(fd);
+			close(dir_fd);
+			return err_set(e, saved, "protect '%s'", rel);
+		}
+		close(fd);
+	}
 	d = fdopendir(dir_fd);
-	if (!d)
-		return err_set(e, errno, "read directory '%s'", host_path);
+	if (!d) {
+		int saved = errno;
+		close(dir_fd);
+		return err_set(e, saved, "read directory '%s'", host_path);
+	}
 	while (rc == 0 && (de = readdir(d)) != NULL) {
 		char sub_host[PATH_MAX], sub_rel[PATH_MAX];
 		struct stat st;
@@ -146,10 +193,15 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 	struct dirent *de;
 	int rc = 0;
 
-	if (depth > 64)
+	if (depth > 64) {
+		close(src_dir);
 		return err_set(e, ELOOP, "'%s' is nested too deeply", shown);
-	if (mkdir(host_path, 0755) < 0 && errno != EEXIST)
-		return err_set(e, errno, "'%s'", host_path);
+	}
+	if (mkdir(host_path, 0755) < 0 && errno != EEXIST) {
+		int saved = errno;
+		close(src_dir);
+		return err_set(e, saved, "'%s'", host_path);
+	}
 	d = fdopendir(src_dir);
 	if (!d) {
 		close(src_dir);
@@ -160,8 +212,13 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 		struct stat st;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path, de->d_name);
-		snprintf(sub_shown, sizeof(sub_shown), "%s/%s", shown, de->d_name);
+		if ((size_t)snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path, de->d_name) >=
+			    sizeof(sub_host) ||
+		    (size_t)snprintf(sub_shown, sizeof(sub_shown), "%s/%s", shown, de->d_name) >=
+			    sizeof(sub_shown)) {
+			rc = err_set(e, ENAMETOOLONG, "path below '%s'", shown);
+			break;
+		}
 		/* O_NOFOLLOW: a symlink the program left is skipped, never followed. */
 		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)

@@ -464,8 +464,11 @@ static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, in
 		}
 		uint64_t until = deadline < next_sample ? deadline : next_sample;
 		int timeout = (int)((until - now + 999999) / 1000000);
-		if (poll(p, 4, timeout) < 0 && errno != EINTR)
+		if (poll(p, 4, timeout) < 0 && errno != EINTR) {
+			s->failed = true;
+			snprintf(s->text, sizeof(s->text), "poll: %s", strerror(errno));
 			break;
+		}
 		if (p[0].revents && !drain(out_r, &res->out, 16))
 			p[0].fd = -1;
 		if (p[1].revents && !drain(err_r, &res->err, 16))
@@ -586,7 +589,7 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	c.life_r = life[0];
 
 	if (cgroup_run_begin(&j->cg, &spec->limits, c.cg_fds, &c.n_cg, e) < 0)
-		goto out_close;
+		goto out_cgroup; /* removes a run group it may have made */
 
 	/* SECURITY: new pid, mount, network, IPC and UTS namespaces for init
 	 * and everything below it.  No user namespace: the program is held by
