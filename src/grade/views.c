@@ -21,18 +21,32 @@ json_t *grade_student_view(const json_t *result)
 	json_object_set_new(v, "view", json_string("student"));
 	/* Hidden tests keep their points and outcome but not their identity. */
 	tests = json_object_get(v, "tests");
+	steps = json_object_get(v, "steps");
 	json_array_foreach(tests, i, t) {
 		if (is_visible(t))
 			continue;
 		char name[64];
 		snprintf(name, sizeof(name), "hidden test %zu", ++hidden);
+		/* I/O mode: the case's step carries its name too. */
+		char step_name[1100];
+		size_t k;
+		json_t *s2;
+		snprintf(step_name, sizeof(step_name), "case:%s",
+			 json_string_value(json_object_get(t, "name")));
+		json_array_foreach(steps, k, s2) {
+			const char *sn = json_string_value(json_object_get(s2, "name"));
+			if (sn && strcmp(sn, step_name) == 0) {
+				char shown[80];
+				snprintf(shown, sizeof(shown), "case:%s", name);
+				json_object_set_new(s2, "name", json_string(shown));
+			}
+		}
 		json_object_set_new(t, "name", json_string(name));
 		json_object_set_new(t, "classname", json_null());
 		json_object_set_new(t, "message", json_null());
 	}
 	/* Raw output can hold anything the submission printed, hidden tests
 	 * included: the student sees usage and verdicts, never the bytes. */
-	steps = json_object_get(v, "steps");
 	json_array_foreach(steps, i, s) {
 		json_object_set_new(s, "stdout", json_null());
 		json_object_set_new(s, "stderr", json_null());
@@ -87,6 +101,27 @@ json_t *grade_to_gradescope(const json_t *result)
 	return gs;
 }
 
+/*
+ * Text from a report or a reason, on one line and harmless to a terminal:
+ * C0 and C1 control characters and DEL (escape sequences, carriage
+ * returns) become spaces, at most `max` bytes.
+ */
+static void print_clean(FILE *f, const char *s, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	for (size_t n = 0; *p && n < max; p++, n++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			fputc(' ', f);
+		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			fputc(' ', f); /* U+0080..U+009F */
+			p++;
+		} else {
+			fputc(*p, f);
+		}
+	}
+}
+
 void grade_print_summary(FILE *f, const json_t *r)
 {
 	const char *status = json_string_value(json_object_get(r, "status"));
@@ -100,17 +135,21 @@ void grade_print_summary(FILE *f, const json_t *r)
 		json_number_value(json_object_get(r, "max_score")),
 		(long long)json_integer_value(json_object_get(r, "passed")),
 		(long long)json_integer_value(json_object_get(r, "total")));
-	if (reason)
-		fprintf(f, "reason: %s\n", reason);
+	if (reason) {
+		fputs("reason: ", f);
+		print_clean(f, reason, 1000);
+		fputc('\n', f);
+	}
 	json_array_foreach(json_object_get(r, "tests"), i, t) {
 		const char *ts = json_string_value(json_object_get(t, "status"));
 		const char *msg = json_string_value(json_object_get(t, "message"));
 		const char *why = json_string_value(json_object_get(t, "reason"));
-		fprintf(f, "  %-7s %s (%g/%g)%s%.*s\n", ts,
-			json_string_value(json_object_get(t, "name")),
-			json_number_value(json_object_get(t, "score")),
-			json_number_value(json_object_get(t, "max_score")),
-			msg || why ? ": " : "", 160, msg ? msg : why ? why : "");
+		fprintf(f, "  %-7s ", ts);
+		print_clean(f, json_string_value(json_object_get(t, "name")), 200);
+		fprintf(f, " (%g/%g)%s", json_number_value(json_object_get(t, "score")),
+			json_number_value(json_object_get(t, "max_score")), msg || why ? ": " : "");
+		print_clean(f, msg ? msg : why ? why : "", 160);
+		fputc('\n', f);
 	}
 	json_array_foreach(json_object_get(r, "steps"), i, t) {
 		fprintf(f, "  step %-12s %s, cpu %lld ms, wall %lld ms, peak %lld KiB\n",
