@@ -75,7 +75,8 @@ static const char *const top_keys[] = {"name",	"image", "mode",    "submission",
 static const char *const submission_keys[] = {"files", "required", "max_bytes", "max_files", NULL};
 static const char *const step_keys[] = {"run", "limits", NULL};
 static const char *const test_step_keys[] = {"run", "limits", "ok_exit", NULL};
-static const char *const report_keys[] = {"format", "path", "max_kb", NULL};
+static const char *const report_keys[] = {"format", "path", "max_kb", "pytest_guard", NULL};
+static const char *const bool_names[] = {"false", "true", NULL};
 static const char *const test_keys[] = {"name", "classname", "points", "visibility", NULL};
 static const char *const io_keys[] = {"run",	"compare",	 "float_tolerance", "checker",
 				      "limits", "output_max_kb", "cases",	    NULL};
@@ -827,6 +828,11 @@ static int parse_report(struct ctx *c, const struct field *root, struct assignme
 		if (get_uint(c, &f, 1, 1048576, &kb) < 0)
 			return -1;
 		a->report_max_bytes = kb << 10;
+	}
+	if (lookup(&rep, "pytest_guard", &f)) {
+		if (get_enum(c, &f, bool_names, &v) < 0)
+			return -1;
+		a->pytest_guard = v == 1;
 	}
 	return 0;
 }

@@ -69,6 +69,7 @@ struct assignment {
 	enum report_format report_format;
 	char *report_path;    /* report.path, may use {report_dir}; NULL: {report} */
 	uint64_t report_max_bytes; /* default 8 MiB */
+	bool pytest_guard;    /* report.pytest_guard: verdicts from Proctor's signed pytest summary */
 	struct test_decl *tests;
 	size_t n_tests;
 	enum grade_mode mode;

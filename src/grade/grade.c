@@ -2,6 +2,7 @@
 #include "grade/grade.h"
 
 #include <errno.h>
+#include <nettle/hmac.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include "digest.h"
 #include "grade/compare.h"
+#include "grade/pytest_guard.h"
 #include "grade/report.h"
 #include "grade/unpriv.h"
 #include "result.h"
@@ -44,6 +46,8 @@ struct attempt {
 	char staging[PATH_MAX];
 	char report_dir[64]; /* in the sandbox, with a per-attempt nonce */
 	json_t *steps, *tests, *sub;
+	char *const *extra_env; /* added to grade_env for the test step (the pytest guard) */
+	size_t n_extra_env;
 	const char *status;
 	char reason[1024];
 	double score;
@@ -226,10 +230,17 @@ static int run_step(struct attempt *at, const char *name, char **argv,
 		    const struct limits *limits, int stdin_fd, size_t output_cap,
 		    struct run_result *res, struct err *e)
 {
+	char *env[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(grade_env) / sizeof(grade_env[0]); i++)
+		env[n++] = grade_env[i];
+	for (size_t i = 0; i < at->n_extra_env && n < 32; i++)
+		env[n++] = at->extra_env[i];
 	struct run_spec spec = {
 		.argv = argv,
-		.env = grade_env,
-		.env_count = sizeof(grade_env) / sizeof(grade_env[0]),
+		.env = env,
+		.env_count = n,
 		.stdin_fd = stdin_fd,
 		.limits = *limits,
 	};
@@ -423,10 +434,13 @@ static const char *format_name(enum report_format f)
 
 /* Copy the report out and parse it without privilege.  On failure the
  * verdict is set (the report is the submission's responsibility). */
+static int parse_report_file(struct attempt *at, const char *host, enum report_format fmt,
+			     struct report *ret, struct err *e);
+
 static int read_report(struct attempt *at, struct report *ret, struct err *e)
 {
 	const struct assignment *a = at->a;
-	char host[PATH_MAX + 16], helper[PATH_MAX], *path;
+	char host[PATH_MAX + 16], *path;
 	struct err gerr;
 	struct stat st;
 
@@ -449,12 +463,23 @@ static int read_report(struct attempt *at, struct report *ret, struct err *e)
 			    (unsigned long long)(a->report_max_bytes >> 10));
 		return 1;
 	}
+	return parse_report_file(at, host, a->report_format, ret, e);
+}
+
+/* Parse a report copied to the host, without privilege.  1: verdict set. */
+static int parse_report_file(struct attempt *at, const char *host, enum report_format fmt,
+			     struct report *ret, struct err *e)
+{
+	char helper[PATH_MAX];
+	struct err gerr;
+	int rc;
+
 	if (helper_path(at->o, helper, sizeof(helper), e) < 0)
 		return -1;
 	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return err_set(e, errno, "open '%s'", host);
-	char *argv[] = {(char *)"parse-report", (char *)format_name(a->report_format), NULL};
+	char *argv[] = {(char *)"parse-report", (char *)format_name(fmt), NULL};
 	char slots_dir[PATH_MAX];
 	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
 	struct unpriv_call call = {.helper = helper,
@@ -556,19 +581,141 @@ static void unscored_tests(struct attempt *at)
 				  "reason"));
 }
 
+static char *read_host_file(const char *path, uint64_t cap, size_t *ret_len, struct err *e);
+
+/* ---- the pytest guard ---------------------------------------------------------- */
+
+/* Write `len` bytes to a new staging file owned by `owner`. */
+static int staging_file(struct attempt *at, const char *name, const void *data, size_t len,
+			uid_t owner, char *path, size_t path_len, struct err *e)
+{
+	snprintf(path, path_len, "%s/%s", at->staging, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return err_set(e, errno, "create '%s'", path);
+	int rc = write_all(fd, data, len) < 0 || fchown(fd, owner, owner) < 0 ? -1 : 0;
+	int saved = errno;
+	close(fd);
+	return rc < 0 ? err_set(e, saved, "write '%s'", path) : 0;
+}
+
+/*
+ * Arm the guard for the test step: the plugin goes in root-owned, a
+ * one-time key goes into the fresh report directory (read and deleted by
+ * the plugin before any test, hence before the submission is imported),
+ * and the environment loads the plugin.  The build step, which also ran
+ * the submission's code, came and went before the key existed.
+ */
+static int guard_prepare(struct attempt *at, char key[65], char env[4][PATH_MAX + 64],
+			 struct err *e)
+{
+	unsigned char rnd[32];
+	char path[PATH_MAX + 32], dir[PATH_MAX + 32], dst[PATH_MAX];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return err_set(e, errno, "getrandom");
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(key + 2 * i, 3, "%02x", rnd[i]);
+	if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path, sizeof(path), e) < 0)
+		return -1;
+	snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
+	if (sandbox_put(at->sb, path, dst, 0, e) < 0)
+		return err_wrap(e, "guard key");
+	snprintf(dir, sizeof(dir), "%s/guard", at->staging);
+	if (mkdir(dir, 0755) < 0)
+		return err_set(e, errno, "mkdir '%s'", dir);
+	if (staging_file(at, "guard/proctor_guard.py", pytest_guard_source,
+			 strlen(pytest_guard_source), 0, path, sizeof(path), e) < 0 ||
+	    sandbox_put(at->sb, dir, "/work/.proctor-guard", SANDBOX_PUT_PROTECTED, e) < 0)
+		return err_wrap(e, "guard plugin");
+	snprintf(env[0], sizeof(env[0]), "PYTHONPATH=/work/.proctor-guard");
+	snprintf(env[1], sizeof(env[1]), "PYTEST_ADDOPTS=-p proctor_guard");
+	snprintf(env[2], sizeof(env[2]), "PROCTOR_GUARD_KEY_FILE=%s/.key", at->report_dir);
+	snprintf(env[3], sizeof(env[3]), "PROCTOR_GUARD_OUT=%s/guard.json", at->report_dir);
+	return 0;
+}
+
+/* Copy a small file out of the sandbox; false if it is missing or too big. */
+static bool fetch_small(struct attempt *at, const char *sandbox_path, const char *name,
+			uint64_t cap, char **ret, size_t *ret_len)
+{
+	char host[PATH_MAX + 32];
+	struct err ignored;
+	struct stat st;
+
+	snprintf(host, sizeof(host), "%s/%s", at->staging, name);
+	if (sandbox_get(at->sb, sandbox_path, host, &ignored) < 0 || lstat(host, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size > cap)
+		return false;
+	*ret = read_host_file(host, cap, ret_len, &ignored);
+	return *ret != NULL;
+}
+
+/* The guard's summary, verified with the key, parsed as the report. */
+static int read_guard(struct attempt *at, const char key[65], struct report *ret, struct err *e)
+{
+	char path[PATH_MAX], host[PATH_MAX + 32], *body = NULL, *sig = NULL;
+	size_t body_len = 0, sig_len = 0;
+	struct hmac_sha256_ctx ctx;
+	uint8_t mac[SHA256_DIGEST_SIZE];
+	char hex[2 * SHA256_DIGEST_SIZE + 1];
+	int rc = 1;
+
+	snprintf(path, sizeof(path), "%s/guard.json", at->report_dir);
+	if (!fetch_small(at, path, "guard.json", at->a->report_max_bytes, &body, &body_len)) {
+		set_verdict(at, "crashed", "no signed pytest summary: the test run did not finish "
+					   "normally (exited early, or its report was forged)");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/guard.json.sig", at->report_dir);
+	if (!fetch_small(at, path, "guard.sig", 128, &sig, &sig_len)) {
+		set_verdict(at, "crashed", "the pytest summary is not signed");
+		goto out;
+	}
+	hmac_sha256_set_key(&ctx, 64, (const uint8_t *)key);
+	hmac_sha256_update(&ctx, body_len, (const uint8_t *)body);
+	hmac_sha256_digest(&ctx, sizeof(mac), mac);
+	for (size_t i = 0; i < sizeof(mac); i++)
+		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+	while (sig_len > 0 && (sig[sig_len - 1] == '\n' || sig[sig_len - 1] == ' '))
+		sig_len--;
+	unsigned diff = sig_len != 64;
+	for (size_t i = 0; i < 64 && i < sig_len; i++)
+		diff |= (unsigned)(hex[i] ^ sig[i]);
+	if (diff) {
+		set_verdict(at, "crashed", "the pytest summary's signature does not verify");
+		goto out;
+	}
+	snprintf(host, sizeof(host), "%s/guard.json", at->staging);
+	rc = parse_report_file(at, host, REPORT_GRADESCOPE, ret, e);
+out:
+	free(body);
+	free(sig);
+	return rc;
+}
+
 static int runner_mode(struct attempt *at, struct err *e)
 {
 	const struct assignment *a = at->a;
 	struct run_result r;
-	char **argv;
+	char **argv, key[65] = "", env_buf[4][PATH_MAX + 64];
+	char *env[4] = {env_buf[0], env_buf[1], env_buf[2], env_buf[3]};
 
 	if (make_report_dir(at, e) < 0)
 		return -1;
+	if (a->pytest_guard) {
+		if (guard_prepare(at, key, env_buf, e) < 0)
+			return -1;
+		at->extra_env = env;
+		at->n_extra_env = 4;
+	}
 	argv = step_argv(&a->test, at->report_dir, NULL, 0);
 	if (!argv)
 		return err_set(e, ENOMEM, "test argv");
 	at->student_ran = true;
 	int rc = run_step(at, "test", argv, &a->test.limits, -1, a->test.limits.output_bytes, &r, e);
+	at->extra_env = NULL;
+	at->n_extra_env = 0;
 	free_argv(argv);
 	if (rc < 0)
 		return -1;
@@ -587,7 +734,7 @@ static int runner_mode(struct attempt *at, struct err *e)
 		return 0;
 
 	struct report rep = {0};
-	rc = read_report(at, &rep, e);
+	rc = a->pytest_guard ? read_guard(at, key, &rep, e) : read_report(at, &rep, e);
 	if (rc < 0)
 		return -1;
 	if (rc == 0) {
