@@ -44,6 +44,7 @@ struct sandbox_options {
 	unsigned max_slots;      /* how many sandboxes may exist at once on this host */
 	uid_t uid_base;          /* slot N runs as uid/gid uid_base + N */
 	uint64_t disk_bytes;     /* size of the writable tree */
+	const char *system_dir;  /* read-only system tree: an image's rootfs, or NULL for the host's */
 };
 
 /* One program to run in a sandbox. */
@@ -52,6 +53,7 @@ struct run_spec {
 	char *const *env;        /* NAME=VALUE added to the fixed minimal set; NULL-terminated */
 	size_t env_count;
 	int stdin_fd;            /* an open regular file, or -1 for empty input */
+	const char *stdin_path;  /* or a file already in the sandbox (e.g. put there); NULL: none */
 	struct limits limits;
 };
 

@@ -557,6 +557,26 @@ static int get_strings(struct ctx *c, const struct field *f, bool nonempty, char
 	return 0;
 }
 
+/* An image pin's syntax (whether it exists is checked when grading):
+ * "host", "NAME@VERSION" or "sha256:HEX".  A bare name would float to
+ * whatever was built last, so it is refused. */
+static bool valid_image_pin(const char *p)
+{
+	if (strcmp(p, "host") == 0)
+		return true;
+	if (strncmp(p, "sha256:", 7) == 0) {
+		size_t n = strspn(p + 7, "0123456789abcdef");
+		return n == 64 && p[71] == '\0';
+	}
+	const char *at = strchr(p, '@');
+	size_t name_len = at ? (size_t)(at - p) : 0;
+	if (!at || name_len == 0 || name_len > 64 ||
+	    strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789._-") != name_len)
+		return false;
+	size_t digits = strspn(at + 1, "0123456789");
+	return digits > 0 && digits < 10 && at[1] != '0' && at[1 + digits] == '\0';
+}
+
 /* ---- limits and steps ---- */
 
 /* docs/assignment.md's defaults: roomier than `proctor run`'s, since a build
@@ -1072,8 +1092,10 @@ static int parse_root(struct ctx *c, struct fy_node *node, struct assignment *a,
 		return -1;
 	if (!a->image)
 		return oom(c);
-	if (strcmp(a->image, "host") != 0)
-		return fail(c, f.line, f.path, "'%s': only 'host' is supported",
+	if (!valid_image_pin(a->image))
+		return fail(c, f.line, f.path,
+			    "'%s' is not an image pin: host, NAME@VERSION (e.g. python@3) or "
+			    "sha256:<64 hex digits>",
 			    shown(a->image, strlen(a->image), b, sizeof(b)));
 	if (parse_submission(c, &root, a) < 0)
 		return -1;

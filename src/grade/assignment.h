@@ -54,7 +54,7 @@ struct assignment {
 	char *dir;        /* absolute path of the assignment directory */
 	char *file;       /* absolute path of assignment.yaml */
 	char *name;
-	char *image;      /* "host" for now */
+	char *image;      /* "host", "NAME@VERSION" or "sha256:HEX" (src/image/image.h) */
 	/* submission: */
 	char **files;     /* globs */
 	size_t n_files;

@@ -47,6 +47,7 @@ struct attempt {
 	char report_dir[64]; /* in the sandbox, with a per-attempt nonce */
 	json_t *steps, *tests, *sub;
 	char *const *extra_env; /* added to grade_env for the test step (the pytest guard) */
+	const char *stdin_path; /* a sandbox file as the step's stdin (I/O cases) */
 	size_t n_extra_env;
 	const char *status;
 	char reason[1024];
@@ -242,6 +243,7 @@ static int run_step(struct attempt *at, const char *name, char **argv,
 		.env = env,
 		.env_count = n,
 		.stdin_fd = stdin_fd,
+		.stdin_path = at->stdin_path,
 		.limits = *limits,
 	};
 
@@ -864,8 +866,11 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 
 	if (case_sandbox(at, built, &c->limits, &sb, e) < 0)
 		return -1;
-	if (c->stdin_path && (stdin_fd = open(c->stdin_path, O_RDONLY | O_CLOEXEC)) < 0) {
-		err_set(e, errno, "'%s'", c->stdin_path);
+	/* The input is copied in, root-owned, rather than handed over as a host
+	 * descriptor, whose /proc/self/fd/0 link would show the host path. */
+	if (c->stdin_path &&
+	    sandbox_put(sb, c->stdin_path, "/tmp/.proctor-stdin", SANDBOX_PUT_PROTECTED, e) < 0) {
+		err_wrap(e, "case input");
 		goto out;
 	}
 	char **argv = step_argv(&a->io_run, "/tmp", c->args, c->n_args);
@@ -876,7 +881,9 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 	struct sandbox *saved = at->sb;
 	at->sb = sb;
 	snprintf(name, sizeof(name), "case:%s", c->name);
+	at->stdin_path = c->stdin_path ? "/tmp/.proctor-stdin" : NULL;
 	rc = run_step(at, name, argv, &c->limits, stdin_fd, a->io_output_max, &r, e);
+	at->stdin_path = NULL;
 	at->sb = saved;
 	free_argv(argv);
 	if (rc < 0)

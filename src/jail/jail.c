@@ -188,7 +188,14 @@ static _Noreturn void contain_program(struct child_ctx *c, int report_fd)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* 5. stdio: the capped pipes and the declared stdin; every other
 	 *    inherited descriptor is closed. */
-	in = c->stdin_fd >= 0 ? c->stdin_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (c->stdin_fd >= 0)
+		in = c->stdin_fd;
+	else if (spec->stdin_path)
+		in = open(spec->stdin_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	else
+		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in >= 0 && spec->stdin_path && fcntl(in, F_SETFL, 0) < 0)
+		in = -1;
 	if (in < 0 || dup2(in, 0) < 0 || dup2(c->out_w, 1) < 0 || dup2(c->err_w, 2) < 0)
 		exec_fail(report_fd, 1, errno, "set up stdio");
 	if (report_fd != 3) {
@@ -246,7 +253,7 @@ static _Noreturn void init_main(struct child_ctx *c)
 	struct mount_plan plan = {
 		.root_dir = c->j->root,
 		.scratch_dir = c->j->scratch,
-		.system_dir = "/",
+		.system_dir = c->j->opts.system_dir ? c->j->opts.system_dir : "/",
 		.uid = c->j->slot.uid,
 		.gid = c->j->slot.gid,
 	};
