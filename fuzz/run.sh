@@ -25,6 +25,8 @@ targets="fuzz_utf8 fuzz_limits fuzz_stat_field fuzz_junit fuzz_tap fuzz_gradesco
 if [ ! -f "$build/build.ninja" ]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \
 		-Db_lundef=false || exit 2
+else
+	meson setup --reconfigure "$build" >/dev/null || exit 2 # targets added since
 fi
 # shellcheck disable=SC2046,SC2086 # one word per target
 meson compile -C "$build" $(printf 'fuzz/%s ' $targets) || exit 2
