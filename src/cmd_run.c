@@ -15,6 +15,7 @@
 #include "runlimits.h"
 #include "result.h"
 #include "sandbox.h"
+#include "image/image.h"
 #include "util.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/proctor"
@@ -27,6 +28,7 @@ struct run_options {
 	struct limits limits;
 	const char *isolation;
 	const char *state_dir;
+	const char *image; /* pin, default "host" */
 	unsigned slots;
 	bool json;
 	const char *stdin_path;
@@ -48,6 +50,7 @@ enum {
 	OPT_JSON,
 	OPT_STATE_DIR,
 	OPT_SLOTS,
+	OPT_IMAGE,
 	OPT_HELP,
 	OPT_LIMIT_BASE = 512, /* + index into the limit table */
 };
@@ -74,6 +77,8 @@ static void run_usage(FILE *f)
 	}
 	fprintf(f, "\noptions:\n"
 		   "  --isolation NAME   auto (default) or jail\n"
+		   "  --image PIN        system tree: host (default), NAME@VERSION or sha256:HEX\n"
+		   "                     (proctor image ls)\n"
 		   "  --env NAME=VALUE   add to the sandbox environment (repeatable)\n"
 		   "  --stdin FILE       program's stdin (default: empty)\n"
 		   "  --put HOST:SANDBOX copy a host file or directory in (repeatable)\n"
@@ -152,6 +157,7 @@ static int parse_options(int argc, char **argv, struct run_options *o)
 	longopts[k++] = (struct option){"json", no_argument, NULL, OPT_JSON};
 	longopts[k++] = (struct option){"state-dir", required_argument, NULL, OPT_STATE_DIR};
 	longopts[k++] = (struct option){"slots", required_argument, NULL, OPT_SLOTS};
+	longopts[k++] = (struct option){"image", required_argument, NULL, OPT_IMAGE};
 	longopts[k++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	longopts[k] = (struct option){0};
 
@@ -199,6 +205,9 @@ static int parse_options(int argc, char **argv, struct run_options *o)
 			break;
 		case OPT_JSON:
 			o->json = true;
+			break;
+		case OPT_IMAGE:
+			o->image = optarg;
 			break;
 		case OPT_STATE_DIR:
 			o->state_dir = optarg;
@@ -298,7 +307,7 @@ static int internal_error(const struct run_options *o, struct run_result *r, con
 
 int cmd_run(int argc, char **argv)
 {
-	struct run_options o = {.isolation = "auto", .slots = DEFAULT_SLOTS};
+	struct run_options o = {.isolation = "auto", .slots = DEFAULT_SLOTS, .image = "host"};
 	const struct sandbox_ops *ops;
 	struct sandbox *sb = NULL;
 	struct run_result res;
@@ -329,11 +338,21 @@ int cmd_run(int argc, char **argv)
 		status = internal_error(&o, &res, e.msg);
 		goto out;
 	}
+	struct image_info img;
+	int irc = image_resolve(o.state_dir, o.image, &img, &e);
+	if (irc == IMAGE_BAD_INPUT) {
+		status = usage_error("--image: %s", e.msg);
+		goto out;
+	} else if (irc != 0) {
+		status = internal_error(&o, &res, e.msg);
+		goto out;
+	}
 	struct sandbox_options sopts = {
 		.state_dir = o.state_dir,
 		.max_slots = o.slots,
 		.uid_base = SANDBOX_UID_BASE,
 		.disk_bytes = o.limits.disk_bytes,
+		.system_dir = strcmp(o.image, "host") == 0 ? NULL : img.rootfs,
 	};
 	if (ops->create(&sopts, &sb, &e) < 0) {
 		status = internal_error(&o, &res, e.msg);

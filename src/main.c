@@ -5,6 +5,7 @@
 #include "cmd_class.h"
 #include "cmd_doctor.h"
 #include "cmd_grade.h"
+#include "cmd_image.h"
 #include "cmd_run.h"
 
 #ifndef PROCTOR_VERSION
@@ -22,6 +23,7 @@ static const struct command commands[] = {
 	{"grade", cmd_grade, "grade one submission against an assignment"},
 	{"class", cmd_class, "grade every submission in a directory, in parallel"},
 	{"doctor", cmd_doctor, "say what this host supports and which isolation 'auto' uses"},
+	{"image", cmd_image, "build, list and remove system images (docs/images.md)"},
 };
 
 static void usage(FILE *f)
@@ -34,7 +36,8 @@ static void usage(FILE *f)
 		   "EXIT STATUS\n"
 		   "  0  run: the program succeeded; grade: a verdict was produced;\n"
 		   "     doctor: some isolation works\n"
-		   "  1  the program failed or hit a limit (doctor: no isolation works)\n"
+		   "  1  the program failed or hit a limit (doctor: no isolation works;\n"
+		   "     image build: the build failed)\n"
 		   "  2  usage error: bad option, value or path\n"
 		   "  3  Proctor's own failure (class: a submission ended in status \"error\")\n"
 		   "  130, 143  class: interrupted by SIGINT / SIGTERM (nothing graded is lost)\n");

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "digest.h"
 #include "grade/compare.h"
 #include "grade/pytest_guard.h"
 #include "grade/report.h"
 #include "grade/unpriv.h"
+#include "image/image.h"
 #include "result.h"
 #include "util.h"
 
@@ -48,6 +48,7 @@ struct attempt {
 	json_t *steps, *tests, *sub;
 	char *const *extra_env; /* added to grade_env for the test step (the pytest guard) */
 	const char *stdin_path; /* a sandbox file as the step's stdin (I/O cases) */
+	const char *image_digest;
 	size_t n_extra_env;
 	const char *status;
 	char reason[1024];
@@ -1030,32 +1031,6 @@ static void attempt_cleanup(struct attempt *at)
 
 /* ---- the result document ------------------------------------------------------- */
 
-static const char *image_digest(const char *image)
-{
-	/* A process-wide memo of an immutable fact of this host. */
-	static char memo[65];
-	struct err ignored;
-
-	if (memo[0])
-		return memo;
-	struct digest *d = digest_new();
-	if (!d)
-		return "";
-	digest_update_str(d, image);
-	/* image "host": the installed package set and the system tree's layout. */
-	digest_update_file(d, "/var/lib/dpkg/status", &ignored);
-	static const char *const paths[] = {"/usr/bin/python3", "/usr/bin/gcc", "/usr/bin/node",
-					    "/usr/bin/java", "/bin", "/lib", "/lib64"};
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		char target[PATH_MAX];
-		char *rp = realpath(paths[i], target);
-		digest_update_str(d, paths[i]);
-		digest_update_str(d, rp ? rp : "-");
-	}
-	digest_final(d, memo);
-	return memo;
-}
-
 static json_t *document(struct attempt *at, unsigned attempts)
 {
 	const struct assignment *a = at->a;
@@ -1085,7 +1060,7 @@ static json_t *document(struct attempt *at, unsigned attempts)
 			 (json_int_t)at->passed, "total", (json_int_t)total, "tests", at->tests,
 			 "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,
 			 "digest", a->digest, "image", "name", a->image, "digest",
-			 image_digest(a->image), "isolation", at->o->ops->name, "attempts",
+			 at->image_digest, "isolation", at->o->ops->name, "attempts",
 			 (int)attempts, "view", "instructor");
 }
 
@@ -1107,9 +1082,23 @@ static void attempt_reset(struct attempt *at)
 int grade_submission(const struct assignment *a, const char *submission,
 		     const struct grade_options *o, json_t **ret, struct err *e)
 {
-	struct attempt at = {.a = a, .o = o, .submission = submission};
+	struct grade_options oi = *o;
+	struct attempt at = {.a = a, .o = &oi, .submission = submission};
 	unsigned attempts = 0;
 	struct err aerr = {0};
+	struct image_info img;
+
+	/* The pinned system tree; a missing image is Proctor's (or the
+	 * operator's) problem, never the student's. */
+	if (image_resolve(o->sandbox.state_dir, a->image, &img, &aerr) != 0) {
+		attempt_reset(&at);
+		at.image_digest = "";
+		set_verdict(&at, "error", "image '%s': %s", a->image, aerr.msg);
+		goto out;
+	}
+	at.image_digest = img.digest;
+	if (strcmp(a->image, "host") != 0)
+		oi.sandbox.system_dir = img.rootfs;
 
 	for (;;) {
 		attempt_reset(&at);
@@ -1134,6 +1123,7 @@ int grade_submission(const struct assignment *a, const char *submission,
 		json_array_clear(at.tests);
 		break;
 	}
+out:
 	*ret = document(&at, attempts);
 	json_decref(at.steps);
 	json_decref(at.tests);

@@ -13,34 +13,65 @@
  *   images/<name>/<version>/rootfs.squashfs   the same tree for microVMs (lz4)
  *   images/<name>/<version>/image.json        name, version, digest, suite, packages, recipe digest
  *   images/<name>/<version>/build.log         mmdebstrap's output
+ *   images/<name>/.lock                       flock: picking a version, removing one
+ *   images/<name>/.last-version               the highest version ever given out
+ *   images/<name>/.build-XXXXXX/              a build in progress (flock'd by its builder)
  * A version directory appears only complete (built under images/<name>/.build-*,
- * then renamed) and is never changed afterwards.
+ * then renamed) and is never changed afterwards.  Version numbers are never
+ * reused, not even after `image rm` of the highest one.
  */
 struct image_info {
 	char name[65];
 	unsigned version;
-	char digest[72];  /* "sha256:" + 64 hex: over the rootfs tree (paths, modes, owners, contents, link targets) */
-	char rootfs[4096];    /* absolute path of rootfs/ */
-	char squashfs[4096];  /* absolute path of rootfs.squashfs */
+	char digest[72];     /* "sha256:" + 64 hex: over the rootfs tree (paths, modes, owners,
+				contents, link targets) */
+	char rootfs[4096];   /* absolute path of rootfs/ */
+	char squashfs[4096]; /* absolute path of rootfs.squashfs ("" for "host") */
+};
+
+/* What failed, for the caller's exit status.  Every function here returns
+ * 0 or one of these; the message is in the struct err either way. */
+enum image_failure {
+	IMAGE_FAILED = -1,	 /* Proctor's own failure: a system call, the disk, a host tool */
+	IMAGE_BAD_INPUT = -2,	 /* the recipe or the pin is wrong, or no such image */
+	IMAGE_BUILD_FAILED = -3, /* the build itself: mmdebstrap (an unknown package, the
+				  * mirror) or a setup command of the recipe */
 };
 
 /*
  * Build the recipe (YAML, docs/images.md) into the next version of its
- * name with mmdebstrap in unshare mode (no host root inside the build;
- * setup commands run in the image's own user namespace), from the host's
- * configured Debian sources.  Progress goes to `log` (may be NULL).
+ * name with mmdebstrap in unshare mode from the host's configured Debian
+ * sources.  mmdebstrap runs in a user namespace of its own whose root is an
+ * unprivileged host uid (IMAGE_BUILD_UID_BASE), so package scripts and the
+ * recipe's setup commands never run as host root; only the final
+ * extraction of the tree (owners preserved) and mksquashfs run as root.
+ * mmdebstrap's and mksquashfs's output goes to the version's build.log.
+ * Needs root.  On failure nothing is left behind.
  */
-int image_build(const char *state_dir, const char *recipe, struct image_info *ret,
-		struct err *e);
+int image_build(const char *state_dir, const char *recipe, struct image_info *ret, struct err *e);
 
 /* Resolve a pin: "host" (ret->rootfs "/" and the host digest), "NAME@VERSION", or
- * "sha256:HEX" (any version with that digest).  A bare NAME is refused: pin a version. */
+ * "sha256:HEX" (the lowest NAME@VERSION with that digest).  A bare NAME is refused:
+ * pin a version. */
 int image_resolve(const char *state_dir, const char *pin, struct image_info *ret, struct err *e);
 
-/* Every image version, sorted by name then version; *ret is malloc'd. */
+/* Every image version, sorted by name then version; *ret is malloc'd (free() it).
+ * No images directory yet: 0 images. */
 int image_list(const char *state_dir, struct image_info **ret, size_t *ret_n, struct err *e);
 
-/* Remove NAME@VERSION (its whole directory). */
+/* Remove NAME@VERSION (its whole directory).  Do not remove an image a
+ * running sandbox uses: its files disappear under it. */
 int image_remove(const char *state_dir, const char *pin, struct err *e);
+
+/* The digest recorded for image "host": "sha256:" + hex over the installed
+ * package set (/var/lib/dpkg/status) and where the main tools and
+ * directories lead.  The hex is what grade.c's image_digest("host")
+ * computed before this module existed. */
+void image_host_digest(char ret[72]);
+
+/* The digest of a system tree (docs/images.md, "Digest"): every entry below
+ * `root`, in sorted path order, with its type, mode, owner, size and
+ * contents or link target; symlinks are never followed. */
+int image_tree_digest(const char *root, char ret[72], struct err *e);
 
 #endif
