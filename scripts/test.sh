@@ -39,6 +39,11 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export CMOCKA_MESSAGE_OUTPUT=stdout
+# The image suite builds Debian images with mmdebstrap (minutes, network);
+# it is not yet part of the default gate: ./scripts/test.sh --suite image.
+if [ "$#" -eq 0 ]; then
+	set -- --no-suite image
+fi
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@"
 meson_rc=$?
 

@@ -201,7 +201,7 @@ static _Noreturn void build_init(char *const argv[], char *const envp[])
 	/* SECURITY: drop host root's supplementary groups first (the namespace
 	 * does not map them, yet they would still open group-readable files),
 	 * then become uid/gid 0 of the namespace, which is host uid/gid
-	 * IMAGE_BUILD_UID_BASE: capabilities over this namespace only. */
+	 * `base` (write_id_map): capabilities over this namespace only. */
 	if (setgroups(0, NULL) < 0)
 		child_fail(3, "drop supplementary groups");
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
@@ -248,12 +248,12 @@ static _Noreturn void build_init(char *const argv[], char *const envp[])
 	}
 }
 
-static int write_id_map(pid_t pid, const char *file, struct err *e)
+static int write_id_map(pid_t pid, const char *file, uid_t base, struct err *e)
 {
 	char path[64], map[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-	snprintf(map, sizeof(map), "0 %u %u\n", IMAGE_BUILD_UID_BASE, IMAGE_BUILD_IDS);
+	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, IMAGE_BUILD_IDS);
 	return write_file_at(AT_FDCWD, path, map, e);
 }
 
@@ -261,7 +261,7 @@ static int write_id_map(pid_t pid, const char *file, struct err *e)
  * Returns 0; IMAGE_BUILD_FAILED when it ran and failed; IMAGE_FAILED when
  * it could not be run. */
 static int run_mmdebstrap(char *const argv[], char *const envp[], int work_fd, int log_fd,
-			  struct err *e)
+			  uid_t base, struct err *e)
 {
 	int rep[2] = {-1, -1}, go[2] = {-1, -1}, pidfd = -1, tree = -1, st, rc = IMAGE_FAILED;
 	char buf[64];
@@ -298,7 +298,8 @@ static int run_mmdebstrap(char *const argv[], char *const envp[], int work_fd, i
 	close(take_fd(&rep[1]));
 	close(take_fd(&go[0]));
 	close(take_fd(&tree));
-	bool mapped = write_id_map(pid, "uid_map", e) == 0 && write_id_map(pid, "gid_map", e) == 0;
+	bool mapped = write_id_map(pid, "uid_map", base, e) == 0 &&
+		      write_id_map(pid, "gid_map", base, e) == 0;
 	if (!mapped || write(go[1], "g", 1) != 1) {
 		if (mapped)
 			err_set(e, errno, "start the build");
@@ -601,7 +602,8 @@ static int read_sources(const char *path, char **ret, size_t *ret_len, struct er
 
 /* Write the host's apt sources, retargeted at the suite, into work/sources/
  * (readable by the build's root); add "sources/NAME" for each to `mirrors`. */
-static int write_sources(int workfd, const char *suite, struct strv *mirrors, struct err *e)
+static int write_sources(int workfd, const char *suite, uid_t base, struct strv *mirrors,
+			 struct err *e)
 {
 	char host[64], from[PATH_MAX];
 	struct dirent **names = NULL;
@@ -610,8 +612,7 @@ static int write_sources(int workfd, const char *suite, struct strv *mirrors, st
 
 	host_codename(host, sizeof(host));
 	if (mkdirat(workfd, "sources", 0755) < 0 ||
-	    fchownat(workfd, "sources", IMAGE_BUILD_UID_BASE, IMAGE_BUILD_UID_BASE,
-		     AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchownat(workfd, "sources", base, (gid_t)base, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    (dirfd = openat(workfd, "sources", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return err_set(e, errno, "work directory 'sources'");
 	n = scandir(HOST_SOURCES_DIR, &names, source_filter, alphasort);
@@ -676,7 +677,7 @@ out:
 /* Copy the recipe's files into work/files/<i>, readable only by the
  * build's root: mmdebstrap uploads them from there, so the host files need
  * not be readable by it, and what is built is what was copied. */
-static int stage_files(int workfd, const struct recipe *r, struct err *e)
+static int stage_files(int workfd, const struct recipe *r, uid_t base, struct err *e)
 {
 	char buf[65536], name[32];
 	int dirfd;
@@ -684,8 +685,7 @@ static int stage_files(int workfd, const struct recipe *r, struct err *e)
 	if (r->n_files == 0)
 		return 0;
 	if (mkdirat(workfd, "files", 0700) < 0 ||
-	    fchownat(workfd, "files", IMAGE_BUILD_UID_BASE, IMAGE_BUILD_UID_BASE,
-		     AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchownat(workfd, "files", base, (gid_t)base, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    (dirfd = openat(workfd, "files", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return err_set(e, errno, "work directory 'files'");
 	for (size_t i = 0; i < r->n_files; i++) {
@@ -693,8 +693,7 @@ static int stage_files(int workfd, const struct recipe *r, struct err *e)
 		snprintf(name, sizeof(name), "%zu", i);
 		if (in >= 0)
 			out = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (in < 0 || out < 0 ||
-		    fchown(out, IMAGE_BUILD_UID_BASE, IMAGE_BUILD_UID_BASE) < 0) {
+		if (in < 0 || out < 0 || fchown(out, base, (gid_t)base) < 0) {
 			err_set(e, errno, "copy '%s'", r->files[i].src);
 			goto out_fail;
 		}
@@ -866,13 +865,14 @@ void build_log_cmd(int log_fd, const char *what, char *const argv[])
 	dprintf(log_fd, "\n");
 }
 
-int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, struct err *e)
+int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base, struct err *e)
 {
 	struct strv mirrors = {0}, argv = {0}, env = {0};
 	char reason[512];
 	int rc = IMAGE_FAILED;
 
-	if (write_sources(workfd, r->suite, &mirrors, e) < 0 || stage_files(workfd, r, e) < 0)
+	if (write_sources(workfd, r->suite, base, &mirrors, e) < 0 ||
+	    stage_files(workfd, r, base, e) < 0)
 		goto out;
 	mmdebstrap_argv(r, &mirrors, &argv);
 	build_env(&env);
@@ -881,7 +881,7 @@ int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, struct err 
 		goto out;
 	}
 	build_log_cmd(log_fd, "running", argv.v);
-	rc = run_mmdebstrap(argv.v, env.v, workfd, log_fd, e);
+	rc = run_mmdebstrap(argv.v, env.v, workfd, log_fd, base, e);
 	if (rc == IMAGE_BUILD_FAILED && !strstr(e->msg, "took longer")) {
 		log_reason(log_fd, reason, sizeof(reason));
 		if (reason[0])

@@ -2,14 +2,19 @@
 #ifndef PROCTOR_IMAGE_BUILD_H
 #define PROCTOR_IMAGE_BUILD_H
 
+#include <sys/types.h>
+
 #include "err.h"
 #include "image/recipe.h"
 
-/* Host uid (and gid) of root inside a build's user namespace; ids 0..65535
- * inside map to IMAGE_BUILD_UID_BASE.. outside.  Far from the sandbox slots
- * (SANDBOX_UID_BASE, 1600000000 + slot) and from the usual subuid ranges. */
+/* Host uids (and gids) of builds.  A build leases build slot N (of
+ * IMAGE_BUILD_SLOTS) and maps ids 0..65535 inside its user namespace to
+ * IMAGE_BUILD_UID_BASE + N * IMAGE_BUILD_IDS.. outside, so two builds at
+ * once never share a uid.  Far from the sandbox slots (SANDBOX_UID_BASE,
+ * 1600000000 + slot) and from the usual subuid ranges. */
 #define IMAGE_BUILD_UID_BASE 1650000000u
 #define IMAGE_BUILD_IDS	     65536u
+#define IMAGE_BUILD_SLOTS    64u
 
 #define IMAGE_MMDEBSTRAP "/usr/bin/mmdebstrap"
 #define IMAGE_TAR	 "/usr/bin/tar"
@@ -17,13 +22,13 @@
 
 /*
  * Build the recipe's tree as rootfs.tar in workfd, a directory owned by
- * IMAGE_BUILD_UID_BASE; the host's apt sources (retargeted at the recipe's
- * suite) and the recipe's files are copied into it first.  mmdebstrap's
- * output goes to log_fd.  Returns 0, IMAGE_BUILD_FAILED (e: "mmdebstrap
- * failed: E: Unable to locate package x", its first error line) or
- * IMAGE_FAILED.
+ * `base`, the host uid and gid of the build's root (its leased range);
+ * the host's apt sources (retargeted at the recipe's suite) and the
+ * recipe's files are copied into it first.  mmdebstrap's output goes to
+ * log_fd.  Returns 0, IMAGE_BUILD_FAILED (e: "mmdebstrap failed: E: Unable
+ * to locate package x", its first error line) or IMAGE_FAILED.
  */
-int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, struct err *e);
+int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base, struct err *e);
 
 /* Run a host tool (absolute path) as root with output to log_fd, killed
  * after timeout_s; 0 when it exited 0. */

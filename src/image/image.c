@@ -8,8 +8,9 @@
  * kinds of processes in two trust zones:
  *
  *   proctor (host root)
+ *     |  leases a build slot N (flock on images/.builders/N.lock),
  *     |  clone(NEWUSER|NEWPID|NEWNS), writes the child's uid/gid maps:
- *     |  0..65535 inside = IMAGE_BUILD_UID_BASE.. outside
+ *     |  0..65535 inside = IMAGE_BUILD_UID_BASE + N * 65536.. outside
  *     v
  *   build init (PID 1 of the new pid namespace, root of the new user
  *     |  namespace, no privilege on the host; mounts a private /tmp with
@@ -22,9 +23,9 @@
  * mmdebstrap run by a uid 0 that is not host root works as documented for
  * "root mode inside an unshared user namespace": it unshares its own mount
  * and pid namespaces, bind-mounts /dev nodes and /sys and mounts a /proc.
- * What it runs can touch on the host only what host uids
- * IMAGE_BUILD_UID_BASE.. (or anybody) may: the work directory, files
- * readable by all, the network (apt needs it).  It writes a tarball.
+ * What it runs can touch on the host only what the slot's host uids (or
+ * anybody) may: the work directory, files readable by all, the network
+ * (apt needs it); no other build shares those uids.  It writes a tarball.
  *
  * Back as host root: the tarball is extracted with GNU tar, owners and
  * modes preserved (the numeric ids they had inside the namespace), then
@@ -670,10 +671,47 @@ static bool installed_anything(int buildfd)
 	return ok;
 }
 
+/* Lease a build slot: its uid range is the build's alone while *ret_fd
+ * (the flock) stays open; the kernel drops the lock if proctor dies, and the
+ * build's processes die with it. */
+static int lease_builder(const char *images, int *ret_fd, uid_t *ret_base, struct err *e)
+{
+	char path[PATH_MAX];
+	int dir, fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/.builders", images) >= sizeof(path))
+		return err_set(e, ENAMETOOLONG, "'%s'", images);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return err_set(e, errno, "mkdir '%s'", path);
+	dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return err_set(e, errno, "open '%s'", path);
+	for (unsigned n = 0; n < IMAGE_BUILD_SLOTS; n++) {
+		char name[16];
+		snprintf(name, sizeof(name), "%u.lock", n);
+		fd = openat(dir, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			int saved = errno;
+			close(dir);
+			return err_set(e, saved, "open '%s/%s'", path, name);
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			close(dir);
+			*ret_fd = fd;
+			*ret_base = (uid_t)(IMAGE_BUILD_UID_BASE + n * IMAGE_BUILD_IDS);
+			return 0;
+		}
+		close(fd);
+	}
+	close(dir);
+	return err_set(e, 0, "all %u build slots are busy (builds running at once)",
+		       IMAGE_BUILD_SLOTS);
+}
+
 /* The build itself, in the build directory (locked, empty but for
  * build.log); the caller publishes or removes it. */
 static int build_in(const struct recipe *r, const char *build_path, int buildfd, int log_fd,
-		    char digest[72], struct err *e)
+		    uid_t base, char digest[72], struct err *e)
 {
 	char tar_path[PATH_MAX], rootfs[PATH_MAX], sqfs[PATH_MAX];
 	int workfd = -1, rc = IMAGE_FAILED;
@@ -685,13 +723,12 @@ static int build_in(const struct recipe *r, const char *build_path, int buildfd,
 	 * its tarball, the apt sources and the staged files (in files/, 0700).
 	 * Searchable by all, since apt downloads as the image's _apt user. */
 	if (mkdirat(buildfd, "work", 0755) < 0 ||
-	    fchownat(buildfd, "work", IMAGE_BUILD_UID_BASE, IMAGE_BUILD_UID_BASE,
-		     AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchownat(buildfd, "work", base, (gid_t)base, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    (workfd = openat(buildfd, "work", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		err_set(e, errno, "make the work directory");
 		goto out;
 	}
-	if ((rc = build_mmdebstrap(r, workfd, log_fd, e)) < 0)
+	if ((rc = build_mmdebstrap(r, workfd, log_fd, base, e)) < 0)
 		goto out;
 	rc = IMAGE_FAILED;
 	/* Back as host root: the tree with its owners, then the VM image. */
@@ -761,8 +798,9 @@ int image_build(const char *state_dir, const char *recipe_path, struct image_inf
 	char images[PATH_MAX], build_path[PATH_MAX], digest[72], failed_log[PATH_MAX + 32];
 	const char *build_name = NULL;
 	struct recipe *r = NULL;
-	int namefd = -1, lockfd = -1, buildfd = -1, log_fd = -1, rc = IMAGE_FAILED;
+	int namefd = -1, lockfd = -1, buildfd = -1, log_fd = -1, slotfd = -1, rc = IMAGE_FAILED;
 	uint64_t t0 = now_ns();
+	uid_t base = 0;
 
 	if (recipe_load(recipe_path, &r, e) < 0)
 		return IMAGE_BAD_INPUT;
@@ -808,7 +846,11 @@ int image_build(const char *state_dir, const char *recipe_path, struct image_inf
 		err_set(e, errno, "image build: create build.log");
 		goto out;
 	}
-	rc = build_in(r, build_path, buildfd, log_fd, digest, e);
+	if (lease_builder(images, &slotfd, &base, e) < 0) {
+		err_wrap(e, "image build");
+		goto out;
+	}
+	rc = build_in(r, build_path, buildfd, log_fd, base, digest, e);
 	if (rc == 0)
 		rc = publish(images, r, namefd, lockfd, buildfd, build_name, digest,
 			     (double)(now_ns() - t0) / 1e9, ret, e);
@@ -827,6 +869,7 @@ out:
 		rm_tree_at(namefd, build_name, &ignored);
 	}
 	xclose(log_fd);
+	xclose(slotfd);
 	xclose(buildfd);
 	xclose(lockfd);
 	xclose(namefd);

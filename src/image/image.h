@@ -16,6 +16,8 @@
  *   images/<name>/.lock                       flock: picking a version, removing one
  *   images/<name>/.last-version               the highest version ever given out
  *   images/<name>/.build-XXXXXX/              a build in progress (flock'd by its builder)
+ *   images/<name>/failed-build.log            the log of the last failed build
+ *   images/.builders/<N>.lock                 flock: build slot N, whose uid range a build uses
  * A version directory appears only complete (built under images/<name>/.build-*,
  * then renamed) and is never changed afterwards.  Version numbers are never
  * reused, not even after `image rm` of the highest one.
@@ -42,11 +44,11 @@ enum image_failure {
  * Build the recipe (YAML, docs/images.md) into the next version of its
  * name with mmdebstrap in unshare mode from the host's configured Debian
  * sources.  mmdebstrap runs in a user namespace of its own whose root is an
- * unprivileged host uid (IMAGE_BUILD_UID_BASE), so package scripts and the
- * recipe's setup commands never run as host root; only the final
- * extraction of the tree (owners preserved) and mksquashfs run as root.
- * mmdebstrap's and mksquashfs's output goes to the version's build.log.
- * Needs root.  On failure nothing is left behind.
+ * unprivileged host uid of a leased build slot (IMAGE_BUILD_UID_BASE in
+ * image/build.h), so package scripts and the recipe's setup commands never
+ * run as host root; only the extraction of the tree (owners preserved) and
+ * mksquashfs run as root.  Their output goes to the version's build.log.
+ * Needs root.  On failure only images/<name>/failed-build.log is left.
  */
 int image_build(const char *state_dir, const char *recipe, struct image_info *ret, struct err *e);
 
