@@ -1792,7 +1792,7 @@ int cmd_class(int argc, char **argv)
 	c.todo = c.qtail;
 
 	status = 3;
-	if (grade_prepare(o.isolation, &ops, why, sizeof(why), &e) < 0) {
+	if (grade_prepare(o.isolation, c.a, &ops, why, sizeof(why), &e) < 0) {
 		if (strncmp(e.msg, "--isolation", 11) == 0)
 			status = usage_error("%s", e.msg);
 		else

@@ -122,7 +122,7 @@ int cmd_doctor(int argc, char **argv)
 
 	const struct sandbox_ops *chosen = NULL;
 	char why[256];
-	int rc = sandbox_select("auto", &chosen, why, sizeof(why), &e);
+	int rc = sandbox_select("auto", false, &chosen, why, sizeof(why), &e);
 
 	if (json) {
 		json_t *o = json_object(), *arr = json_array();

@@ -129,7 +129,7 @@ int cmd_grade(int argc, char **argv)
 		.sandbox = {.state_dir = state_dir, .max_slots = slots, .uid_base = SANDBOX_UID_BASE},
 	};
 	char why[256];
-	if (grade_prepare(isolation, &o.ops, why, sizeof(why), &e) < 0) {
+	if (grade_prepare(isolation, a, &o.ops, why, sizeof(why), &e) < 0) {
 		fprintf(stderr, "proctor: %s\n", e.msg);
 		assignment_free(a);
 		return strncmp(e.msg, "--isolation", 11) == 0 ? 2 : 3;

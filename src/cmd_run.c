@@ -328,7 +328,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "proctor: out of memory\n");
 		return 3;
 	}
-	if (sandbox_select(o.isolation, &ops, why, sizeof(why), &e) < 0) {
+	if (sandbox_select(o.isolation, strcmp(o.image, "host") != 0, &ops, why, sizeof(why), &e) < 0) {
 		status = strncmp(e.msg, "--isolation", 11) == 0 ? usage_error("%s%s", e.msg, "")
 								  : internal_error(&o, &res, e.msg);
 		goto out;

@@ -157,3 +157,45 @@ int run_result_exit_status(const struct run_result *r)
 	 * limits what is kept. */
 	return r->status == RUN_OK && (r->limits_hit & ~(unsigned)LIMIT_HIT_OUTPUT) == 0 ? 0 : 1;
 }
+
+void run_result_classify(struct run_result *res, const struct limits *l, unsigned killed_for,
+			 bool oom_killed, const char *exec_failure)
+{
+	if ((killed_for & LIMIT_HIT_CPU) || res->cpu_ms > l->cpu_ms) {
+		res->status = RUN_TIMEOUT;
+		res->limits_hit |= LIMIT_HIT_CPU;
+		snprintf(res->message, sizeof(res->message), "CPU time limit of %.3f s exceeded",
+			 (double)l->cpu_ms / 1000);
+	} else if (killed_for & LIMIT_HIT_WALL) {
+		res->status = RUN_TIMEOUT;
+		res->limits_hit |= LIMIT_HIT_WALL;
+		snprintf(res->message, sizeof(res->message), "wall-clock limit of %.3f s exceeded",
+			 (double)l->wall_ms / 1000);
+	} else if (oom_killed || (killed_for & LIMIT_HIT_MEMORY)) {
+		res->status = RUN_MEMORY_LIMIT;
+		res->limits_hit |= LIMIT_HIT_MEMORY;
+		snprintf(res->message, sizeof(res->message), "memory limit of %llu MiB exceeded",
+			 (unsigned long long)(l->memory_bytes >> 20));
+	} else if (res->signal > 0) {
+		res->status = RUN_SIGNALED;
+		if (res->signal == SIGSYS) {
+			res->limits_hit |= LIMIT_HIT_SECCOMP;
+			snprintf(res->message, sizeof(res->message),
+				 "killed by the seccomp filter (forbidden system call)");
+		} else if (res->signal == SIGXFSZ) {
+			res->limits_hit |= LIMIT_HIT_FSIZE;
+			snprintf(res->message, sizeof(res->message),
+				 "file size limit of %llu MiB exceeded",
+				 (unsigned long long)(l->fsize_bytes >> 20));
+		} else if (res->signal == SIGXCPU) {
+			res->status = RUN_TIMEOUT;
+			res->limits_hit |= LIMIT_HIT_CPU;
+		}
+	} else if (res->exit_code == 0) {
+		res->status = RUN_OK;
+	} else {
+		res->status = RUN_NONZERO_EXIT;
+		if (exec_failure)
+			snprintf(res->message, sizeof(res->message), "%s", exec_failure);
+	}
+}

@@ -3,10 +3,12 @@
 #define PROCTOR_RESULT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "capbuf.h"
+#include "runlimits.h"
 
 /* Numbers and names are part of the result format: retire, never reuse. */
 enum run_status {
@@ -57,6 +59,16 @@ json_t *run_result_to_json(const struct run_result *r);
 
 /* A short human summary (status line, usage, output). */
 void run_result_print_text(FILE *f, const struct run_result *r);
+
+/*
+ * Decide status, limits_hit and message from what happened, once exit_code,
+ * signal, cpu_ms and the usage fields are filled: the supervisor killed the
+ * program for `killed_for` (LIMIT_HIT_* bits), the memory cgroup OOM-killed
+ * a process, or (exec_failure non-NULL) the program could not be started.
+ * Shared by every backend, so a verdict means the same thing everywhere.
+ */
+void run_result_classify(struct run_result *res, const struct limits *l, unsigned killed_for,
+			 bool oom_killed, const char *exec_failure);
 
 /* The exit status of `proctor run` for this result: 0 ok, 1 failed or
  * limit, 3 Proctor's own error. */

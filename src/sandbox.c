@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "jail/jail.h"
+#include "vm/vm.h"
 
 static const struct sandbox_ops *const backends[] = {
-	/* The microVM backend goes first once it exists: a guest kernel is a
-	 * stronger boundary than a shared one. */
 	&jail_ops,
+	&vm_ops,
 };
 
 const struct sandbox_ops *const *sandbox_backends(size_t *count)
@@ -34,8 +34,8 @@ bool host_has_kvm(char *why, size_t why_len)
 	return true;
 }
 
-int sandbox_select(const char *name, const struct sandbox_ops **ret, char *why, size_t why_len,
-		   struct err *e)
+int sandbox_select(const char *name, bool have_image, const struct sandbox_ops **ret, char *why,
+		   size_t why_len, struct err *e)
 {
 	char kvm_why[128];
 	struct err perr;
@@ -51,19 +51,21 @@ int sandbox_select(const char *name, const struct sandbox_ops **ret, char *why, 
 			*ret = backends[i];
 			return 0;
 		}
-		if (strcmp(name, "vm") == 0)
-			return err_set(e, 0, "isolation 'vm': this build has no microVM backend "
-					     "yet; use 'jail' or 'auto'");
-		return err_set(e, 0, "--isolation: unknown backend '%s' (auto, jail)", name);
+		return err_set(e, 0, "--isolation: unknown backend '%s' (auto, jail, vm)", name);
 	}
 
-	host_has_kvm(kvm_why, sizeof(kvm_why));
-	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-		if (backends[i]->probe(&perr) < 0)
-			continue;
-		snprintf(why, why_len, "auto picked '%s': no microVM backend in this build (%s)",
-			 backends[i]->name, kvm_why);
-		*ret = backends[i];
+	/* A guest kernel is the stronger boundary, but under software
+	 * emulation it is several times slower, and it boots only an image. */
+	if (host_has_kvm(kvm_why, sizeof(kvm_why)) && have_image && vm_ops.probe(&perr) == 0) {
+		snprintf(why, why_len, "auto picked 'vm': %s and an image is pinned", kvm_why);
+		*ret = &vm_ops;
+		return 0;
+	}
+	if (jail_ops.probe(&perr) == 0) {
+		snprintf(why, why_len, "auto picked 'jail': %s",
+			 !have_image ? "no image is pinned (a microVM boots only an image)"
+				     : kvm_why);
+		*ret = &jail_ops;
 		return 0;
 	}
 	return err_set(e, 0, "no isolation backend works on this host (run 'proctor doctor')");

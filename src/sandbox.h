@@ -45,6 +45,8 @@ struct sandbox_options {
 	uid_t uid_base;          /* slot N runs as uid/gid uid_base + N */
 	uint64_t disk_bytes;     /* size of the writable tree */
 	const char *system_dir;  /* read-only system tree: an image's rootfs, or NULL for the host's */
+	uint64_t memory_bytes;   /* the most memory any run will ask for (0: the default);
+				    a microVM's RAM shape is chosen by it */
 };
 
 /* One program to run in a sandbox. */
@@ -101,10 +103,11 @@ enum {
 /* The backends compiled in, in order of preference for `auto`. */
 const struct sandbox_ops *const *sandbox_backends(size_t *count);
 
-/* Pick a backend by name ("auto", "jail", ...).  For auto, `why` receives a
- * sentence saying which backend was picked and why the others were not. */
-int sandbox_select(const char *name, const struct sandbox_ops **ret, char *why, size_t why_len,
-		   struct err *e);
+/* Pick a backend by name ("auto", "jail", "vm").  `why` receives a sentence
+ * saying which backend was picked and why.  auto picks the microVM only where
+ * it runs at native speed (/dev/kvm) and an image is pinned to boot. */
+int sandbox_select(const char *name, bool have_image, const struct sandbox_ops **ret, char *why,
+		   size_t why_len, struct err *e);
 
 /*
  * Map a path as the program sees it to one relative to the writable tree:

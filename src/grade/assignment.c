@@ -62,6 +62,7 @@ struct field {
 
 /* Enum names, in the order of the enums of assignment.h. */
 static const char *const mode_names[] = {"runner", "io", NULL};
+static const char *const isolation_names[] = {"any", "jail", "vm", NULL};
 static const char *const format_names[] = {"junit", "tap", "gradescope", NULL};
 static const char *const visibility_names[] = {"visible", "hidden", "after_due_date",
 					       "after_published", NULL};
@@ -71,7 +72,7 @@ static const char *const compare_names[] = {"exact", "trailing_whitespace", "tok
 /* The keys each map may have, in the order messages list them. */
 static const char *const top_keys[] = {"name",	"image", "mode",    "submission", "tests_dir",
 				       "setup", "build", "test",    "ok_exit",	  "report",
-				       "tests", "io",	 "retries", NULL};
+				       "tests", "io",	 "retries", "isolation", NULL};
 static const char *const submission_keys[] = {"files", "required", "max_bytes", "max_files", NULL};
 static const char *const step_keys[] = {"run", "limits", NULL};
 static const char *const test_step_keys[] = {"run", "limits", "ok_exit", NULL};
@@ -1097,6 +1098,10 @@ static int parse_root(struct ctx *c, struct fy_node *node, struct assignment *a,
 			    "'%s' is not an image pin: host, NAME@VERSION (e.g. python@3) or "
 			    "sha256:<64 hex digits>",
 			    shown(a->image, strlen(a->image), b, sizeof(b)));
+	int iso = 0;
+	if (lookup(&root, "isolation", &f) && get_enum(c, &f, isolation_names, &iso) < 0)
+		return -1;
+	a->isolation = (enum assignment_isolation)iso;
 	if (parse_submission(c, &root, a) < 0)
 		return -1;
 	if (lookup(&root, "tests_dir", &f)) {

@@ -50,11 +50,20 @@ struct io_case {
 	struct limits limits;
 };
 
+/* isolation: which backend may grade it, so a mixed fleet never grades one
+ * assignment two ways. */
+enum assignment_isolation {
+	ASSIGNMENT_ISOLATION_ANY = 0,
+	ASSIGNMENT_ISOLATION_JAIL = 1,
+	ASSIGNMENT_ISOLATION_VM = 2,
+};
+
 struct assignment {
 	char *dir;        /* absolute path of the assignment directory */
 	char *file;       /* absolute path of assignment.yaml */
 	char *name;
 	char *image;      /* "host", "NAME@VERSION" or "sha256:HEX" (src/image/image.h) */
+	enum assignment_isolation isolation; /* default any */
 	/* submission: */
 	char **files;     /* globs */
 	size_t n_files;

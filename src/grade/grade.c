@@ -57,10 +57,23 @@ struct attempt {
 	bool student_ran; /* the submission's code has run in this attempt */
 };
 
-int grade_prepare(const char *isolation, const struct sandbox_ops **ret, char *why,
-		  size_t why_len, struct err *e)
+int grade_prepare(const char *isolation, const struct assignment *a,
+		  const struct sandbox_ops **ret, char *why, size_t why_len, struct err *e)
 {
-	if (sandbox_select(isolation, ret, why, why_len, e) < 0)
+	static const char *const names[] = {"any", "jail", "vm"};
+	const char *want = isolation;
+
+	/* An assignment that names its isolation gets exactly that one. */
+	if (a->isolation != ASSIGNMENT_ISOLATION_ANY) {
+		const char *req = names[a->isolation];
+		if (strcmp(isolation, "auto") != 0 && strcmp(isolation, req) != 0)
+			return err_set(e, 0,
+				       "--isolation %s: %s requires isolation '%s' (isolation: in "
+				       "assignment.yaml)",
+				       isolation, a->file, req);
+		want = req;
+	}
+	if (sandbox_select(want, strcmp(a->image, "host") != 0, ret, why, why_len, e) < 0)
 		return -1;
 	return (*ret)->prepare(e);
 }

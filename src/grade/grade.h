@@ -28,8 +28,8 @@ struct grade_options {
 
 /* Select the backend and do its process-wide setup.  Call once, before
  * forking workers or starting threads.  `why` says which backend and why. */
-int grade_prepare(const char *isolation, const struct sandbox_ops **ret, char *why,
-		  size_t why_len, struct err *e);
+int grade_prepare(const char *isolation, const struct assignment *a,
+		  const struct sandbox_ops **ret, char *why, size_t why_len, struct err *e);
 
 /*
  * Grade `submission` (a directory or an archive) against `a`.  Always

@@ -62,6 +62,7 @@
 #include "image/build.h"
 #include "image/recipe.h"
 #include "util.h"
+#include "vm/kit.h"
 
 #define EXTRACT_TIMEOUT_S 1800
 #define SQUASH_TIMEOUT_S  1800
@@ -713,12 +714,13 @@ static int lease_builder(const char *images, int *ret_fd, uid_t *ret_base, struc
 static int build_in(const struct recipe *r, const char *build_path, int buildfd, int log_fd,
 		    uid_t base, char digest[72], struct err *e)
 {
-	char tar_path[PATH_MAX], rootfs[PATH_MAX], sqfs[PATH_MAX];
+	char tar_path[PATH_MAX], rootfs[PATH_MAX], sqfs[PATH_MAX], vm[PATH_MAX];
 	int workfd = -1, rc = IMAGE_FAILED;
 
 	snprintf(tar_path, sizeof(tar_path), "%s/work/rootfs.tar", build_path);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", build_path);
 	snprintf(sqfs, sizeof(sqfs), "%s/rootfs.squashfs", build_path);
+	snprintf(vm, sizeof(vm), "%s/vm", build_path);
 	/* work/ belongs to the build's root: mmdebstrap's temporary tree,
 	 * its tarball, the apt sources and the staged files (in files/, 0700).
 	 * Searchable by all, since apt downloads as the image's _apt user. */
@@ -780,6 +782,14 @@ static int build_in(const struct recipe *r, const char *build_path, int buildfd,
 	build_log_cmd(log_fd, "running", sq_argv);
 	if (build_run_tool(sq_argv, log_fd, SQUASH_TIMEOUT_S, e) < 0) {
 		err_wrap(e, "make rootfs.squashfs");
+		goto out;
+	}
+	/* The microVM's kernel, from the host's apt sources like the tree:
+	 * a package apt cannot find or fetch is the build's failure. */
+	int krc = vm_kernel_fetch(vm, log_fd, e);
+	if (krc < 0) {
+		err_wrap(e, "fetch the guest kernel");
+		rc = krc == VM_KIT_APT_FAILED ? IMAGE_BUILD_FAILED : IMAGE_FAILED;
 		goto out;
 	}
 	if (image_tree_digest(rootfs, digest, e) < 0)

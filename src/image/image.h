@@ -11,6 +11,9 @@
  * Layout, below the state directory (default /var/lib/proctor):
  *   images/<name>/<version>/rootfs/           the root tree the jail mounts read-only
  *   images/<name>/<version>/rootfs.squashfs   the same tree for microVMs (lz4)
+ *   images/<name>/<version>/vm/{vmlinux,modules/,kernel.json}
+ *                                             the microVMs' guest kernel, its modules and
+ *                                             where they came from (vm/kit.h)
  *   images/<name>/<version>/image.json        name, version, digest, suite, packages, recipe digest
  *   images/<name>/<version>/build.log         mmdebstrap's output
  *   images/<name>/.lock                       flock: picking a version, removing one

@@ -527,43 +527,8 @@ static void finish_result(struct jail *j, const struct run_spec *spec, struct ru
 	else if (s->killed_for)
 		res->signal = SIGKILL;
 
-	if ((s->killed_for & LIMIT_HIT_CPU) || res->cpu_ms > l->cpu_ms) {
-		res->status = RUN_TIMEOUT;
-		res->limits_hit |= LIMIT_HIT_CPU;
-		snprintf(res->message, sizeof(res->message), "CPU time limit of %.3f s exceeded",
-			 (double)l->cpu_ms / 1000);
-	} else if (s->killed_for & LIMIT_HIT_WALL) {
-		res->status = RUN_TIMEOUT;
-		res->limits_hit |= LIMIT_HIT_WALL;
-		snprintf(res->message, sizeof(res->message), "wall-clock limit of %.3f s exceeded",
-			 (double)l->wall_ms / 1000);
-	} else if (u.oom_kills > 0 || (s->killed_for & LIMIT_HIT_MEMORY)) {
-		res->status = RUN_MEMORY_LIMIT;
-		res->limits_hit |= LIMIT_HIT_MEMORY;
-		snprintf(res->message, sizeof(res->message), "memory limit of %llu MiB exceeded",
-			 (unsigned long long)(l->memory_bytes >> 20));
-	} else if (res->signal > 0) {
-		res->status = RUN_SIGNALED;
-		if (res->signal == SIGSYS) {
-			res->limits_hit |= LIMIT_HIT_SECCOMP;
-			snprintf(res->message, sizeof(res->message),
-				 "killed by the seccomp filter (forbidden system call)");
-		} else if (res->signal == SIGXFSZ) {
-			res->limits_hit |= LIMIT_HIT_FSIZE;
-			snprintf(res->message, sizeof(res->message),
-				 "file size limit of %llu MiB exceeded",
-				 (unsigned long long)(l->fsize_bytes >> 20));
-		} else if (res->signal == SIGXCPU) {
-			res->status = RUN_TIMEOUT;
-			res->limits_hit |= LIMIT_HIT_CPU;
-		}
-	} else if (res->exit_code == 0) {
-		res->status = RUN_OK;
-	} else {
-		res->status = RUN_NONZERO_EXIT;
-		if (s->exec_errno)
-			snprintf(res->message, sizeof(res->message), "%s", s->text);
-	}
+	run_result_classify(res, l, s->killed_for, u.oom_kills > 0,
+			    s->exec_errno ? s->text : NULL);
 }
 
 static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,

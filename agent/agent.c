@@ -1,0 +1,1033 @@
+/*
+ * proctor-agent: the guest's init (PID 1) inside a Proctor microVM.
+ *
+ * Theory of operation
+ * -------------------
+ * The kernel starts this from the initramfs.  At boot it mounts /dev, /proc,
+ * /sys and cgroup2, loads the modules listed in /lib/modules/order, mounts the
+ * read-only image (/dev/vda, squashfs or erofs) at /ro, finds the virtio-serial
+ * port named "proctor" and says P_HELLO.  That state is what a snapshot
+ * captures, so everything per-sandbox happens later, at P_SETUP: the host's
+ * random bytes are mixed into the kernel's pool and the CRNG is reseeded,
+ * the clock is set, and the writable tree is made (a tmpfs of the sandbox's
+ * disk size, an overlay of it on /ro at /newroot, /work, /tmp, a minimal /dev
+ * and a /proc with hidepid).
+ *
+ * Then it serves requests one at a time (docs/vm-protocol.md): files in and
+ * out below /newroot (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, so a
+ * link planted by the program cannot redirect the agent), and runs.  A run
+ * forks a child that joins a fresh cgroup "run" (memory.max, pids.max),
+ * chroots into /newroot, drops to uid/gid 1000 with rlimits and
+ * no_new_privs, and execs.  The agent stays outside in cgroup "agent" with
+ * a high cpu.weight, nice -20 and oom_score_adj -1000, so a fork bomb or a
+ * memory hog ends in a verdict instead of a dead agent.  It samples CPU
+ * (cpu.stat), anonymous memory (memory.stat) and wall clock every 10 ms,
+ * kills the whole run cgroup (cgroup.kill) at a limit or when the program
+ * exits (no daemon survives a run), streams capped output as P_OUT and ends
+ * with P_EXIT: the raw facts; the host decides the verdict.
+ *
+ * The host kills the VM when it stops answering; the agent never needs to
+ * be asked twice.  Only libc: this is linked statically.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/openat2.h>
+#include <linux/random.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/reboot.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vm/proto.h"
+
+#define AGENT_VERSION "proctor-agent 0.1.0"
+#define STUDENT_ID    1000
+#define CG	      "/sys/fs/cgroup"
+#define ROOT	      "/newroot"
+#define TICK_MS	      10
+
+/* Mirrors of the host's LIMIT_HIT_* bits (src/result.h). */
+enum { HIT_CPU = 1, HIT_WALL = 2, HIT_MEMORY = 4 };
+
+extern char **environ;
+
+static int chan = -1;	    /* the virtio-serial port */
+static int rootfd = -1;	    /* /newroot, after P_SETUP */
+static uint64_t disk_bytes; /* of the writable tree */
+static struct pbuf ob;	    /* the frame being sent */
+static unsigned char *ib;   /* the payload being received */
+
+static void console(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void console(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("proctor-agent: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static _Noreturn void halt(const char *why)
+{
+	console("fatal: %s (errno %d: %s)", why, errno, strerror(errno));
+	sync();
+	reboot(RB_POWER_OFF);
+	for (;;)
+		pause();
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the channel ---- */
+
+/* Read exactly n bytes.  While the host side is not connected (between a
+ * snapshot and a restore) a read returns 0: wait and try again. */
+static void chan_read(void *buf, size_t n)
+{
+	unsigned char *p = buf;
+
+	while (n) {
+		ssize_t r = read(chan, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno != EAGAIN)
+			halt("read from the host channel");
+		if (r <= 0) {
+			struct pollfd pfd = {.fd = chan, .events = POLLIN};
+			if (poll(&pfd, 1, 20) < 0 && errno != EINTR)
+				halt("poll the host channel");
+			continue;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+static void chan_write(const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+
+	while (n) {
+		ssize_t r = write(chan, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN) {
+			struct pollfd pfd = {.fd = chan, .events = POLLOUT};
+			poll(&pfd, 1, 20);
+			continue;
+		}
+		if (r <= 0)
+			halt("write to the host channel");
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+static void send_frame(void)
+{
+	if (pbuf_finish(&ob) < 0)
+		halt("build a frame");
+	chan_write(ob.data, ob.len);
+}
+
+static void send_ok(void)
+{
+	pbuf_start(&ob, P_OK);
+	send_frame();
+}
+
+static void send_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void send_err(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pbuf_start(&ob, P_ERR);
+	pbuf_str(&ob, msg);
+	send_frame();
+}
+
+static unsigned recv_frame(uint32_t *len)
+{
+	unsigned char h[PROTO_HEADER];
+	unsigned type;
+
+	chan_read(h, sizeof(h));
+	if (proto_header(h, &type, len) < 0) {
+		errno = EPROTO;
+		halt("a malformed frame header from the host");
+	}
+	chan_read(ib, *len);
+	return type;
+}
+
+/* ---- small file helpers ---- */
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	r = write(fd, s, strlen(s));
+	close(fd);
+	return r == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static int write_u64(const char *path, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return write_str(path, buf);
+}
+
+static ssize_t read_text(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/* "key value" lines (cpu.stat, memory.stat, memory.events, pids.events). */
+static uint64_t stat_key(const char *path, const char *key)
+{
+	char buf[8192];
+	size_t kl = strlen(key);
+
+	if (read_text(path, buf, sizeof(buf)) < 0)
+		return 0;
+	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+			return strtoull(p + kl + 1, NULL, 10);
+	return 0;
+}
+
+static uint64_t read_u64(const char *path)
+{
+	char buf[64];
+
+	if (read_text(path, buf, sizeof(buf)) < 0)
+		return 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/* Open a path below /newroot without following any symlink. */
+static int open_below(const char *rel, int flags, mode_t mode)
+{
+	struct open_how how = {
+	    .flags = (uint64_t)(flags | O_CLOEXEC),
+	    .mode = (flags & O_CREAT) ? mode : 0,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+
+	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+}
+
+/* Split rel into its parent (opened) and last component. */
+static int open_parent(const char *rel, char *last, size_t cap)
+{
+	char dir[PROTO_MAX_STR];
+	const char *slash = strrchr(rel, '/');
+
+	if (!slash) {
+		snprintf(last, cap, "%s", rel);
+		return fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	}
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
+	snprintf(last, cap, "%s", slash + 1);
+	return open_below(dir, O_RDONLY | O_DIRECTORY, 0);
+}
+
+/* ---- boot ---- */
+
+static void load_modules(void)
+{
+	FILE *f = fopen("/lib/modules/order", "re");
+	char line[256];
+
+	if (!f)
+		halt("open /lib/modules/order");
+	while (fgets(line, sizeof(line), f)) {
+		char path[300];
+		int fd;
+
+		line[strcspn(line, "\r\n")] = '\0';
+		if (!line[0])
+			continue;
+		snprintf(path, sizeof(path), "/lib/modules/%s", line);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			halt(path);
+		if (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)
+			console("module %s: %s", line, strerror(errno));
+		close(fd);
+	}
+	fclose(f);
+}
+
+/* The virtio-serial port whose name is "proctor", as /dev/vportNpM. */
+static int open_port(void)
+{
+	for (int tries = 0; tries < 500; tries++) {
+		DIR *d = opendir("/sys/class/virtio-ports");
+		struct dirent *de;
+
+		while (d && (de = readdir(d))) {
+			char path[512], name[64];
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/sys/class/virtio-ports/%s/name", de->d_name);
+			if (read_text(path, name, sizeof(name)) < 0)
+				continue;
+			name[strcspn(name, "\n")] = '\0';
+			if (strcmp(name, "proctor") != 0)
+				continue;
+			snprintf(path, sizeof(path), "/dev/%s", de->d_name);
+			closedir(d);
+			int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+			if (fd < 0)
+				halt(path);
+			return fd;
+		}
+		if (d)
+			closedir(d);
+		usleep(10000);
+	}
+	errno = ENODEV;
+	halt("no virtio-serial port named 'proctor'");
+}
+
+static void mount_image(void)
+{
+	for (int tries = 0; tries < 500; tries++) {
+		if (access("/dev/vda", F_OK) == 0)
+			break;
+		usleep(10000);
+	}
+	mkdir("/ro", 0755);
+	if (mount("/dev/vda", "/ro", "squashfs", MS_RDONLY | MS_NODEV, NULL) < 0 &&
+	    mount("/dev/vda", "/ro", "erofs", MS_RDONLY | MS_NODEV, NULL) < 0)
+		halt("mount the image /dev/vda (squashfs or erofs)");
+}
+
+static void setup_cgroups(void)
+{
+	mkdir(CG, 0755);
+	if (mount("cgroup2", CG, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		halt("mount cgroup2");
+	if (mkdir(CG "/agent", 0755) < 0 && errno != EEXIST)
+		halt("mkdir " CG "/agent");
+	if (write_str(CG "/agent/cgroup.procs", "0") < 0)
+		halt("move the agent to its cgroup");
+	if (write_str(CG "/cgroup.subtree_control", "+memory +pids +cpu") < 0)
+		halt("enable the memory, pids and cpu controllers");
+	write_str(CG "/agent/cpu.weight", "10000");
+	write_str("/proc/self/oom_score_adj", "-1000");
+	setpriority(PRIO_PROCESS, 0, -20);
+}
+
+static void boot(void)
+{
+	mkdir("/dev", 0755);
+	mkdir("/proc", 0555);
+	mkdir("/sys", 0555);
+	if (mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755") < 0 && errno != EBUSY)
+		halt("mount /dev");
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		halt("mount /proc");
+	if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		halt("mount /sys");
+	/* stderr goes to the console (the host's log), nothing else does. */
+	int con = open("/dev/console", O_RDWR | O_NOCTTY);
+	if (con >= 0) {
+		dup2(con, 2);
+		if (con != 2)
+			close(con);
+	}
+	int nul = open("/dev/null", O_RDWR);
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+		if (nul > 2)
+			close(nul);
+	}
+	load_modules();
+	mount_image();
+	setup_cgroups();
+	chan = open_port();
+}
+
+static void hello(void)
+{
+	struct utsname u;
+
+	uname(&u);
+	pbuf_start(&ob, P_HELLO);
+	pbuf_u32(&ob, PROTO_VERSION);
+	pbuf_str(&ob, AGENT_VERSION);
+	pbuf_str(&ob, u.release);
+	send_frame();
+}
+
+/* ---- requests ---- */
+
+static int make_dev(void)
+{
+	static const struct {
+		const char *name;
+		unsigned minor;
+	} nodes[] = {{"null", 3}, {"zero", 5}, {"full", 7}, {"random", 8}, {"urandom", 9}};
+	char p[64];
+
+	if (mount("tmpfs", ROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755") < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		snprintf(p, sizeof(p), ROOT "/dev/%s", nodes[i].name);
+		if (mknod(p, S_IFCHR | 0666, makedev(1, nodes[i].minor)) < 0 || chmod(p, 0666) < 0)
+			return -1;
+	}
+	symlink("/proc/self/fd", ROOT "/dev/fd");
+	symlink("/proc/self/fd/0", ROOT "/dev/stdin");
+	symlink("/proc/self/fd/1", ROOT "/dev/stdout");
+	symlink("/proc/self/fd/2", ROOT "/dev/stderr");
+	/* /dev/shm is part of the disk budget. */
+	if (mkdir("/rw/shm", 01777) < 0 || chmod("/rw/shm", 01777) < 0 ||
+	    mkdir(ROOT "/dev/shm", 0755) < 0 ||
+	    mount("/rw/shm", ROOT "/dev/shm", NULL, MS_BIND, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+static void add_account(void)
+{
+	int fd = open(ROOT "/etc/passwd", O_WRONLY | O_APPEND | O_CLOEXEC);
+
+	if (fd >= 0) {
+		dprintf(fd, "student:x:%d:%d:student:/work:/bin/sh\n", STUDENT_ID, STUDENT_ID);
+		close(fd);
+	}
+	fd = open(ROOT "/etc/group", O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd >= 0) {
+		dprintf(fd, "student:x:%d:\n", STUDENT_ID);
+		close(fd);
+	}
+}
+
+static void do_setup(uint32_t len)
+{
+	struct preader r;
+	uint64_t now_ns, disk;
+	const unsigned char *seed;
+	size_t seed_len;
+	char opts[128];
+
+	preader_init(&r, ib, len);
+	now_ns = preader_u64(&r);
+	disk = preader_u64(&r);
+	seed = preader_bytes(&r, 512, &seed_len);
+	if (preader_end(&r) < 0 || seed_len < 32 || disk < (1u << 20))
+		return send_err("malformed SETUP");
+	if (rootfd >= 0)
+		return send_err("SETUP twice");
+
+	/* Fresh randomness and a current clock: a restored snapshot shares
+	 * both with every other VM restored from it. */
+	struct {
+		int entropy_count, buf_size;
+		unsigned char buf[512];
+	} pool = {.entropy_count = (int)seed_len * 8, .buf_size = (int)seed_len};
+	memcpy(pool.buf, seed, seed_len);
+	int rfd = open("/dev/urandom", O_RDWR | O_CLOEXEC);
+	if (rfd < 0 || ioctl(rfd, RNDADDENTROPY, &pool) < 0 || ioctl(rfd, RNDRESEEDCRNG) < 0)
+		return send_err("reseed the random generator: %s", strerror(errno));
+	close(rfd);
+	struct timespec ts = {.tv_sec = (time_t)(now_ns / 1000000000u),
+			      .tv_nsec = (long)(now_ns % 1000000000u)};
+	if (clock_settime(CLOCK_REALTIME, &ts) < 0)
+		return send_err("set the clock: %s", strerror(errno));
+
+	disk_bytes = disk;
+	snprintf(opts, sizeof(opts), "size=%llu,mode=0755", (unsigned long long)disk);
+	mkdir("/rw", 0755);
+	mkdir(ROOT, 0755);
+	if (mount("tmpfs", "/rw", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0 ||
+	    mkdir("/rw/upper", 0755) < 0 || mkdir("/rw/ovl", 0755) < 0)
+		return send_err("make the writable tree: %s", strerror(errno));
+	if (mount("overlay", ROOT, "overlay", MS_NOSUID | MS_NODEV,
+		  "lowerdir=/ro,upperdir=/rw/upper,workdir=/rw/ovl") < 0)
+		return send_err("mount the overlay root: %s", strerror(errno));
+	rmdir(ROOT "/work");
+	if ((mkdir(ROOT "/work", 01777) < 0 && errno != EEXIST) || chmod(ROOT "/work", 01777) < 0 ||
+	    chown(ROOT "/work", 0, 0) < 0 || (mkdir(ROOT "/tmp", 01777) < 0 && errno != EEXIST) ||
+	    chmod(ROOT "/tmp", 01777) < 0)
+		return send_err("make /work and /tmp: %s", strerror(errno));
+	mkdir(ROOT "/proc", 0555);
+	mkdir(ROOT "/dev", 0755);
+	if (mount("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") < 0)
+		return send_err("mount /proc: %s", strerror(errno));
+	if (make_dev() < 0)
+		return send_err("make /dev: %s", strerror(errno));
+	add_account();
+	rootfd = open(ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return send_err("open the root: %s", strerror(errno));
+	send_ok();
+}
+
+static void chown_for(int fd, uint32_t flags, mode_t mode)
+{
+	if (flags & PROTO_PUT_PROTECTED) {
+		fchown(fd, 0, 0);
+		fchmod(fd, mode & 0755);
+	} else {
+		fchown(fd, STUDENT_ID, STUDENT_ID);
+		fchmod(fd, mode & 0777);
+	}
+}
+
+static void do_mkdir(uint32_t len)
+{
+	struct preader r;
+	char path[PROTO_MAX_STR], last[PROTO_MAX_STR];
+	uint32_t mode, flags;
+	int pfd, fd;
+
+	preader_init(&r, ib, len);
+	preader_str(&r, path, sizeof(path));
+	mode = preader_u32(&r);
+	flags = preader_u32(&r);
+	if (preader_end(&r) < 0 || !proto_path_ok(path) || rootfd < 0)
+		return send_err("malformed MKDIR");
+	if ((pfd = open_parent(path, last, sizeof(last))) < 0)
+		return send_err("mkdir %s: %s", path, strerror(errno));
+	if (mkdirat(pfd, last, 0700) < 0 && errno != EEXIST) {
+		close(pfd);
+		return send_err("mkdir %s: %s", path, strerror(errno));
+	}
+	close(pfd);
+	if ((fd = open_below(path, O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return send_err("mkdir %s: %s", path, strerror(errno));
+	if (flags & PROTO_PUT_PROTECTED) {
+		/* As in the jail: the program keeps creating files in a directory
+		 * that holds protected files, but cannot delete or rename them. */
+		fchown(fd, 0, 0);
+		fchmod(fd, 01777);
+	} else
+		chown_for(fd, flags, mode);
+	close(fd);
+	send_ok();
+}
+
+static void do_put(uint32_t len)
+{
+	struct preader r;
+	char path[PROTO_MAX_STR], msg[512] = "";
+	uint32_t mode, flags;
+	int fd = -1;
+
+	preader_init(&r, ib, len);
+	preader_str(&r, path, sizeof(path));
+	mode = preader_u32(&r);
+	flags = preader_u32(&r);
+	if (preader_end(&r) < 0 || !proto_path_ok(path) || rootfd < 0)
+		snprintf(msg, sizeof(msg), "malformed PUT");
+	else if ((fd = open_below(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0)
+		snprintf(msg, sizeof(msg), "put %s: %s", path, strerror(errno));
+	/* Take every chunk even after a failure, so the stream stays in step. */
+	for (;;) {
+		uint32_t n;
+		unsigned t = recv_frame(&n);
+		if (t == P_PUT_END)
+			break;
+		if (t != P_DATA) {
+			errno = EPROTO;
+			halt("PUT interrupted by another request");
+		}
+		preader_init(&r, ib, n);
+		size_t dn;
+		const unsigned char *d = preader_bytes(&r, PROTO_MAX_PAYLOAD, &dn);
+		if (!d || preader_end(&r) < 0) {
+			snprintf(msg, sizeof(msg), "malformed DATA");
+			continue;
+		}
+		while (fd >= 0 && dn) {
+			ssize_t w = write(fd, d, dn);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				snprintf(msg, sizeof(msg), "put %s: %s", path,
+					 strerror(w < 0 ? errno : ENOSPC));
+				close(fd);
+				fd = -1;
+				break;
+			}
+			d += w;
+			dn -= (size_t)w;
+		}
+	}
+	if (fd >= 0) {
+		chown_for(fd, flags, mode);
+		close(fd);
+	}
+	if (msg[0])
+		return send_err("%s", msg);
+	send_ok();
+}
+
+/* Send one regular file, opened, as P_FILE + P_DATA... + P_FILE_END. */
+static int send_file(int fd, const char *rel, const struct stat *st)
+{
+	static unsigned char chunk[PROTO_CHUNK];
+
+	pbuf_start(&ob, P_FILE);
+	pbuf_str(&ob, rel);
+	pbuf_u32(&ob, st->st_mode & 0777);
+	pbuf_u64(&ob, (uint64_t)st->st_size);
+	send_frame();
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		pbuf_start(&ob, P_DATA);
+		pbuf_bytes(&ob, chunk, (size_t)n);
+		send_frame();
+	}
+	pbuf_start(&ob, P_FILE_END);
+	send_frame();
+	return 0;
+}
+
+/* A directory tree: regular files only; links and special files skipped. */
+static void send_tree(int dfd, const char *prefix, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (depth > 64 || !(d = fdopendir(dfd)))
+		return;
+	while ((de = readdir(d))) {
+		char rel[PROTO_MAX_STR];
+		struct stat st;
+		int fd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(rel, sizeof(rel), "%s%s%s", prefix, prefix[0] ? "/" : "",
+				     de->d_name) >= sizeof(rel))
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			send_file(fd, rel, &st);
+			close(fd);
+		} else if (S_ISDIR(st.st_mode))
+			send_tree(fd, rel, depth + 1);
+		else
+			close(fd);
+	}
+	closedir(d);
+}
+
+static void do_get(uint32_t len)
+{
+	struct preader r;
+	char path[PROTO_MAX_STR];
+	struct stat st;
+	int fd;
+
+	preader_init(&r, ib, len);
+	preader_str(&r, path, sizeof(path));
+	if (preader_end(&r) < 0 || !proto_path_ok(path) || rootfd < 0)
+		return send_err("malformed GET");
+	fd = open_below(path, O_RDONLY | O_NONBLOCK, 0);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return send_err("get %s: %s", path, strerror(errno));
+	if (S_ISREG(st.st_mode)) {
+		send_file(fd, "", &st);
+		close(fd);
+	} else if (S_ISDIR(st.st_mode))
+		send_tree(fd, "", 0);
+	else {
+		close(fd);
+		return send_err("get %s: not a regular file or directory", path);
+	}
+	send_ok();
+}
+
+static void do_quiesce(void)
+{
+	sync();
+	write_str("/proc/sys/vm/drop_caches", "3");
+	write_str("/proc/sys/vm/compact_memory", "1");
+	send_ok();
+}
+
+/* ---- runs ---- */
+
+struct run_req {
+	char *argv[PROTO_MAX_ARGS + 1];
+	char *env[PROTO_MAX_ENV + 1];
+	char stdin_path[PROTO_MAX_STR];
+	struct proto_run_limits l;
+};
+
+static char *dup_field(struct preader *r)
+{
+	size_t n;
+	const unsigned char *p = preader_bytes(r, PROTO_MAX_STR, &n);
+	char *s;
+
+	if (!p || memchr(p, '\0', n) || !(s = malloc(n + 1)))
+		return NULL;
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+static int parse_run(uint32_t len, struct run_req *q)
+{
+	struct preader r;
+	uint32_t argc, envc;
+
+	memset(q, 0, sizeof(*q));
+	preader_init(&r, ib, len);
+	argc = preader_u32(&r);
+	if (argc < 1 || argc > PROTO_MAX_ARGS)
+		return -1;
+	for (uint32_t i = 0; i < argc; i++)
+		if (!(q->argv[i] = dup_field(&r)))
+			return -1;
+	envc = preader_u32(&r);
+	if (envc > PROTO_MAX_ENV)
+		return -1;
+	for (uint32_t i = 0; i < envc; i++)
+		if (!(q->env[i] = dup_field(&r)))
+			return -1;
+	preader_str(&r, q->stdin_path, sizeof(q->stdin_path));
+	q->l.cpu_ms = preader_u64(&r);
+	q->l.wall_ms = preader_u64(&r);
+	q->l.memory_bytes = preader_u64(&r);
+	q->l.pids = preader_u64(&r);
+	q->l.fsize_bytes = preader_u64(&r);
+	q->l.nofile = preader_u64(&r);
+	q->l.output_bytes = preader_u64(&r);
+	if (preader_end(&r) < 0 || (q->stdin_path[0] && !proto_path_ok(q->stdin_path)))
+		return -1;
+	return 0;
+}
+
+static void free_run(struct run_req *q)
+{
+	for (size_t i = 0; q->argv[i]; i++)
+		free(q->argv[i]);
+	for (size_t i = 0; q->env[i]; i++)
+		free(q->env[i]);
+}
+
+static _Noreturn void child(const struct run_req *q, int out, int err, int in, int errfd)
+{
+	struct rlimit rl;
+	int e;
+
+	if (write_str(CG "/run/cgroup.procs", "0") < 0)
+		goto fail;
+	setsid();
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	write_str("/proc/self/oom_score_adj", "0");
+	setpriority(PRIO_PROCESS, 0, 0);
+	if (chroot(ROOT) < 0 || chdir("/work") < 0)
+		goto fail;
+	rl = (struct rlimit){0, 0};
+	setrlimit(RLIMIT_CORE, &rl);
+	rl.rlim_cur = rl.rlim_max = q->l.fsize_bytes;
+	setrlimit(RLIMIT_FSIZE, &rl);
+	rl.rlim_cur = rl.rlim_max = q->l.nofile;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	/* A backstop only: CPU is counted over the whole cgroup. */
+	rl.rlim_cur = rl.rlim_max = q->l.cpu_ms / 1000 + 2;
+	setrlimit(RLIMIT_CPU, &rl);
+	if (setgroups(0, NULL) < 0 || setresgid(STUDENT_ID, STUDENT_ID, STUDENT_ID) < 0 ||
+	    setresuid(STUDENT_ID, STUDENT_ID, STUDENT_ID) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		goto fail;
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	environ = (char **)q->env;
+	execvp(q->argv[0], q->argv);
+fail:
+	e = errno;
+	if (write(errfd, &e, sizeof(e)) < 0) {
+		/* nothing left to tell */
+	}
+	_exit(127);
+}
+
+static void kill_run(void)
+{
+	write_str(CG "/run/cgroup.kill", "1");
+}
+
+/* Forward what a pipe has, keeping at most cap bytes of each stream. */
+static int drain(int fd, unsigned stream, uint64_t *total, uint64_t cap)
+{
+	static unsigned char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 1 : 0;
+	if (n == 0)
+		return 0;
+	if (*total < cap) {
+		uint64_t room = cap - *total;
+		size_t send = (uint64_t)n < room ? (size_t)n : (size_t)room;
+		pbuf_start(&ob, P_OUT);
+		pbuf_u32(&ob, stream);
+		pbuf_bytes(&ob, buf, send);
+		send_frame();
+	}
+	*total += (uint64_t)n;
+	return 1;
+}
+
+static void do_run(uint32_t len)
+{
+	struct run_req q;
+	struct proto_exit x = {.exit_code = -1};
+	int po[2] = {-1, -1}, pe[2] = {-1, -1}, px[2] = {-1, -1}, in = -1;
+	pid_t pid;
+	uint64_t t0, t_end = 0, peak_pids = 0;
+	bool exited = false, killed = false, out_open = true, err_open = true;
+	int status = 0;
+
+	if (parse_run(len, &q) < 0 || rootfd < 0) {
+		free_run(&q);
+		return send_err("malformed RUN");
+	}
+	/* A fresh run cgroup: peaks and event counters start at zero. */
+	for (int i = 0; i < 200 && rmdir(CG "/run") < 0 && errno == EBUSY; i++)
+		usleep(5000);
+	if (mkdir(CG "/run", 0755) < 0 ||
+	    write_u64(CG "/run/memory.max", q.l.memory_bytes + disk_bytes) < 0 ||
+	    write_u64(CG "/run/pids.max", q.l.pids) < 0) {
+		x.flags = PROTO_EXIT_NOT_STARTED;
+		snprintf(x.message, sizeof(x.message), "make the run cgroup: %s", strerror(errno));
+		goto send;
+	}
+	write_str(CG "/run/memory.swap.max", "0");
+	write_str(CG "/run/cpu.weight", "100");
+	if (q.stdin_path[0])
+		in = open_below(q.stdin_path, O_RDONLY, 0);
+	else
+		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		x.flags = PROTO_EXIT_NOT_STARTED;
+		snprintf(x.message, sizeof(x.message), "open stdin: %s", strerror(errno));
+		goto send;
+	}
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(px, O_CLOEXEC) < 0) {
+		x.flags = PROTO_EXIT_NOT_STARTED;
+		snprintf(x.message, sizeof(x.message), "pipe: %s", strerror(errno));
+		goto send;
+	}
+	t0 = mono_ms();
+	pid = fork();
+	if (pid < 0) {
+		x.flags = PROTO_EXIT_NOT_STARTED;
+		snprintf(x.message, sizeof(x.message), "fork: %s", strerror(errno));
+		goto send;
+	}
+	if (pid == 0)
+		child(&q, po[1], pe[1], in, px[1]);
+	close(po[1]);
+	close(pe[1]);
+	close(px[1]);
+	po[1] = pe[1] = px[1] = -1;
+	fcntl(po[0], F_SETFL, O_NONBLOCK);
+	fcntl(pe[0], F_SETFL, O_NONBLOCK);
+
+	uint64_t kill_at = 0;
+	while (out_open || err_open || !exited) {
+		struct pollfd p[2] = {{.fd = out_open ? po[0] : -1, .events = POLLIN},
+				      {.fd = err_open ? pe[0] : -1, .events = POLLIN}};
+		poll(p, 2, TICK_MS);
+		if (out_open && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			out_open = drain(po[0], 1, &x.out_total, q.l.output_bytes);
+		if (err_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			err_open = drain(pe[0], 2, &x.err_total, q.l.output_bytes);
+		/* Reap everything: orphans of the program are our children. */
+		for (;;) {
+			int st;
+			pid_t w = waitpid(-1, &st, WNOHANG);
+			if (w <= 0)
+				break;
+			if (w == pid) {
+				exited = true;
+				status = st;
+				t_end = mono_ms();
+			}
+		}
+		uint64_t now = mono_ms();
+		uint64_t cur = read_u64(CG "/run/pids.current");
+		if (cur > peak_pids)
+			peak_pids = cur;
+		if (!killed) {
+			uint64_t cpu_us = stat_key(CG "/run/cpu.stat", "usage_usec");
+			uint64_t anon = stat_key(CG "/run/memory.stat", "anon");
+			if (cpu_us / 1000 > q.l.cpu_ms)
+				x.killed_for |= HIT_CPU;
+			else if (!exited && now - t0 > q.l.wall_ms)
+				x.killed_for |= HIT_WALL;
+			else if (anon > q.l.memory_bytes)
+				x.killed_for |= HIT_MEMORY;
+			if (x.killed_for || exited) {
+				/* The program is done (or out of a limit): no daemon
+				 * outlives it, and its pipes reach EOF. */
+				kill_run();
+				killed = true;
+				kill_at = now;
+				if (!exited)
+					t_end = now;
+			}
+		} else if (now - kill_at > 200) {
+			kill_run();
+			kill_at = now;
+		}
+	}
+	int e;
+	if (read(px[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+		x.flags |= PROTO_EXIT_EXEC_FAILED;
+		snprintf(x.message, sizeof(x.message), "cannot execute '%s': %s", q.argv[0],
+			 strerror(e));
+	}
+	if (WIFEXITED(status)) {
+		x.flags |= PROTO_EXIT_EXITED;
+		x.exit_code = WEXITSTATUS(status);
+	} else if (WIFSIGNALED(status)) {
+		x.flags |= PROTO_EXIT_SIGNALED;
+		x.signal = WTERMSIG(status);
+	}
+	x.wall_ms = t_end - t0;
+	x.cpu_ms = stat_key(CG "/run/cpu.stat", "usage_usec") / 1000;
+	x.peak_memory_kib = read_u64(CG "/run/memory.peak") / 1024;
+	x.peak_pids = peak_pids;
+	if (stat_key(CG "/run/memory.events", "oom_kill") > 0)
+		x.flags |= PROTO_EXIT_OOM_KILL;
+	if (stat_key(CG "/run/pids.events", "max") > 0)
+		x.flags |= PROTO_EXIT_PIDS_HIT;
+	struct statfs sf;
+	if (statfs("/rw", &sf) == 0 && sf.f_bavail == 0)
+		x.flags |= PROTO_EXIT_DISK_FULL;
+send:
+	for (int i = 0; i < 2; i++) {
+		if (po[i] >= 0)
+			close(po[i]);
+		if (pe[i] >= 0)
+			close(pe[i]);
+		if (px[i] >= 0)
+			close(px[i]);
+	}
+	if (in >= 0)
+		close(in);
+	free_run(&q);
+	pbuf_start(&ob, P_EXIT);
+	pbuf_u32(&ob, x.flags);
+	pbuf_u32(&ob, x.killed_for);
+	pbuf_u32(&ob, (uint32_t)x.exit_code);
+	pbuf_u32(&ob, (uint32_t)x.signal);
+	pbuf_u64(&ob, x.cpu_ms);
+	pbuf_u64(&ob, x.wall_ms);
+	pbuf_u64(&ob, x.peak_memory_kib);
+	pbuf_u64(&ob, x.peak_pids);
+	pbuf_u64(&ob, x.out_total);
+	pbuf_u64(&ob, x.err_total);
+	pbuf_str(&ob, x.message);
+	send_frame();
+}
+
+int main(void)
+{
+	if (getpid() != 1) {
+		fprintf(stderr, "proctor-agent: this is a microVM's init; it runs as PID 1 only\n");
+		return 2;
+	}
+	if (!(ib = malloc(PROTO_MAX_PAYLOAD)))
+		halt("malloc");
+	boot();
+	hello();
+	for (;;) {
+		uint32_t len;
+		unsigned t = recv_frame(&len);
+
+		switch (t) {
+		case P_SETUP:
+			do_setup(len);
+			break;
+		case P_MKDIR:
+			do_mkdir(len);
+			break;
+		case P_PUT:
+			do_put(len);
+			break;
+		case P_GET:
+			do_get(len);
+			break;
+		case P_RUN:
+			do_run(len);
+			break;
+		case P_QUIESCE:
+			do_quiesce();
+			break;
+		case P_PING:
+			send_ok();
+			break;
+		default:
+			send_err("unknown request type %u", t);
+			break;
+		}
+	}
+}

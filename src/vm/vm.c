@@ -1,0 +1,1611 @@
+/*
+ * The microVM backend: each sandbox is a QEMU `microvm` guest with its own
+ * kernel, restored from a snapshot of a booted, idle guest.
+ *
+ * Theory of operation
+ * -------------------
+ * The guest side is hypervisor-neutral: an image's read-only filesystem
+ * (rootfs.squashfs), Debian's cloud kernel booted through PVH (vm/vmlinux of
+ * the image) and an initramfs holding the modules and proctor-agent as init
+ * (agent/agent.c).  The host talks to the agent over one virtio-serial port
+ * with the protocol of vm/proto.h; every byte the guest sends is parsed with
+ * caps on lengths and counts, and a guest that stops answering is killed.
+ *
+ * create() leases a slot (the jail's: uid, cgroups, lock), picks the RAM
+ * shape, and restores the snapshot for (image, kernel, initramfs, agent,
+ * QEMU, shape, command line, host CPU, TSC rate) -- building it first if
+ * there is none: a cold boot to the agent's hello, P_QUIESCE (sync, drop
+ * caches: init_on_free=1 makes freed pages zero, so the saved state holds
+ * only what is in use), then a QMP migrate to a file.  The guest is not
+ * stopped first: a restored guest resumes in the run state it was saved in.  A restore starts
+ * QEMU with -incoming on that file; the guest continues where it was, blocked
+ * reading the channel, and the host's P_SETUP gives it fresh random bytes, the
+ * clock and its writable tree.  Guest RAM is loaded from the state (zero
+ * pages skipped), not mapped from a shared file: QEMU 7.2 can only map a
+ * file it may write, and no QEMU may be able to write a snapshot that
+ * later sandboxes restore.
+ *
+ * QEMU is untrusted surface.  It runs as the slot's uid in the slot's
+ * cgroups (memory = guest RAM + overhead, pids), in new mount, network, IPC
+ * and UTS namespaces whose root is a tmpfs holding only /usr (read-only),
+ * a /dev with null and urandom (and kvm when used), the image (read-only),
+ * the kit (read-only) and the VM's run directory, with no_new_privs,
+ * PDEATHSIG and QEMU's own seccomp filter (-sandbox on, spawn and
+ * privilege changes denied).  It has no network device at all.
+ *
+ * Limits: the agent enforces a run's limits inside the guest (cgroup v2,
+ * rlimits, uid 1000); the host adds the hard ones: the wall clock (the VM is
+ * killed when no answer comes in time) and QEMU's own cgroup.  destroy()
+ * kills QEMU, waits for the slot's cgroups to empty and removes the run
+ * directory.
+ */
+#include "vm/vm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/klog.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "jail/cgroup.h"
+#include "jail/slot.h"
+#include "util.h"
+#include "vm/kit.h"
+#include "vm/proto.h"
+
+#ifndef QEMU_BINARY
+#define QEMU_BINARY "/usr/bin/qemu-system-x86_64"
+#endif
+
+static const unsigned shapes_mib[] = {512, 1024, 2048, 4096};
+
+/* Fixed fds in the QEMU process. */
+enum { QFD_CHAN = 3, QFD_QMP = 4, QFD_INCOMING = 5 };
+
+/* Host-side budgets: how long the guest may take to answer. */
+#define BOOT_TIMEOUT_MS	    120000u
+#define RESTORE_TIMEOUT_MS  60000u
+#define REQUEST_TIMEOUT_MS  60000u
+#define RUN_GRACE_MS	    15000u
+#define QEMU_OVERHEAD_BYTES (384ull << 20)
+
+struct vm {
+	struct sandbox base;
+	struct slot slot;
+	struct cgroup_slot cg;
+	bool have_slot, have_cg, cg_run;
+	pid_t pid;
+	int pidfd;
+	int chan;
+	int qmp;
+	bool dead; /* killed or broken: every later verb fails */
+	char run_dir[PATH_MAX];
+	char console[PATH_MAX];
+	uint64_t disk_bytes;
+	unsigned ram_mib;
+	struct pbuf ob;
+	unsigned char *ib;
+};
+
+static struct vm_timing last_timing;
+
+void vm_last_timing(struct vm_timing *ret)
+{
+	*ret = last_timing;
+}
+
+/* ---- host facts ---- */
+
+static unsigned host_tsc_khz(void)
+{
+	char buf[1 << 16];
+	int n;
+	FILE *f;
+
+	/* The kernel's own calibration, as it printed it at boot. */
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		char *p = strstr(buf, "tsc: Detected ");
+		if (!p)
+			p = strstr(buf, "tsc: Refined TSC clocksource calibration: ");
+		if (p) {
+			p = strchr(p, ':') + 1;
+			while (*p && (*p < '0' || *p > '9'))
+				p++;
+			double mhz = strtod(p, NULL);
+			if (mhz > 100)
+				return (unsigned)(mhz * 1000 + 0.5);
+		}
+	}
+	/* Else what /proc/cpuinfo says of the first CPU. */
+	f = fopen("/proc/cpuinfo", "re");
+	while (f && fgets(buf, sizeof(buf), f)) {
+		if (strncmp(buf, "cpu MHz", 7) == 0) {
+			char *c = strchr(buf, ':');
+			fclose(f);
+			return c ? (unsigned)(strtod(c + 1, NULL) * 1000 + 0.5) : 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	return 0;
+}
+
+static void host_cpu_model(char *buf, size_t cap)
+{
+	char line[512];
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	snprintf(buf, cap, "unknown");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "model name", 10) == 0) {
+			char *c = strchr(line, ':');
+			if (c) {
+				c++;
+				c[strcspn(c, "\n")] = '\0';
+				snprintf(buf, cap, "%s", c + (*c == ' '));
+			}
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* The first line of `qemu -version`, cached for the process. */
+static int qemu_version(char *buf, size_t cap, struct err *e)
+{
+	static char cached[128];
+	int p[2];
+	pid_t pid;
+
+	if (cached[0]) {
+		snprintf(buf, cap, "%s", cached);
+		return 0;
+	}
+	if (access(QEMU_BINARY, X_OK) < 0)
+		return err_set(e, errno,
+			       "QEMU (%s) is not installed (apt-get install "
+			       "qemu-system-x86)",
+			       QEMU_BINARY);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_set(e, errno, "pipe");
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return err_set(e, errno, "fork");
+	}
+	if (pid == 0) {
+		dup2(p[1], 1);
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(nul, 2);
+		execl(QEMU_BINARY, QEMU_BINARY, "-version", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	ssize_t n = read(p[0], cached, sizeof(cached) - 1);
+	close(p[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		cached[0] = '\0';
+		return err_set(e, 0, "%s -version failed", QEMU_BINARY);
+	}
+	cached[n] = '\0';
+	cached[strcspn(cached, "\n")] = '\0';
+	snprintf(buf, cap, "%s", cached);
+	return 0;
+}
+
+int vm_host_info(struct vm_host *ret, struct err *e)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (qemu_version(ret->qemu, sizeof(ret->qemu), e) < 0)
+		return -1;
+	ret->kvm = host_has_kvm(ret->why, sizeof(ret->why));
+	snprintf(ret->accel, sizeof(ret->accel), "%s", ret->kvm ? "kvm" : "tcg");
+	ret->tsc_khz = host_tsc_khz();
+	return 0;
+}
+
+/* proctor-agent next to the proctor binary, or in ../libexec. */
+static int agent_path(char *buf, size_t len, struct err *e)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0)
+		return err_set(e, errno, "readlink /proc/self/exe");
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(buf, len, "%s/proctor-agent", self);
+	if (access(buf, R_OK) == 0)
+		return 0;
+	snprintf(buf, len, "%s/../libexec/proctor-agent", self);
+	if (access(buf, R_OK) == 0)
+		return 0;
+	return err_set(e, 0, "proctor-agent (the guest's init) not found next to proctor (%s)",
+		       self);
+}
+
+/* ---- paths of an image ---- */
+
+struct vm_image {
+	char dir[PATH_MAX]; /* images/<name>/<version> */
+	char vmlinux[PATH_MAX];
+	char modules[PATH_MAX];
+	char squashfs[PATH_MAX];
+	char digest[72]; /* of the rootfs tree, from image.json */
+};
+
+static int image_paths(const char *system_dir, struct vm_image *im, struct err *e)
+{
+	char json[PATH_MAX + 16];
+	json_error_t je;
+	json_t *j;
+	const char *d;
+
+	if (!system_dir || strcmp(system_dir, "/") == 0)
+		return err_set(e, 0,
+			       "isolation 'vm' needs an image: pin one (image: NAME@VERSION "
+			       "in assignment.yaml, or --image); the host's own tree cannot "
+			       "boot as a guest");
+	snprintf(im->dir, sizeof(im->dir), "%s", system_dir);
+	char *slash = strrchr(im->dir, '/');
+	if (!slash || strcmp(slash, "/rootfs") != 0)
+		return err_set(e, 0, "'%s' is not an image's rootfs directory", system_dir);
+	*slash = '\0';
+	snprintf(im->vmlinux, sizeof(im->vmlinux), "%s/vm/vmlinux", im->dir);
+	snprintf(im->modules, sizeof(im->modules), "%s/vm/modules", im->dir);
+	snprintf(im->squashfs, sizeof(im->squashfs), "%s/rootfs.squashfs", im->dir);
+	snprintf(json, sizeof(json), "%s/image.json", im->dir);
+	if (access(im->vmlinux, R_OK) < 0)
+		return err_set(e, errno,
+			       "image %s has no guest kernel (%s); rebuild it with "
+			       "'proctor image build'",
+			       im->dir, im->vmlinux);
+	if (access(im->squashfs, R_OK) < 0)
+		return err_set(e, errno, "image %s: %s", im->dir, im->squashfs);
+	j = json_load_file(json, 0, &je);
+	if (!j || !(d = json_string_value(json_object_get(j, "digest")))) {
+		json_decref(j);
+		return err_set(e, 0, "image %s: %s is missing or has no digest", im->dir, json);
+	}
+	snprintf(im->digest, sizeof(im->digest), "%s", d);
+	json_decref(j);
+	return 0;
+}
+
+/* ---- the channel ---- */
+
+static int vm_fail(struct vm *v, struct err *e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void vm_kill(struct vm *v)
+{
+	if (v->pid > 0) {
+		if (v->pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, v->pidfd, SIGKILL, NULL, 0);
+		else
+			kill(v->pid, SIGKILL);
+		waitpid(v->pid, NULL, 0);
+		v->pid = 0;
+	}
+	v->dead = true;
+}
+
+/* The last non-empty line of a log of the run directory, for messages. */
+static void log_tail(const struct vm *v, const char *name, char *buf, size_t cap)
+{
+	char path[PATH_MAX + 32], tmp[4096];
+	int fd;
+	ssize_t n;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", v->run_dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	n = pread(fd, tmp, sizeof(tmp) - 1,
+		  end > (off_t)sizeof(tmp) - 1 ? end - (off_t)sizeof(tmp) + 1 : 0);
+	close(fd);
+	if (n <= 0)
+		return;
+	tmp[n] = '\0';
+	while (n > 0 && (tmp[n - 1] == '\n' || tmp[n - 1] == '\r'))
+		tmp[--n] = '\0';
+	char *line = strrchr(tmp, '\n');
+	line = line ? line + 1 : tmp;
+	for (char *c = line; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	snprintf(buf, cap, "%s", line);
+}
+
+/* The guest broke the protocol or went silent: kill it and say so, with
+ * the last words of QEMU and of the guest's console. */
+static int vm_fail(struct vm *v, struct err *e, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[512], qlog[256], clog[256];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	vm_kill(v);
+	log_tail(v, "qemu.log", qlog, sizeof(qlog));
+	log_tail(v, "console.log", clog, sizeof(clog));
+	return err_set(e, 0,
+		       "microVM: %s (the VM was killed; QEMU said: '%s'; the guest's "
+		       "console said: '%s')",
+		       msg, qlog, clog);
+}
+
+static int chan_send(struct vm *v, struct err *e)
+{
+	if (pbuf_finish(&v->ob) < 0)
+		return err_set(e, E2BIG, "microVM: a request is larger than the protocol allows");
+	if (write_all(v->chan, v->ob.data, v->ob.len) < 0)
+		return vm_fail(v, e, "writing to the guest: %s", strerror(errno));
+	return 0;
+}
+
+/* Read exactly n bytes before the deadline (CLOCK_MONOTONIC ns). */
+static int chan_read(struct vm *v, void *buf, size_t n, uint64_t deadline, struct err *e)
+{
+	unsigned char *p = buf;
+
+	while (n) {
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			return vm_fail(v, e, "the guest agent did not answer in time");
+		struct pollfd pfd = {.fd = v->chan, .events = POLLIN};
+		int ms = (int)((deadline - now) / 1000000) + 1;
+		int r = poll(&pfd, 1, ms);
+		if (r < 0 && errno != EINTR)
+			return vm_fail(v, e, "poll: %s", strerror(errno));
+		if (r <= 0)
+			continue;
+		ssize_t got = read(v->chan, p, n);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got <= 0)
+			return vm_fail(v, e, "the guest closed the channel (QEMU exited?)");
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/* One frame from the guest; its payload is in v->ib. */
+static int chan_recv(struct vm *v, unsigned *type, uint32_t *len, uint64_t deadline, struct err *e)
+{
+	unsigned char h[PROTO_HEADER];
+
+	if (chan_read(v, h, sizeof(h), deadline, e) < 0)
+		return -1;
+	if (proto_header(h, type, len) < 0)
+		return vm_fail(v, e, "the guest sent a malformed frame header");
+	return chan_read(v, v->ib, *len, deadline, e);
+}
+
+static uint64_t deadline_in(uint64_t ms)
+{
+	return now_ns() + ms * 1000000ull;
+}
+
+/* Wait for P_OK; P_ERR becomes the error (the VM stays usable). */
+static int expect_ok(struct vm *v, uint64_t timeout_ms, const char *what, struct err *e)
+{
+	unsigned t;
+	uint32_t len;
+	char msg[512];
+
+	if (chan_recv(v, &t, &len, deadline_in(timeout_ms), e) < 0)
+		return -1;
+	if (t == P_OK && len == 0)
+		return 0;
+	if (t == P_ERR && proto_parse_err(v->ib, len, msg, sizeof(msg)) == 0)
+		return err_set(e, 0, "%s: the guest agent says: %s", what, msg);
+	return vm_fail(v, e, "%s: unexpected answer (type %u)", what, t);
+}
+
+/* ---- QEMU ---- */
+
+struct qemu_cmd {
+	char *argv[64];
+	size_t argc;
+	char strs[16][1024];
+	size_t nstr;
+};
+
+static void qa(struct qemu_cmd *c, const char *s)
+{
+	if (c->argc < sizeof(c->argv) / sizeof(c->argv[0]) - 1)
+		c->argv[c->argc++] = (char *)s;
+	c->argv[c->argc] = NULL;
+}
+
+static void qaf(struct qemu_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void qaf(struct qemu_cmd *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->nstr >= sizeof(c->strs) / sizeof(c->strs[0]))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->strs[c->nstr], sizeof(c->strs[0]), fmt, ap);
+	va_end(ap);
+	qa(c, c->strs[c->nstr++]);
+}
+
+/* The guest kernel's command line: part of the snapshot key. */
+static void kernel_cmdline(char *buf, size_t cap, const struct vm_host *h)
+{
+	snprintf(buf, cap,
+		 "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init init_on_free=1 "
+		 "tsc_early_khz=%u nokaslr random.trust_cpu=off mitigations=off "
+		 "cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1",
+		 h->tsc_khz);
+}
+
+/* The machine: identical for a snapshot's boot and every restore of it.
+ * Paths are those inside QEMU's own root (see qemu_child). */
+static void qemu_argv(struct qemu_cmd *c, const struct vm_host *h, unsigned ram_mib, bool incoming)
+{
+	char cmdline[512];
+
+	kernel_cmdline(cmdline, sizeof(cmdline), h);
+	qa(c, "qemu-system-x86_64");
+	qa(c, "-M");
+	qa(c, "microvm,rtc=on,acpi=on,pit=on,pic=on,isa-serial=on");
+	qa(c, "-accel");
+	qa(c, h->kvm ? "kvm" : "tcg,tb-size=128");
+	qa(c, "-cpu");
+	qa(c, h->kvm ? "host" : "max");
+	qa(c, "-smp");
+	qa(c, "1");
+	qa(c, "-m");
+	qaf(c, "%u", ram_mib);
+	qa(c, "-nodefaults");
+	qa(c, "-no-user-config");
+	qa(c, "-display");
+	qa(c, "none");
+	qa(c, "-no-reboot");
+	qa(c, "-kernel");
+	qa(c, "/img/vm/vmlinux");
+	qa(c, "-initrd");
+	qa(c, "/kit/initramfs.cpio");
+	qa(c, "-append");
+	qaf(c, "%s", cmdline);
+	qa(c, "-serial");
+	qa(c, "file:/run/console.log");
+	qa(c, "-drive");
+	qa(c, "id=root,file=/img/rootfs.squashfs,format=raw,if=none,readonly=on");
+	qa(c, "-device");
+	qa(c, "virtio-blk-device,drive=root");
+	qa(c, "-device");
+	qa(c, "virtio-serial-device,max_ports=2");
+	qa(c, "-chardev");
+	qaf(c, "socket,id=agent,fd=%d", QFD_CHAN);
+	qa(c, "-device");
+	qa(c, "virtserialport,chardev=agent,name=proctor");
+	qa(c, "-chardev");
+	qaf(c, "socket,id=qmp,fd=%d", QFD_QMP);
+	qa(c, "-mon");
+	qa(c, "chardev=qmp,mode=control");
+	qa(c, "-sandbox");
+	qa(c, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
+	if (incoming) {
+		qa(c, "-incoming");
+		qaf(c, "fd:%d", QFD_INCOMING);
+	}
+}
+
+static int bind_ro(const char *src, const char *dst, bool rec)
+{
+	if (mount(src, dst, NULL, MS_BIND | (rec ? MS_REC : 0), NULL) < 0)
+		return -1;
+	return mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		     NULL);
+}
+
+static int touch(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	return fd < 0 ? -1 : close(fd);
+}
+
+/* In the child: QEMU's own root, holding only what it needs. */
+static int qemu_root(const char *root, const struct vm *v, const struct vm_image *im,
+		     const char *kit_dir, bool kvm)
+{
+	char p[PATH_MAX];
+	static const char *const links[][2] = {
+	    {"usr/bin", "bin"}, {"usr/lib", "lib"}, {"usr/lib64", "lib64"}, {"usr/sbin", "sbin"}};
+	static const char *const devs[] = {"null", "zero", "urandom", "kvm"};
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, links[i][1]);
+		if (symlink(links[i][0], p) < 0)
+			return -1;
+	}
+	static const char *const dirs[] = {"usr", "dev", "img", "kit", "run", "old", "tmp"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
+		if (mkdir(p, 0755) < 0)
+			return -1;
+	}
+	snprintf(p, sizeof(p), "%s/usr", root);
+	if (bind_ro("/usr", p, true) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
+		char src[64];
+		if (strcmp(devs[i], "kvm") == 0 && !kvm)
+			continue;
+		snprintf(src, sizeof(src), "/dev/%s", devs[i]);
+		snprintf(p, sizeof(p), "%s/dev/%s", root, devs[i]);
+		if (touch(p) < 0 || mount(src, p, NULL, MS_BIND, NULL) < 0)
+			return -1;
+	}
+	snprintf(p, sizeof(p), "%s/img", root);
+	if (bind_ro(im->dir, p, false) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/kit", root);
+	if (bind_ro(kit_dir, p, false) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/run", root);
+	if (mount(v->run_dir, p, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/old", root);
+	if (syscall(SYS_pivot_root, root, p) < 0 || chdir("/") < 0 ||
+	    umount2("/old", MNT_DETACH) < 0 || rmdir("/old") < 0)
+		return -1;
+	return mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		     NULL);
+}
+
+static _Noreturn void qemu_child(struct vm *v, const struct vm_image *im, const char *kit_dir,
+				 bool kvm, char *const argv[], int chan, int qmp, int incoming,
+				 int log_fd, const int *cg_fds, size_t n_cg, int err_fd)
+{
+	char root[PATH_MAX];
+	const char *step = "join the slot's cgroups";
+	struct rlimit rl;
+
+	for (size_t i = 0; i < n_cg; i++)
+		if (write(cg_fds[i], "0", 1) != 1)
+			goto fail;
+	step = "set up fds";
+	if (dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
+		goto fail;
+	/* Fixed numbers: move each above the range first, then into place. */
+	int hi_chan = fcntl(chan, F_DUPFD, 100), hi_qmp = fcntl(qmp, F_DUPFD, 100);
+	int hi_in = incoming >= 0 ? fcntl(incoming, F_DUPFD, 100) : -1;
+	int hi_err = fcntl(err_fd, F_DUPFD_CLOEXEC, 100);
+	if (hi_chan < 0 || hi_qmp < 0 || hi_err < 0 || dup2(hi_chan, QFD_CHAN) < 0 ||
+	    dup2(hi_qmp, QFD_QMP) < 0 || (hi_in >= 0 && dup2(hi_in, QFD_INCOMING) < 0))
+		goto fail;
+	err_fd = hi_err;
+	int nul = open("/dev/null", O_RDONLY);
+	if (nul < 0 || dup2(nul, 0) < 0)
+		goto fail;
+	for (int fd = QFD_INCOMING + (hi_in >= 0); fd < 1024; fd++)
+		if (fd != err_fd)
+			close(fd);
+	step = "unshare namespaces";
+	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
+		goto fail;
+	step = "build QEMU's root";
+	snprintf(root, sizeof(root), "%s/root", v->slot.dir);
+	if (qemu_root(root, v, im, kit_dir, kvm) < 0)
+		goto fail;
+	step = "set limits";
+	rl = (struct rlimit){0, 0};
+	setrlimit(RLIMIT_CORE, &rl);
+	rl = (struct rlimit){256, 256};
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		goto fail;
+	step = "drop privileges";
+	if (setgroups(0, NULL) < 0 || setresgid(v->slot.gid, v->slot.gid, v->slot.gid) < 0 ||
+	    setresuid(v->slot.uid, v->slot.uid, v->slot.uid) < 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		goto fail;
+	if (getppid() == 1)
+		_exit(127);
+	step = "exec QEMU";
+	char *envp[] = {(char *)"PATH=/usr/bin", NULL};
+	execve(QEMU_BINARY, argv, envp);
+fail:;
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg), "%s: %s", step, strerror(errno));
+	if (write(err_fd, msg, (size_t)n) < 0) {
+		/* nothing left to tell */
+	}
+	_exit(127);
+}
+
+/* Start QEMU for v.  incoming_fd >= 0: restore from that state file. */
+static int qemu_start(struct vm *v, const struct vm_host *h, const struct vm_image *im,
+		      const char *kit_dir, int incoming_fd, struct err *e)
+{
+	struct qemu_cmd c = {0};
+	int chan[2] = {-1, -1}, qmp[2] = {-1, -1}, errp[2] = {-1, -1}, log_fd = -1;
+	int cg_fds[8];
+	size_t n_cg = 0;
+	char log[PATH_MAX + 16];
+	struct limits l;
+	int rc = -1;
+
+	qemu_argv(&c, h, v->ram_mib, incoming_fd >= 0);
+	limits_default(&l);
+	l.memory_bytes = ((uint64_t)v->ram_mib << 20) + QEMU_OVERHEAD_BYTES;
+	l.disk_bytes = 0;
+	l.pids = 64;
+	if (cgroup_run_begin(&v->cg, &l, cg_fds, &n_cg, e) < 0)
+		return err_wrap(e, "microVM: QEMU's cgroup");
+	v->cg_run = true;
+	snprintf(log, sizeof(log), "%s/qemu.log", v->run_dir);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qmp) < 0 ||
+	    pipe2(errp, O_CLOEXEC) < 0 ||
+	    (log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644)) <
+		0) {
+		err_set(e, errno, "microVM: set up QEMU's channels");
+		goto out;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		err_set(e, errno, "microVM: fork");
+		goto out;
+	}
+	if (pid == 0)
+		qemu_child(v, im, kit_dir, h->kvm, c.argv, chan[1], qmp[1], incoming_fd, log_fd,
+			   cg_fds, n_cg, errp[1]);
+	v->pid = pid;
+	v->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	close(take_fd(&errp[1]));
+	char msg[256];
+	ssize_t n = read(errp[0], msg, sizeof(msg) - 1);
+	if (n > 0) {
+		msg[n] = '\0';
+		waitpid(pid, NULL, 0);
+		v->pid = 0;
+		err_set(e, 0, "microVM: starting QEMU: %s", msg);
+		goto out;
+	}
+	v->chan = take_fd(&chan[0]);
+	v->qmp = take_fd(&qmp[0]);
+	rc = 0;
+out:
+	for (size_t i = 0; i < n_cg; i++)
+		close(cg_fds[i]);
+	for (int i = 0; i < 2; i++) {
+		xclose(chan[i]);
+		xclose(qmp[i]);
+		xclose(errp[i]);
+	}
+	xclose(log_fd);
+	return rc;
+}
+
+/* ---- QMP, for saving snapshots ---- */
+
+/* Send one command (optionally passing an fd) and wait for its answer,
+ * skipping events.  0 on {"return"}, -1 with QEMU's message otherwise. */
+static int qmp_cmd(struct vm *v, const char *cmd, int pass_fd, json_t **ret, struct err *e)
+{
+	static char buf[65536];
+	size_t have = 0;
+	struct msghdr mh = {0};
+	struct iovec iov = {.iov_base = (void *)cmd, .iov_len = strlen(cmd)};
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);
+
+	if (ret)
+		*ret = NULL;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (pass_fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+	}
+	if (cmd[0] && sendmsg(v->qmp, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len)
+		return err_set(e, errno, "QMP: send");
+	for (;;) {
+		char *nl;
+		while ((nl = memchr(buf, '\n', have))) {
+			json_error_t je;
+			size_t linelen = (size_t)(nl - buf) + 1;
+			json_t *j = json_loadb(buf, linelen, 0, &je);
+			memmove(buf, buf + linelen, have - linelen);
+			have -= linelen;
+			if (!j)
+				continue;
+			if (json_object_get(j, "QMP") && !cmd[0]) {
+				json_decref(j);
+				return 0; /* the greeting */
+			}
+			json_t *r = json_object_get(j, "return");
+			json_t *er = json_object_get(j, "error");
+			if (r) {
+				if (ret)
+					*ret = json_incref(r);
+				json_decref(j);
+				return 0;
+			}
+			if (er) {
+				const char *desc = json_string_value(json_object_get(er, "desc"));
+				err_set(e, 0, "QMP: %s", desc ? desc : "error");
+				json_decref(j);
+				return -1;
+			}
+			json_decref(j);
+		}
+		uint64_t now = now_ns();
+		if (now >= deadline || have == sizeof(buf))
+			return err_set(e, ETIMEDOUT, "QMP: no answer");
+		struct pollfd pfd = {.fd = v->qmp, .events = POLLIN};
+		if (poll(&pfd, 1, (int)((deadline - now) / 1000000) + 1) <= 0)
+			continue;
+		ssize_t n = read(v->qmp, buf + have, sizeof(buf) - have);
+		if (n <= 0)
+			return err_set(e, errno, "QMP: QEMU closed the monitor");
+		have += (size_t)n;
+	}
+}
+
+/* ---- kit and snapshot caches ---- */
+
+static int file_sha(const char *path, char hex[65], struct err *e)
+{
+	struct digest *d = digest_new();
+
+	if (!d)
+		return err_set(e, ENOMEM, "digest");
+	if (digest_update_file(d, path, e) < 0) {
+		digest_free(d);
+		return -1;
+	}
+	digest_final(d, hex);
+	return 0;
+}
+
+/* <state>/vm/kits/<key>/initramfs.cpio for this image's modules and this
+ * agent, made once (under a lock) and never changed. */
+static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, size_t cap,
+		       char kit_sha[65], struct err *e)
+{
+	char agent[PATH_MAX], asha[65], path[PATH_MAX + 32], lock[PATH_MAX + 8], key[65];
+	struct digest *d;
+	int lfd, rc = -1;
+
+	if (agent_path(agent, sizeof(agent), e) < 0 || file_sha(agent, asha, e) < 0)
+		return -1;
+	if (!(d = digest_new()))
+		return err_set(e, ENOMEM, "digest");
+	digest_update_str(d, asha);
+	digest_update_str(d, im->dir);
+	digest_update_str(d, im->digest);
+	digest_final(d, key);
+	snprintf(ret, cap, "%s/vm/kits/%.32s", state, key);
+	snprintf(path, sizeof(path), "%s/initramfs.cpio", ret);
+	if (access(path, R_OK) == 0)
+		return file_sha(path, kit_sha, e);
+	snprintf(lock, sizeof(lock), "%s/vm/kits", state);
+	if (mkdir_p_at(AT_FDCWD, lock, 0755, 0, 0, e) < 0)
+		return -1;
+	snprintf(lock, sizeof(lock), "%s.lock", ret);
+	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
+		err_set(e, errno, "lock %s", lock);
+		goto out;
+	}
+	if (access(path, R_OK) != 0) {
+		if (mkdir(ret, 0755) < 0 && errno != EEXIST) {
+			err_set(e, errno, "mkdir %s", ret);
+			goto out;
+		}
+		unlink(path);
+		if (vm_initramfs_write(path, agent, im->modules, e) < 0)
+			goto out;
+	}
+	rc = file_sha(path, kit_sha, e);
+out:
+	xclose(lfd);
+	return rc;
+}
+
+/* The key of a snapshot: everything that shapes the machine. */
+static int snapshot_key(const struct vm_host *h, const struct vm_image *im, const char *kit_sha,
+			unsigned ram_mib, char key[65], struct err *e)
+{
+	char vsha[65], cpu[256], cmdline[512];
+	struct qemu_cmd c = {0};
+	struct digest *d;
+
+	if (file_sha(im->vmlinux, vsha, e) < 0)
+		return -1;
+	host_cpu_model(cpu, sizeof(cpu));
+	kernel_cmdline(cmdline, sizeof(cmdline), h);
+	qemu_argv(&c, h, ram_mib, false);
+	if (!(d = digest_new()))
+		return err_set(e, ENOMEM, "digest");
+	digest_update_str(d, "proctor-vm-snapshot 1\n");
+	digest_update_str(d, im->digest);
+	digest_update_str(d, vsha);
+	digest_update_str(d, kit_sha);
+	digest_update_str(d, h->qemu);
+	digest_update_str(d, cpu);
+	for (size_t i = 0; i < c.argc; i++) {
+		digest_update_str(d, c.argv[i]);
+		digest_update(d, "\0", 1);
+	}
+	digest_final(d, key);
+	return 0;
+}
+
+static int wait_hello(struct vm *v, uint64_t timeout_ms, struct err *e)
+{
+	unsigned t;
+	uint32_t len;
+	struct proto_hello hl;
+
+	if (chan_recv(v, &t, &len, deadline_in(timeout_ms), e) < 0)
+		return err_wrap(e, "waiting for the guest to boot");
+	if (t != P_HELLO || proto_parse_hello(v->ib, len, &hl) < 0)
+		return vm_fail(v, e, "the guest's first message is not a valid hello");
+	if (hl.version != PROTO_VERSION)
+		return vm_fail(v, e, "the guest agent speaks protocol %u, not %u", hl.version,
+			       PROTO_VERSION);
+	return 0;
+}
+
+static int setup_guest(struct vm *v, uint64_t timeout_ms, struct err *e)
+{
+	unsigned char seed[64];
+	struct timespec ts;
+
+	/* Fresh per sandbox, after any restore: two VMs of one snapshot share
+	 * neither randomness nor a stale clock. */
+	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		return err_set(e, errno, "getrandom");
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pbuf_start(&v->ob, P_SETUP);
+	pbuf_u64(&v->ob, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	pbuf_u64(&v->ob, v->disk_bytes);
+	pbuf_bytes(&v->ob, seed, sizeof(seed));
+	if (chan_send(v, e) < 0)
+		return -1;
+	return expect_ok(v, timeout_ms, "setting up the guest", e);
+}
+
+/* Boot a cold VM to the hello, quiesce it and save its state to `state`. */
+static int snapshot_save(struct vm *v, const struct vm_host *h, const struct vm_image *im,
+			 const char *kit_dir, const char *state, struct err *e)
+{
+	char tmp[PATH_MAX + 16];
+	json_t *r = NULL;
+	int fd = -1, rc = -1;
+
+	if (qemu_start(v, h, im, kit_dir, -1, e) < 0 || wait_hello(v, BOOT_TIMEOUT_MS, e) < 0)
+		return err_wrap(e, "booting the snapshot VM");
+	pbuf_start(&v->ob, P_QUIESCE);
+	if (chan_send(v, e) < 0 || expect_ok(v, REQUEST_TIMEOUT_MS, "quiesce", e) < 0)
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", state);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_set(e, errno, "create %s", tmp);
+	if (qmp_cmd(v, "", -1, NULL, e) < 0 ||
+	    qmp_cmd(v, "{\"execute\":\"qmp_capabilities\"}\n", -1, NULL, e) < 0 ||
+	    qmp_cmd(v, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", fd, NULL,
+		    e) < 0 ||
+	    qmp_cmd(v, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1, NULL,
+		    e) < 0)
+		goto out;
+	for (uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);;) {
+		if (qmp_cmd(v, "{\"execute\":\"query-migrate\"}\n", -1, &r, e) < 0)
+			goto out;
+		const char *st = json_string_value(json_object_get(r, "status"));
+		if (st && strcmp(st, "completed") == 0)
+			break;
+		if (!st || strcmp(st, "failed") == 0 || strcmp(st, "cancelled") == 0 ||
+		    now_ns() > deadline) {
+			err_set(e, 0, "saving the snapshot: migration %s", st ? st : "?");
+			goto out;
+		}
+		json_decref(r);
+		r = NULL;
+		usleep(10000);
+	}
+	if (fsync(fd) < 0 || rename(tmp, state) < 0) {
+		err_set(e, errno, "store %s", state);
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(r);
+	xclose(fd);
+	if (rc < 0)
+		unlink(tmp);
+	vm_kill(v);
+	return rc;
+}
+
+/* ---- the sandbox verbs ---- */
+
+static int vm_probe(struct err *e)
+{
+	char buf[128], agent[PATH_MAX];
+
+	if (geteuid() != 0)
+		return err_set(e, 0, "the microVM backend needs root (slots, cgroups, namespaces)");
+	if (qemu_version(buf, sizeof(buf), e) < 0)
+		return -1;
+	return agent_path(agent, sizeof(agent), e);
+}
+
+static int vm_prepare(struct err *e)
+{
+	(void)e;
+	return 0;
+}
+
+static unsigned pick_shape(uint64_t memory, uint64_t disk)
+{
+	uint64_t need = ((memory + disk) >> 20) + VM_RESERVE_MIB;
+
+	for (size_t i = 0; i < sizeof(shapes_mib) / sizeof(shapes_mib[0]); i++)
+		if (shapes_mib[i] >= need)
+			return shapes_mib[i];
+	return 0;
+}
+
+static void vm_destroy(struct sandbox *sb)
+{
+	struct vm *v = (struct vm *)sb;
+	struct err ignored;
+
+	if (!v)
+		return;
+	vm_kill(v);
+	xclose(v->pidfd);
+	xclose(v->chan);
+	xclose(v->qmp);
+	if (v->have_cg) {
+		cgroup_kill_all(&v->cg, &ignored);
+		if (v->cg_run)
+			cgroup_run_end(&v->cg);
+		cgroup_slot_close(&v->cg);
+	}
+	if (v->run_dir[0]) {
+		int fd = open(v->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			rm_rf_children(fd, &ignored);
+			close(fd);
+		}
+		rmdir(v->run_dir);
+	}
+	if (v->have_slot)
+		slot_release(&v->slot);
+	pbuf_free(&v->ob);
+	free(v->ib);
+	free(v);
+}
+
+static int make_run_dir(struct vm *v, const char *state, struct err *e)
+{
+	char parent[PATH_MAX];
+	int fd;
+
+	snprintf(parent, sizeof(parent), "%s/vm/run", state);
+	if (mkdir_p_at(AT_FDCWD, parent, 0755, 0, 0, e) < 0)
+		return -1;
+	snprintf(v->run_dir, sizeof(v->run_dir), "%s/%u", parent, v->slot.index);
+	/* A dead owner's leftovers: the slot lease says it is gone. */
+	fd = open(v->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		rm_rf_children(fd, e);
+		close(fd);
+		rmdir(v->run_dir);
+	}
+	if (mkdir(v->run_dir, 0700) < 0 || chown(v->run_dir, v->slot.uid, v->slot.gid) < 0)
+		return err_set(e, errno, "make %s", v->run_dir);
+	snprintf(v->console, sizeof(v->console), "%s/console.log", v->run_dir);
+	return 0;
+}
+
+static bool snapshots_enabled(void)
+{
+	const char *s = getenv("PROCTOR_VM_SNAPSHOT");
+
+	return !s || strcmp(s, "0") != 0;
+}
+
+static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, struct err *e)
+{
+	struct vm *v = calloc(1, sizeof(*v));
+	struct vm_host h;
+	struct vm_image im;
+	char kit_dir[PATH_MAX], kit_sha[65], key[65], snap_dir[PATH_MAX], state[PATH_MAX + 16];
+	char lock[PATH_MAX + 16];
+	uint64_t t0 = now_ns();
+	int lfd = -1, sfd = -1;
+
+	memset(&last_timing, 0, sizeof(last_timing));
+	if (!v || !(v->ib = malloc(PROTO_MAX_PAYLOAD))) {
+		free(v);
+		return err_set(e, ENOMEM, "microVM");
+	}
+	v->base.ops = &vm_ops;
+	v->pidfd = v->chan = v->qmp = -1;
+	v->disk_bytes = opts->disk_bytes;
+	struct limits dl;
+	limits_default(&dl);
+	v->ram_mib =
+	    pick_shape(opts->memory_bytes ? opts->memory_bytes : dl.memory_bytes, opts->disk_bytes);
+	if (!v->ram_mib) {
+		err_set(e, 0,
+			"microVM: memory + disk (%llu MiB) do not fit the largest VM shape "
+			"(%u MiB less %u MiB for the guest itself)",
+			(unsigned long long)((opts->memory_bytes + opts->disk_bytes) >> 20),
+			shapes_mib[sizeof(shapes_mib) / sizeof(shapes_mib[0]) - 1], VM_RESERVE_MIB);
+		goto fail;
+	}
+	if (image_paths(opts->system_dir, &im, e) < 0 || vm_host_info(&h, e) < 0)
+		goto fail;
+	if (slot_lease(opts->state_dir, opts->max_slots, opts->uid_base, &v->slot, e) < 0)
+		goto fail;
+	v->have_slot = true;
+	v->base.untrusted_uid = v->slot.uid;
+	if (cgroup_slot_open(&v->cg, v->slot.index, e) < 0)
+		goto fail;
+	v->have_cg = true;
+	if (make_run_dir(v, opts->state_dir, e) < 0 ||
+	    kit_dir_for(opts->state_dir, &im, kit_dir, sizeof(kit_dir), kit_sha, e) < 0)
+		goto fail;
+
+	if (!snapshots_enabled()) {
+		if (qemu_start(v, &h, &im, kit_dir, -1, e) < 0 ||
+		    wait_hello(v, BOOT_TIMEOUT_MS, e) < 0 ||
+		    setup_guest(v, REQUEST_TIMEOUT_MS, e) < 0)
+			goto fail;
+		last_timing.ready_ms = (double)(now_ns() - t0) / 1e6;
+		*ret = &v->base;
+		return 0;
+	}
+	if (snapshot_key(&h, &im, kit_sha, v->ram_mib, key, e) < 0)
+		goto fail;
+	snprintf(snap_dir, sizeof(snap_dir), "%s/vm/snapshots", opts->state_dir);
+	if (mkdir_p_at(AT_FDCWD, snap_dir, 0755, 0, 0, e) < 0)
+		goto fail;
+	snprintf(state, sizeof(state), "%s/%.40s.state", snap_dir, key);
+	snprintf(lock, sizeof(lock), "%s/%.40s.lock", snap_dir, key);
+	sfd = open(state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (sfd < 0) {
+		lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
+			err_set(e, errno, "lock %s", lock);
+			goto fail;
+		}
+		sfd = open(state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (sfd < 0) {
+			if (snapshot_save(v, &h, &im, kit_dir, state, e) < 0) {
+				err_wrap(e, "microVM snapshot of %s", im.dir);
+				goto fail;
+			}
+			last_timing.snapshot_built = true;
+			v->dead = false;
+			cgroup_kill_all(&v->cg, e);
+			cgroup_run_end(&v->cg);
+			v->cg_run = false;
+			xclose(take_fd(&v->chan));
+			xclose(take_fd(&v->qmp));
+			xclose(take_fd(&v->pidfd));
+			sfd = open(state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			if (sfd < 0) {
+				err_set(e, errno, "open %s", state);
+				goto fail;
+			}
+			t0 = now_ns();
+		}
+		close(take_fd(&lfd));
+	}
+	if (qemu_start(v, &h, &im, kit_dir, sfd, e) < 0)
+		goto fail;
+	close(take_fd(&sfd));
+	if (setup_guest(v, RESTORE_TIMEOUT_MS, e) < 0) {
+		err_wrap(e, "restoring the snapshot %s", state);
+		goto fail;
+	}
+	last_timing.ready_ms = (double)(now_ns() - t0) / 1e6;
+	last_timing.restored = true;
+	*ret = &v->base;
+	return 0;
+fail:
+	xclose(lfd);
+	xclose(sfd);
+	vm_destroy(&v->base);
+	return -1;
+}
+
+static int send_mkdir(struct vm *v, const char *rel, unsigned flags, struct err *e)
+{
+	pbuf_start(&v->ob, P_MKDIR);
+	pbuf_str(&v->ob, rel);
+	pbuf_u32(&v->ob, 0755);
+	pbuf_u32(&v->ob, flags & SANDBOX_PUT_PROTECTED ? PROTO_PUT_PROTECTED : 0);
+	if (chan_send(v, e) < 0)
+		return -1;
+	return expect_ok(v, REQUEST_TIMEOUT_MS, "mkdir", e);
+}
+
+/* The parents of rel below its top directory ("work" or "tmp"). */
+static int send_parents(struct vm *v, const char *rel, unsigned flags, struct err *e)
+{
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	for (char *p = strchr(dir, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (strchr(dir, '/') && send_mkdir(v, dir, flags, e) < 0)
+			return -1;
+		*p = '/';
+	}
+	return 0;
+}
+
+static int send_file(struct vm *v, int fd, const char *host_path, const char *rel, mode_t mode,
+		     unsigned flags, struct err *e)
+{
+	static unsigned char chunk[PROTO_CHUNK];
+
+	pbuf_start(&v->ob, P_PUT);
+	pbuf_str(&v->ob, rel);
+	pbuf_u32(&v->ob, mode);
+	pbuf_u32(&v->ob, flags & SANDBOX_PUT_PROTECTED ? PROTO_PUT_PROTECTED : 0);
+	if (chan_send(v, e) < 0)
+		return -1;
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			/* The agent waits for the end: finish the request first. */
+			int saved = errno;
+			pbuf_start(&v->ob, P_PUT_END);
+			if (chan_send(v, e) < 0 || expect_ok(v, REQUEST_TIMEOUT_MS, "put", e) < 0)
+				return -1;
+			return err_set(e, saved, "read '%s'", host_path);
+		}
+		if (n == 0)
+			break;
+		pbuf_start(&v->ob, P_DATA);
+		pbuf_bytes(&v->ob, chunk, (size_t)n);
+		if (chan_send(v, e) < 0)
+			return -1;
+	}
+	pbuf_start(&v->ob, P_PUT_END);
+	if (chan_send(v, e) < 0)
+		return -1;
+	if (expect_ok(v, REQUEST_TIMEOUT_MS, "put", e) < 0)
+		return err_wrap(e, "put '%s'", host_path);
+	return 0;
+}
+
+static int put_tree(struct vm *v, int dfd, const char *host_path, const char *rel, unsigned flags,
+		    int depth, struct err *e)
+{
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (depth > 64) {
+		close(dfd);
+		return err_set(e, ELOOP, "'%s' is nested too deeply", host_path);
+	}
+	if (send_mkdir(v, rel, flags, e) < 0) {
+		close(dfd);
+		return -1;
+	}
+	if (!(d = fdopendir(dfd))) {
+		close(dfd);
+		return err_set(e, errno, "read directory '%s'", host_path);
+	}
+	while (rc == 0 && (de = readdir(d))) {
+		char sub_host[PATH_MAX], sub_rel[PATH_MAX];
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path, de->d_name) >=
+			sizeof(sub_host) ||
+		    (size_t)snprintf(sub_rel, sizeof(sub_rel), "%s/%s", rel, de->d_name) >=
+			sizeof(sub_rel)) {
+			rc = err_set(e, ENAMETOOLONG, "path below '%s'", host_path);
+			break;
+		}
+		int fd =
+		    openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0) {
+			if (errno == ELOOP)
+				continue; /* a symlink: skipped, as the jail does */
+			rc = err_set(e, errno, "'%s'", sub_host);
+			break;
+		}
+		if (fstat(fd, &st) < 0) {
+			rc = err_set(e, errno, "'%s'", sub_host);
+			close(fd);
+		} else if (S_ISDIR(st.st_mode))
+			rc = put_tree(v, fd, sub_host, sub_rel, flags, depth + 1, e);
+		else {
+			if (S_ISREG(st.st_mode))
+				rc = send_file(v, fd, sub_host, sub_rel,
+					       (st.st_mode & 0111) ? 0755 : 0644, flags, e);
+			close(fd);
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+static int vm_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
+		  unsigned flags, struct err *e)
+{
+	struct vm *v = (struct vm *)sb;
+	char rel[PATH_MAX];
+	struct stat st;
+	int fd, rc;
+
+	if (v->dead)
+		return err_set(e, 0, "microVM: the VM is gone");
+	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
+		return -1;
+	fd = open(host_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int saved = errno;
+		xclose(fd);
+		return err_set(e, saved, "'%s'", host_path);
+	}
+	if (send_parents(v, rel, flags, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode))
+		return put_tree(v, fd, host_path, rel, flags, 0, e);
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(e, 0, "'%s' is not a regular file or directory", host_path);
+	}
+	rc = send_file(v, fd, host_path, rel, (st.st_mode & 0111) ? 0755 : 0644, flags, e);
+	close(fd);
+	return rc;
+}
+
+static const char *const base_env[] = {
+    "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8", "PWD=/work",
+};
+
+static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
+		  struct err *e)
+{
+	struct vm *v = (struct vm *)sb;
+	const struct limits *l = &spec->limits;
+	char stdin_rel[PATH_MAX] = "";
+	size_t argc = 0, envc = sizeof(base_env) / sizeof(base_env[0]);
+	struct proto_exit x;
+	uint64_t deadline;
+
+	if (v->dead)
+		return err_set(e, 0, "microVM: the VM is gone");
+	if (spec->stdin_fd >= 0) {
+		/* The input goes in as a protected file the run reads. */
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", spec->stdin_fd);
+		snprintf(stdin_rel, sizeof(stdin_rel), "tmp/.proctor-stdin");
+		if (lseek(spec->stdin_fd, 0, SEEK_SET) < 0 && errno != ESPIPE)
+			return err_set(e, errno, "stdin");
+		if (send_file(v, spec->stdin_fd, "stdin", stdin_rel, 0644, SANDBOX_PUT_PROTECTED,
+			      e) < 0)
+			return -1;
+	} else if (spec->stdin_path &&
+		   sandbox_path_rel(spec->stdin_path, stdin_rel, sizeof(stdin_rel), e) < 0)
+		return -1;
+	while (spec->argv[argc])
+		argc++;
+	if (argc == 0 || argc > PROTO_MAX_ARGS || spec->env_count + envc > PROTO_MAX_ENV)
+		return err_set(e, E2BIG,
+			       "microVM: %zu arguments and %zu environment entries "
+			       "(at most %u and %u)",
+			       argc, spec->env_count + envc, PROTO_MAX_ARGS, PROTO_MAX_ENV);
+	pbuf_start(&v->ob, P_RUN);
+	pbuf_u32(&v->ob, (uint32_t)argc);
+	for (size_t i = 0; i < argc; i++)
+		pbuf_str(&v->ob, spec->argv[i]);
+	pbuf_u32(&v->ob, (uint32_t)(envc + spec->env_count));
+	for (size_t i = 0; i < envc; i++)
+		pbuf_str(&v->ob, base_env[i]);
+	for (size_t i = 0; i < spec->env_count; i++)
+		pbuf_str(&v->ob, spec->env[i]);
+	pbuf_str(&v->ob, stdin_rel);
+	pbuf_u64(&v->ob, l->cpu_ms);
+	pbuf_u64(&v->ob, l->wall_ms);
+	pbuf_u64(&v->ob, l->memory_bytes);
+	pbuf_u64(&v->ob, l->pids);
+	pbuf_u64(&v->ob, l->fsize_bytes);
+	pbuf_u64(&v->ob, l->nofile);
+	pbuf_u64(&v->ob, l->output_bytes);
+	if (chan_send(v, e) < 0)
+		return -1;
+	/* The hard limit: the guest has the wall clock (and CPU, which cannot
+	 * exceed it on one vCPU) plus a grace to answer, then it is killed. */
+	uint64_t budget = (l->wall_ms > l->cpu_ms ? l->wall_ms : l->cpu_ms) + RUN_GRACE_MS;
+	deadline = deadline_in(budget);
+	for (;;) {
+		unsigned t, stream;
+		uint32_t len;
+		const unsigned char *data;
+		size_t n;
+		struct err ce;
+
+		if (chan_recv(v, &t, &len, deadline, &ce) < 0) {
+			if (!v->dead || now_ns() < deadline)
+				return err_set(e, 0, "%s", ce.msg);
+			/* Silent past every limit: a wedged guest is the
+			 * program's timeout, enforced from outside. */
+			res->status = RUN_TIMEOUT;
+			res->limits_hit |= LIMIT_HIT_WALL;
+			res->signal = SIGKILL;
+			res->wall_ms = budget;
+			snprintf(res->message, sizeof(res->message),
+				 "wall-clock limit of %.3f s exceeded; the guest stopped "
+				 "answering and the VM was killed",
+				 (double)l->wall_ms / 1000);
+			return 0;
+		}
+		if (t == P_OUT) {
+			if (proto_parse_out(v->ib, len, &stream, &data, &n) < 0)
+				return vm_fail(v, e, "a malformed output frame");
+			capbuf_append(stream == 1 ? &res->out : &res->err, data, n);
+			continue;
+		}
+		if (t == P_EXIT) {
+			if (proto_parse_exit(v->ib, len, &x) < 0)
+				return vm_fail(v, e, "a malformed exit frame");
+			break;
+		}
+		if (t == P_ERR) {
+			char msg[512];
+			if (proto_parse_err(v->ib, len, msg, sizeof(msg)) < 0)
+				return vm_fail(v, e, "a malformed error frame");
+			return err_set(e, 0, "microVM: run: the guest agent says: %s", msg);
+		}
+		return vm_fail(v, e, "unexpected frame type %u during a run", t);
+	}
+	if (x.flags & PROTO_EXIT_NOT_STARTED)
+		return err_set(e, 0, "microVM: the guest agent could not start the program: %s",
+			       x.message);
+	/* What the guest counted; what was kept was counted here. */
+	if (x.out_total > res->out.total)
+		res->out.total = x.out_total;
+	if (x.err_total > res->err.total)
+		res->err.total = x.err_total;
+	res->out.truncated = res->out.total > res->out.cap || res->out.total > l->output_bytes;
+	res->err.truncated = res->err.total > res->err.cap || res->err.total > l->output_bytes;
+	res->cpu_ms = x.cpu_ms;
+	res->wall_ms = x.wall_ms;
+	res->peak_memory_kib = x.peak_memory_kib;
+	res->peak_pids = x.peak_pids;
+	if (x.flags & PROTO_EXIT_PIDS_HIT)
+		res->limits_hit |= LIMIT_HIT_PIDS;
+	if (x.flags & PROTO_EXIT_DISK_FULL)
+		res->limits_hit |= LIMIT_HIT_DISK;
+	if (res->out.truncated || res->err.truncated)
+		res->limits_hit |= LIMIT_HIT_OUTPUT;
+	if (x.flags & PROTO_EXIT_SIGNALED)
+		res->signal = x.signal;
+	else if (x.flags & PROTO_EXIT_EXITED)
+		res->exit_code = x.exit_code;
+	else if (x.killed_for)
+		res->signal = SIGKILL;
+	run_result_classify(res, l,
+			    x.killed_for & (LIMIT_HIT_CPU | LIMIT_HIT_WALL | LIMIT_HIT_MEMORY),
+			    (x.flags & PROTO_EXIT_OOM_KILL) != 0,
+			    (x.flags & PROTO_EXIT_EXEC_FAILED) ? x.message : NULL);
+	return 0;
+}
+
+/* Receive a P_GET answer into host_path, at most `budget` bytes. */
+static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host_path,
+		  struct err *e)
+{
+	struct vm *v = (struct vm *)sb;
+	char rel[PATH_MAX], frel[PROTO_MAX_STR], msg[512];
+	uint64_t budget = v->disk_bytes, total = 0;
+	int out = -1, topfd = -1;
+	bool is_dir = false;
+
+	if (v->dead)
+		return err_set(e, 0, "microVM: the VM is gone");
+	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
+		return -1;
+	pbuf_start(&v->ob, P_GET);
+	pbuf_str(&v->ob, rel);
+	if (chan_send(v, e) < 0)
+		return -1;
+	for (;;) {
+		unsigned t;
+		uint32_t len, mode;
+		uint64_t size;
+
+		if (chan_recv(v, &t, &len, deadline_in(REQUEST_TIMEOUT_MS), e) < 0)
+			goto fail;
+		if (t == P_OK && len == 0)
+			break;
+		if (t == P_ERR) {
+			if (proto_parse_err(v->ib, len, msg, sizeof(msg)) < 0) {
+				vm_fail(v, e, "a malformed error frame");
+				goto fail;
+			}
+			err_set(e, 0, "get '%s': %s", sandbox_path, msg);
+			goto fail;
+		}
+		if (t == P_FILE && out < 0) {
+			if (proto_parse_file(v->ib, len, frel, sizeof(frel), &mode, &size) < 0) {
+				vm_fail(v, e, "a malformed file frame");
+				goto fail;
+			}
+			if (frel[0] == '\0') {
+				out = open(host_path,
+					   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+					   0644);
+			} else {
+				if (topfd < 0) {
+					if (mkdir(host_path, 0755) < 0 && errno != EEXIST) {
+						err_set(e, errno, "mkdir '%s'", host_path);
+						vm_kill(v);
+						goto fail;
+					}
+					topfd = open(host_path, O_RDONLY | O_DIRECTORY |
+								    O_NOFOLLOW | O_CLOEXEC);
+					is_dir = true;
+				}
+				char *slash = strrchr(frel, '/');
+				if (slash) {
+					*slash = '\0';
+					if (mkdir_p_at(topfd, frel, 0755, 0, 0, e) < 0) {
+						vm_kill(v);
+						goto fail;
+					}
+					*slash = '/';
+				}
+				out = open_beneath(topfd, frel, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			}
+			if (out < 0) {
+				err_set(e, errno, "write '%s/%s'", host_path, frel);
+				vm_kill(v);
+				goto fail;
+			}
+			continue;
+		}
+		if (t == P_DATA && out >= 0) {
+			struct preader r;
+			size_t n;
+			const unsigned char *d;
+			preader_init(&r, v->ib, len);
+			d = preader_bytes(&r, PROTO_MAX_PAYLOAD, &n);
+			if (!d || preader_end(&r) < 0) {
+				vm_fail(v, e, "a malformed data frame");
+				goto fail;
+			}
+			total += n;
+			if (total > budget) {
+				err_set(e, EFBIG, "get '%s': more than %llu bytes", sandbox_path,
+					(unsigned long long)budget);
+				vm_kill(v);
+				goto fail;
+			}
+			if (write_all(out, d, n) < 0) {
+				err_set(e, errno, "write '%s'", host_path);
+				vm_kill(v);
+				goto fail;
+			}
+			continue;
+		}
+		if (t == P_FILE_END && len == 0 && out >= 0) {
+			close(take_fd(&out));
+			continue;
+		}
+		vm_fail(v, e, "unexpected frame type %u in a file transfer", t);
+		goto fail;
+	}
+	(void)is_dir;
+	xclose(topfd);
+	return 0;
+fail:
+	xclose(out);
+	xclose(topfd);
+	return -1;
+}
+
+const struct sandbox_ops vm_ops = {
+    .name = "vm",
+    .probe = vm_probe,
+    .prepare = vm_prepare,
+    .create = vm_create,
+    .put = vm_put,
+    .run = vm_run,
+    .get = vm_get,
+    .destroy = vm_destroy,
+};
+
+/* ---- the slowdown factor ---- */
+
+double vm_slowdown_factor(const char *state_dir, bool *measured)
+{
+	char path[PATH_MAX];
+	json_error_t je;
+	json_t *j;
+	struct vm_host h;
+	struct err e;
+	double f = 0;
+
+	*measured = false;
+	if (vm_host_info(&h, &e) == 0 && h.kvm)
+		return 1.0;
+	snprintf(path, sizeof(path), "%s/vm/factor.json", state_dir);
+	j = json_load_file(path, 0, &je);
+	if (j)
+		f = json_number_value(json_object_get(j, "factor"));
+	json_decref(j);
+	if (f >= 1.0 && f <= 100.0) {
+		*measured = true;
+		return f;
+	}
+	return VM_DEFAULT_TCG_FACTOR;
+}

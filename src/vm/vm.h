@@ -1,0 +1,50 @@
+/* The microVM backend: one QEMU microvm per sandbox, restored from a snapshot. */
+#ifndef PROCTOR_VM_VM_H
+#define PROCTOR_VM_VM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sandbox.h"
+
+extern const struct sandbox_ops vm_ops;
+
+/* Guest RAM shapes in MiB: a snapshot restores only into an identical
+ * machine, so every VM has one of these.  The smallest that holds the
+ * run's memory + disk + VM_RESERVE_MIB is taken. */
+#define VM_RESERVE_MIB 192u
+
+/* How the backend runs on this host, for doctor and results. */
+struct vm_host {
+	bool kvm;	  /* -accel kvm; else TCG software emulation */
+	char accel[8];	  /* "kvm" or "tcg" */
+	unsigned tsc_khz; /* the host's TSC rate, for tsc_early_khz= */
+	char qemu[128];	  /* "QEMU emulator version 7.2.x ..." first line */
+	char why[256];	  /* why kvm was not used */
+};
+
+int vm_host_info(struct vm_host *ret, struct err *e);
+
+/*
+ * The slowdown factor of this backend against native execution, stored by
+ * `proctor doctor --measure-vm` in <state>/vm/factor.json.  Grading scales
+ * an assignment's time limits by it.  Returns 1.0 with KVM and, when none
+ * was measured, VM_DEFAULT_TCG_FACTOR under TCG (*measured false).
+ */
+#define VM_DEFAULT_TCG_FACTOR 8.0
+double vm_slowdown_factor(const char *state_dir, bool *measured);
+
+/* Measure the factor (a CPU-bound program natively and in a VM of `image_rootfs`)
+ * and store it.  Slow: boots a VM. */
+int vm_measure_factor(const char *state_dir, const char *image_rootfs, double *ret, struct err *e);
+
+/* Per-VM timing of the last create(), for benchmarks: milliseconds from
+ * the request to the agent's first answer, and whether it was a restore. */
+struct vm_timing {
+	double ready_ms;
+	bool restored;
+	bool snapshot_built; /* this create() had to build the snapshot first */
+};
+void vm_last_timing(struct vm_timing *ret);
+
+#endif
