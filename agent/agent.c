@@ -7,11 +7,11 @@
  * /sys and cgroup2, loads the modules listed in /lib/modules/order, mounts the
  * read-only image (/dev/vda, squashfs or erofs) at /ro, finds the virtio-serial
  * port named "proctor" and says P_HELLO.  That state is what a snapshot
- * captures, so everything per-sandbox happens later, at P_SETUP: the host's
- * random bytes are mixed into the kernel's pool and the CRNG is reseeded,
- * the clock is set, and the writable tree is made (a tmpfs of the sandbox's
- * disk size, an overlay of it on /ro at /newroot, /work, /tmp, a minimal /dev
- * and a /proc with hidepid).
+ * captures, with the writable tree already made (a tmpfs, an overlay of it on
+ * /ro at /newroot, /work, /tmp, a minimal /dev and a /proc with hidepid).
+ * What is per sandbox happens at P_SETUP, after a restore: the host's random
+ * bytes are mixed into the kernel's pool and the CRNG is reseeded, the clock
+ * is set, and the tmpfs gets the sandbox's disk size.
  *
  * Then it serves requests one at a time (docs/vm-protocol.md): files in and
  * out below /newroot (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, so a
@@ -366,6 +366,8 @@ static void setup_cgroups(void)
 	setpriority(PRIO_PROCESS, 0, -20);
 }
 
+static void make_tree(void);
+
 static void boot(void)
 {
 	mkdir("/dev", 0755);
@@ -394,6 +396,7 @@ static void boot(void)
 	load_modules();
 	mount_image();
 	setup_cgroups();
+	make_tree();
 	chan = open_port();
 }
 
@@ -453,6 +456,33 @@ static void add_account(void)
 	}
 }
 
+/* The writable tree, made at boot so a snapshot already holds it: a tmpfs
+ * (resized per sandbox at P_SETUP), an overlay of it on the image at
+ * /newroot, /work, /tmp, /proc with hidepid, a minimal /dev. */
+static void make_tree(void)
+{
+	mkdir("/rw", 0755);
+	mkdir(ROOT, 0755);
+	if (mount("tmpfs", "/rw", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") < 0 ||
+	    mkdir("/rw/upper", 0755) < 0 || mkdir("/rw/ovl", 0755) < 0)
+		halt("make the writable tree");
+	if (mount("overlay", ROOT, "overlay", MS_NOSUID | MS_NODEV,
+		  "lowerdir=/ro,upperdir=/rw/upper,workdir=/rw/ovl") < 0)
+		halt("mount the overlay root");
+	rmdir(ROOT "/work");
+	if ((mkdir(ROOT "/work", 01777) < 0 && errno != EEXIST) || chmod(ROOT "/work", 01777) < 0 ||
+	    chown(ROOT "/work", 0, 0) < 0 || (mkdir(ROOT "/tmp", 01777) < 0 && errno != EEXIST) ||
+	    chmod(ROOT "/tmp", 01777) < 0)
+		halt("make /work and /tmp");
+	mkdir(ROOT "/proc", 0555);
+	mkdir(ROOT "/dev", 0755);
+	if (mount("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") < 0)
+		halt("mount /newroot/proc");
+	if (make_dev() < 0)
+		halt("make /newroot/dev");
+	add_account();
+}
+
 static void do_setup(uint32_t len)
 {
 	struct preader r;
@@ -487,27 +517,9 @@ static void do_setup(uint32_t len)
 		return send_err("set the clock: %s", strerror(errno));
 
 	disk_bytes = disk;
-	snprintf(opts, sizeof(opts), "size=%llu,mode=0755", (unsigned long long)disk);
-	mkdir("/rw", 0755);
-	mkdir(ROOT, 0755);
-	if (mount("tmpfs", "/rw", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0 ||
-	    mkdir("/rw/upper", 0755) < 0 || mkdir("/rw/ovl", 0755) < 0)
-		return send_err("make the writable tree: %s", strerror(errno));
-	if (mount("overlay", ROOT, "overlay", MS_NOSUID | MS_NODEV,
-		  "lowerdir=/ro,upperdir=/rw/upper,workdir=/rw/ovl") < 0)
-		return send_err("mount the overlay root: %s", strerror(errno));
-	rmdir(ROOT "/work");
-	if ((mkdir(ROOT "/work", 01777) < 0 && errno != EEXIST) || chmod(ROOT "/work", 01777) < 0 ||
-	    chown(ROOT "/work", 0, 0) < 0 || (mkdir(ROOT "/tmp", 01777) < 0 && errno != EEXIST) ||
-	    chmod(ROOT "/tmp", 01777) < 0)
-		return send_err("make /work and /tmp: %s", strerror(errno));
-	mkdir(ROOT "/proc", 0555);
-	mkdir(ROOT "/dev", 0755);
-	if (mount("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") < 0)
-		return send_err("mount /proc: %s", strerror(errno));
-	if (make_dev() < 0)
-		return send_err("make /dev: %s", strerror(errno));
-	add_account();
+	snprintf(opts, sizeof(opts), "size=%llu", (unsigned long long)disk);
+	if (mount(NULL, "/rw", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
+		return send_err("size the writable tree: %s", strerror(errno));
 	rootfd = open(ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return send_err("open the root: %s", strerror(errno));

@@ -155,7 +155,8 @@ int preader_str(struct preader *r, char *buf, size_t cap)
 	size_t n;
 	const unsigned char *p = preader_bytes(r, cap ? cap - 1 : 0, &n);
 
-	if (!p || memchr(p, '\0', n)) {
+	/* cap 0 has no room even for the terminator: refuse rather than write buf[0]. */
+	if (!p || !cap || memchr(p, '\0', n)) {
 		r->bad = true;
 		if (cap)
 			buf[0] = '\0';

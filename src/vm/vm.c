@@ -15,8 +15,9 @@
  * shape, and restores the snapshot for (image, kernel, initramfs, agent,
  * QEMU, shape, command line, host CPU, TSC rate) -- building it first if
  * there is none: a cold boot to the agent's hello, P_QUIESCE (sync, drop
- * caches: init_on_free=1 makes freed pages zero, so the saved state holds
- * only what is in use), then a QMP migrate to a file.  The guest is not
+ * caches), then a QMP migrate to a file (pages never touched are zero and
+ * cost nothing; init_on_free=1 would zero freed pages but touches all RAM
+ * at boot).  The guest is not
  * stopped first: a restored guest resumes in the run state it was saved in.  A restore starts
  * QEMU with -incoming on that file; the guest continues where it was, blocked
  * reading the channel, and the host's P_SETUP gives it fresh random bytes, the
@@ -57,6 +58,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/klog.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -83,7 +85,7 @@
 static const unsigned shapes_mib[] = {512, 1024, 2048, 4096};
 
 /* Fixed fds in the QEMU process. */
-enum { QFD_CHAN = 3, QFD_QMP = 4, QFD_INCOMING = 5 };
+enum { QFD_CHAN = 3, QFD_QMP = 4, QFD_INCOMING = 5, QFD_RAM = 6 };
 
 /* Host-side budgets: how long the guest may take to answer. */
 #define BOOT_TIMEOUT_MS	    120000u
@@ -177,7 +179,7 @@ static void host_cpu_model(char *buf, size_t cap)
 }
 
 /* The first line of `qemu -version`, cached for the process. */
-static int qemu_version(char *buf, size_t cap, struct err *e)
+int vm_qemu_version(char *buf, size_t cap, struct err *e)
 {
 	static char cached[128];
 	int p[2];
@@ -189,8 +191,7 @@ static int qemu_version(char *buf, size_t cap, struct err *e)
 	}
 	if (access(QEMU_BINARY, X_OK) < 0)
 		return err_set(e, errno,
-			       "QEMU (%s) is not installed (apt-get install "
-			       "qemu-system-x86)",
+			       "QEMU (%s) is not installed (apt-get install qemu-system-x86)",
 			       QEMU_BINARY);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return err_set(e, errno, "pipe");
@@ -223,10 +224,26 @@ static int qemu_version(char *buf, size_t cap, struct err *e)
 	return 0;
 }
 
+/* Which QEMU binary this is, without running it (40 ms saved per sandbox):
+ * an upgrade changes its inode, size or time, and so every snapshot key. */
+static int qemu_identity(char *buf, size_t cap, struct err *e)
+{
+	struct stat st;
+
+	if (stat(QEMU_BINARY, &st) < 0 || access(QEMU_BINARY, X_OK) < 0)
+		return err_set(e, errno,
+			       "QEMU (%s) is not installed (apt-get install qemu-system-x86)",
+			       QEMU_BINARY);
+	snprintf(buf, cap, "%s ino %llu size %lld mtime %lld.%09ld", QEMU_BINARY,
+		 (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+		 st.st_mtim.tv_nsec);
+	return 0;
+}
+
 int vm_host_info(struct vm_host *ret, struct err *e)
 {
 	memset(ret, 0, sizeof(*ret));
-	if (qemu_version(ret->qemu, sizeof(ret->qemu), e) < 0)
+	if (qemu_identity(ret->qemu, sizeof(ret->qemu), e) < 0)
 		return -1;
 	ret->kvm = host_has_kvm(ret->why, sizeof(ret->why));
 	snprintf(ret->accel, sizeof(ret->accel), "%s", ret->kvm ? "kvm" : "tcg");
@@ -472,7 +489,7 @@ static void qaf(struct qemu_cmd *c, const char *fmt, ...)
 static void kernel_cmdline(char *buf, size_t cap, const struct vm_host *h)
 {
 	snprintf(buf, cap,
-		 "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init init_on_free=1 "
+		 "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init "
 		 "tsc_early_khz=%u nokaslr random.trust_cpu=off mitigations=off "
 		 "cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1",
 		 h->tsc_khz);
@@ -480,7 +497,14 @@ static void kernel_cmdline(char *buf, size_t cap, const struct vm_host *h)
 
 /* The machine: identical for a snapshot's boot and every restore of it.
  * Paths are those inside QEMU's own root (see qemu_child). */
-static void qemu_argv(struct qemu_cmd *c, const struct vm_host *h, unsigned ram_mib, bool incoming)
+enum ram_mode {
+	RAM_SAVE,    /* a snapshot's boot: RAM is the file /run/ram, shared (written through) */
+	RAM_RESTORE, /* a restore: RAM is the snapshot's sealed memfd, mapped private */
+	RAM_PLAIN,   /* a cold boot without snapshots: anonymous RAM */
+};
+
+static void qemu_argv(struct qemu_cmd *c, const struct vm_host *h, unsigned ram_mib,
+		      enum ram_mode ram)
 {
 	char cmdline[512];
 
@@ -496,6 +520,19 @@ static void qemu_argv(struct qemu_cmd *c, const struct vm_host *h, unsigned ram_
 	qa(c, "1");
 	qa(c, "-m");
 	qaf(c, "%u", ram_mib);
+	if (ram != RAM_PLAIN) {
+		qa(c, "-object");
+		if (ram == RAM_SAVE)
+			qaf(c, "memory-backend-file,id=ram,size=%uM,mem-path=/run/ram,share=on",
+			    ram_mib);
+		else
+			qaf(c,
+			    "memory-backend-file,id=ram,size=%uM,mem-path=/proc/self/fd/"
+			    "%d,share=off",
+			    ram_mib, QFD_RAM);
+		qa(c, "-machine");
+		qa(c, "memory-backend=ram");
+	}
 	qa(c, "-nodefaults");
 	qa(c, "-no-user-config");
 	qa(c, "-display");
@@ -525,9 +562,10 @@ static void qemu_argv(struct qemu_cmd *c, const struct vm_host *h, unsigned ram_
 	qa(c, "chardev=qmp,mode=control");
 	qa(c, "-sandbox");
 	qa(c, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
-	if (incoming) {
+	if (ram == RAM_RESTORE) {
+		/* Capabilities first (QMP), then migrate-incoming. */
 		qa(c, "-incoming");
-		qaf(c, "fd:%d", QFD_INCOMING);
+		qa(c, "defer");
 	}
 }
 
@@ -563,7 +601,7 @@ static int qemu_root(const char *root, const struct vm *v, const struct vm_image
 		if (symlink(links[i][0], p) < 0)
 			return -1;
 	}
-	static const char *const dirs[] = {"usr", "dev", "img", "kit", "run", "old", "tmp"};
+	static const char *const dirs[] = {"usr", "dev", "img", "kit", "run", "old", "tmp", "proc"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
 		if (mkdir(p, 0755) < 0)
@@ -584,6 +622,11 @@ static int qemu_root(const char *root, const struct vm *v, const struct vm_image
 	snprintf(p, sizeof(p), "%s/img", root);
 	if (bind_ro(im->dir, p, false) < 0)
 		return -1;
+	/* For /proc/self/fd/N (the RAM memfd); hidepid: QEMU sees only itself
+	 * and the other processes of its slot uid. */
+	snprintf(p, sizeof(p), "%s/proc", root);
+	if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") < 0)
+		return -1;
 	snprintf(p, sizeof(p), "%s/kit", root);
 	if (bind_ro(kit_dir, p, false) < 0)
 		return -1;
@@ -601,7 +644,7 @@ static int qemu_root(const char *root, const struct vm *v, const struct vm_image
 
 static _Noreturn void qemu_child(struct vm *v, const struct vm_image *im, const char *kit_dir,
 				 bool kvm, char *const argv[], int chan, int qmp, int incoming,
-				 int log_fd, const int *cg_fds, size_t n_cg, int err_fd)
+				 int ram, int log_fd, const int *cg_fds, size_t n_cg, int err_fd)
 {
 	char root[PATH_MAX];
 	const char *step = "join the slot's cgroups";
@@ -616,16 +659,19 @@ static _Noreturn void qemu_child(struct vm *v, const struct vm_image *im, const 
 	/* Fixed numbers: move each above the range first, then into place. */
 	int hi_chan = fcntl(chan, F_DUPFD, 100), hi_qmp = fcntl(qmp, F_DUPFD, 100);
 	int hi_in = incoming >= 0 ? fcntl(incoming, F_DUPFD, 100) : -1;
+	int hi_ram = ram >= 0 ? fcntl(ram, F_DUPFD, 100) : -1;
 	int hi_err = fcntl(err_fd, F_DUPFD_CLOEXEC, 100);
 	if (hi_chan < 0 || hi_qmp < 0 || hi_err < 0 || dup2(hi_chan, QFD_CHAN) < 0 ||
-	    dup2(hi_qmp, QFD_QMP) < 0 || (hi_in >= 0 && dup2(hi_in, QFD_INCOMING) < 0))
+	    dup2(hi_qmp, QFD_QMP) < 0 || (hi_in >= 0 && dup2(hi_in, QFD_INCOMING) < 0) ||
+	    (hi_ram >= 0 && dup2(hi_ram, QFD_RAM) < 0))
 		goto fail;
 	err_fd = hi_err;
 	int nul = open("/dev/null", O_RDONLY);
 	if (nul < 0 || dup2(nul, 0) < 0)
 		goto fail;
-	for (int fd = QFD_INCOMING + (hi_in >= 0); fd < 1024; fd++)
-		if (fd != err_fd)
+	for (int fd = QFD_INCOMING; fd < 1024; fd++)
+		if (fd != err_fd && !(fd == QFD_INCOMING && hi_in >= 0) &&
+		    !(fd == QFD_RAM && hi_ram >= 0))
 			close(fd);
 	step = "unshare namespaces";
 	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
@@ -639,6 +685,12 @@ static _Noreturn void qemu_child(struct vm *v, const struct vm_image *im, const 
 	setrlimit(RLIMIT_CORE, &rl);
 	rl = (struct rlimit){256, 256};
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		goto fail;
+	/* Guest RAM in 4 KiB pages: with transparent huge pages, one touched
+	 * page makes a whole 2 MiB resident, and an idle guest costs its
+	 * entire RAM (measured: 534 MiB PSS for a 512 MiB guest). */
+	step = "disable transparent huge pages";
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0)
 		goto fail;
 	step = "drop privileges";
 	if (setgroups(0, NULL) < 0 || setresgid(v->slot.gid, v->slot.gid, v->slot.gid) < 0 ||
@@ -660,9 +712,11 @@ fail:;
 	_exit(127);
 }
 
-/* Start QEMU for v.  incoming_fd >= 0: restore from that state file. */
+/* Start QEMU for v.  For a restore, incoming_fd is the state file and ram_fd
+ * the sealed memfd holding the snapshot's RAM. */
 static int qemu_start(struct vm *v, const struct vm_host *h, const struct vm_image *im,
-		      const char *kit_dir, int incoming_fd, struct err *e)
+		      const char *kit_dir, enum ram_mode ram, int incoming_fd, int ram_fd,
+		      struct err *e)
 {
 	struct qemu_cmd c = {0};
 	int chan[2] = {-1, -1}, qmp[2] = {-1, -1}, errp[2] = {-1, -1}, log_fd = -1;
@@ -672,7 +726,7 @@ static int qemu_start(struct vm *v, const struct vm_host *h, const struct vm_ima
 	struct limits l;
 	int rc = -1;
 
-	qemu_argv(&c, h, v->ram_mib, incoming_fd >= 0);
+	qemu_argv(&c, h, v->ram_mib, ram);
 	limits_default(&l);
 	l.memory_bytes = ((uint64_t)v->ram_mib << 20) + QEMU_OVERHEAD_BYTES;
 	l.disk_bytes = 0;
@@ -695,8 +749,8 @@ static int qemu_start(struct vm *v, const struct vm_host *h, const struct vm_ima
 		goto out;
 	}
 	if (pid == 0)
-		qemu_child(v, im, kit_dir, h->kvm, c.argv, chan[1], qmp[1], incoming_fd, log_fd,
-			   cg_fds, n_cg, errp[1]);
+		qemu_child(v, im, kit_dir, h->kvm, c.argv, chan[1], qmp[1], incoming_fd, ram_fd,
+			   log_fd, cg_fds, n_cg, errp[1]);
 	v->pid = pid;
 	v->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	close(take_fd(&errp[1]));
@@ -730,10 +784,12 @@ out:
  * skipping events.  0 on {"return"}, -1 with QEMU's message otherwise. */
 static int qmp_cmd(struct vm *v, const char *cmd, int pass_fd, json_t **ret, struct err *e)
 {
+	/* What was read past one answer belongs to the next call. */
 	static char buf[65536];
-	size_t have = 0;
+	static size_t have;
+	static int buf_owner = -1;
 	struct msghdr mh = {0};
-	struct iovec iov = {.iov_base = (void *)cmd, .iov_len = strlen(cmd)};
+	struct iovec iov;
 	union {
 		char b[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
@@ -742,6 +798,16 @@ static int qmp_cmd(struct vm *v, const char *cmd, int pass_fd, json_t **ret, str
 
 	if (ret)
 		*ret = NULL;
+	if (buf_owner != v->qmp) {
+		have = 0;
+		buf_owner = v->qmp;
+	}
+	if (!cmd) /* only the next answer */
+		cmd = "";
+	else if (!cmd[0])
+		have = 0; /* a new QEMU's greeting */
+	iov.iov_base = (void *)cmd;
+	iov.iov_len = strlen(cmd);
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
 	if (pass_fd >= 0) {
@@ -754,7 +820,7 @@ static int qmp_cmd(struct vm *v, const char *cmd, int pass_fd, json_t **ret, str
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
 	}
-	if (cmd[0] && sendmsg(v->qmp, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len)
+	if (iov.iov_len && sendmsg(v->qmp, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len)
 		return err_set(e, errno, "QMP: send");
 	for (;;) {
 		char *nl;
@@ -821,6 +887,7 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 		       char kit_sha[65], struct err *e)
 {
 	char agent[PATH_MAX], asha[65], path[PATH_MAX + 32], lock[PATH_MAX + 8], key[65];
+	char shafile[PATH_MAX + 32];
 	struct digest *d;
 	int lfd, rc = -1;
 
@@ -834,8 +901,9 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 	digest_final(d, key);
 	snprintf(ret, cap, "%s/vm/kits/%.32s", state, key);
 	snprintf(path, sizeof(path), "%s/initramfs.cpio", ret);
-	if (access(path, R_OK) == 0)
-		return file_sha(path, kit_sha, e);
+	snprintf(shafile, sizeof(shafile), "%s/initramfs.sha256", ret);
+	if (read_file_at(AT_FDCWD, shafile, kit_sha, 65, e) == 0 && strlen(kit_sha) == 64)
+		return 0;
 	snprintf(lock, sizeof(lock), "%s/vm/kits", state);
 	if (mkdir_p_at(AT_FDCWD, lock, 0755, 0, 0, e) < 0)
 		return -1;
@@ -854,10 +922,34 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 		if (vm_initramfs_write(path, agent, im->modules, e) < 0)
 			goto out;
 	}
-	rc = file_sha(path, kit_sha, e);
+	if (file_sha(path, kit_sha, e) < 0 || touch(shafile) < 0 ||
+	    write_file_at(AT_FDCWD, shafile, kit_sha, e) < 0)
+		goto out;
+	rc = 0;
 out:
 	xclose(lfd);
 	return rc;
+}
+
+/* The kernel's digest, recorded by the image build in vm/kernel.json (the
+ * image is immutable, so it need not be hashed again per sandbox). */
+static int kernel_sha(const struct vm_image *im, char hex[65], struct err *e)
+{
+	char path[PATH_MAX + 16];
+	json_error_t je;
+	json_t *j;
+	const char *s;
+
+	snprintf(path, sizeof(path), "%s/vm/kernel.json", im->dir);
+	j = json_load_file(path, 0, &je);
+	s = j ? json_string_value(json_object_get(j, "vmlinux_sha256")) : NULL;
+	if (!s || strlen(s) != 64) {
+		json_decref(j);
+		return file_sha(im->vmlinux, hex, e);
+	}
+	snprintf(hex, 65, "%s", s);
+	json_decref(j);
+	return 0;
 }
 
 /* The key of a snapshot: everything that shapes the machine. */
@@ -868,11 +960,11 @@ static int snapshot_key(const struct vm_host *h, const struct vm_image *im, cons
 	struct qemu_cmd c = {0};
 	struct digest *d;
 
-	if (file_sha(im->vmlinux, vsha, e) < 0)
+	if (kernel_sha(im, vsha, e) < 0)
 		return -1;
 	host_cpu_model(cpu, sizeof(cpu));
 	kernel_cmdline(cmdline, sizeof(cmdline), h);
-	qemu_argv(&c, h, ram_mib, false);
+	qemu_argv(&c, h, ram_mib, RAM_RESTORE);
 	if (!(d = digest_new()))
 		return err_set(e, ENOMEM, "digest");
 	digest_update_str(d, "proctor-vm-snapshot 1\n");
@@ -924,15 +1016,21 @@ static int setup_guest(struct vm *v, uint64_t timeout_ms, struct err *e)
 	return expect_ok(v, timeout_ms, "setting up the guest", e);
 }
 
-/* Boot a cold VM to the hello, quiesce it and save its state to `state`. */
+#define IGNORE_SHARED                                                                              \
+	"{\"execute\":\"migrate-set-capabilities\",\"arguments\":{\"capabilities\":"               \
+	"[{\"capability\":\"x-ignore-shared\",\"state\":true}]}}\n"
+
+/* Boot a cold VM to the hello, quiesce it and save its state to `state`
+ * (devices) and `state`.ram (guest RAM, sparse: pages never touched are holes). */
 static int snapshot_save(struct vm *v, const struct vm_host *h, const struct vm_image *im,
 			 const char *kit_dir, const char *state, struct err *e)
 {
-	char tmp[PATH_MAX + 16];
+	char tmp[PATH_MAX + 16], ram_run[PATH_MAX + 8], ram[PATH_MAX + 16];
 	json_t *r = NULL;
 	int fd = -1, rc = -1;
 
-	if (qemu_start(v, h, im, kit_dir, -1, e) < 0 || wait_hello(v, BOOT_TIMEOUT_MS, e) < 0)
+	if (qemu_start(v, h, im, kit_dir, RAM_SAVE, -1, -1, e) < 0 ||
+	    wait_hello(v, BOOT_TIMEOUT_MS, e) < 0)
 		return err_wrap(e, "booting the snapshot VM");
 	pbuf_start(&v->ob, P_QUIESCE);
 	if (chan_send(v, e) < 0 || expect_ok(v, REQUEST_TIMEOUT_MS, "quiesce", e) < 0)
@@ -944,6 +1042,7 @@ static int snapshot_save(struct vm *v, const struct vm_host *h, const struct vm_
 		return err_set(e, errno, "create %s", tmp);
 	if (qmp_cmd(v, "", -1, NULL, e) < 0 ||
 	    qmp_cmd(v, "{\"execute\":\"qmp_capabilities\"}\n", -1, NULL, e) < 0 ||
+	    qmp_cmd(v, IGNORE_SHARED, -1, NULL, e) < 0 ||
 	    qmp_cmd(v, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", fd, NULL,
 		    e) < 0 ||
 	    qmp_cmd(v, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1, NULL,
@@ -964,7 +1063,12 @@ static int snapshot_save(struct vm *v, const struct vm_host *h, const struct vm_
 		r = NULL;
 		usleep(10000);
 	}
-	if (fsync(fd) < 0 || rename(tmp, state) < 0) {
+	vm_kill(v);
+	/* The RAM QEMU wrote through: root's now, and never written again. */
+	snprintf(ram_run, sizeof(ram_run), "%s/ram", v->run_dir);
+	snprintf(ram, sizeof(ram), "%s.ram", state);
+	if (fsync(fd) < 0 || chown(ram_run, 0, 0) < 0 || chmod(ram_run, 0644) < 0 ||
+	    rename(ram_run, ram) < 0 || rename(tmp, state) < 0) {
 		err_set(e, errno, "store %s", state);
 		goto out;
 	}
@@ -978,6 +1082,98 @@ out:
 	return rc;
 }
 
+/* ---- restoring ---- */
+
+/* The snapshot's RAM as a sealed memfd: QEMU maps it private (copy on
+ * write), so every VM restored by this process shares the pages it only
+ * reads, and none can change what the next one restores.  Copied once per
+ * process and snapshot, holes kept. */
+static int ram_memfd(const char *path, struct err *e)
+{
+	static char cached_path[PATH_MAX];
+	static int cached_fd = -1;
+	static unsigned char buf[1 << 20], zero[1 << 20];
+	struct stat st;
+	int in, fd;
+
+	if (cached_fd >= 0 && strcmp(cached_path, path) == 0)
+		return cached_fd;
+	in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0 || fstat(in, &st) < 0) {
+		int saved = errno;
+		xclose(in);
+		return err_set(e, saved, "open %s", path);
+	}
+	fd = memfd_create("proctor-vm-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, st.st_size) < 0) {
+		err_set(e, errno, "memfd for %s", path);
+		goto fail;
+	}
+	for (off_t off = 0; off < st.st_size;) {
+		off_t data = lseek(in, off, SEEK_DATA);
+		if (data < 0)
+			break; /* only a hole is left */
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			hole = st.st_size;
+		for (off_t p = data; p < hole;) {
+			size_t want =
+			    (size_t)(hole - p) < sizeof(buf) ? (size_t)(hole - p) : sizeof(buf);
+			ssize_t n = pread(in, buf, want, p);
+			if (n <= 0) {
+				err_set(e, n < 0 ? errno : EIO, "read %s", path);
+				goto fail;
+			}
+			if (memcmp(buf, zero, (size_t)n) != 0 &&
+			    pwrite(fd, buf, (size_t)n, p) != n) {
+				err_set(e, errno, "fill the RAM memfd");
+				goto fail;
+			}
+			p += n;
+		}
+		off = hole;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		err_set(e, errno, "seal the RAM memfd");
+		goto fail;
+	}
+	close(in);
+	if (cached_fd >= 0)
+		close(cached_fd);
+	cached_fd = fd;
+	snprintf(cached_path, sizeof(cached_path), "%s", path);
+	return fd;
+fail:
+	close(in);
+	xclose(fd);
+	return -1;
+}
+
+/* QEMU is up with -incoming defer: same capability as the save, then load. */
+static int restore_incoming(struct vm *v, struct err *e)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd),
+		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n",
+		 QFD_INCOMING);
+	uint64_t t0 = now_ns();
+	if (qmp_cmd(v, "", -1, NULL, e) < 0)
+		return vm_fail(v, e, "restoring: %s", e->msg);
+	uint64_t t1 = now_ns();
+	/* Three commands in one write, then their three answers in order. */
+	char all[1024];
+	snprintf(all, sizeof(all), "%s%s%s", "{\"execute\":\"qmp_capabilities\"}\n", IGNORE_SHARED,
+		 cmd);
+	if (qmp_cmd(v, all, -1, NULL, e) < 0 || qmp_cmd(v, NULL, -1, NULL, e) < 0 ||
+	    qmp_cmd(v, NULL, -1, NULL, e) < 0)
+		return vm_fail(v, e, "restoring: %s", e->msg);
+	if (getenv("PROCTOR_VM_DEBUG"))
+		fprintf(stderr, "vm: QMP greeting after %.1f ms, incoming started after %.1f ms\n",
+			(double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6);
+	return 0;
+}
+
 /* ---- the sandbox verbs ---- */
 
 static int vm_probe(struct err *e)
@@ -986,7 +1182,7 @@ static int vm_probe(struct err *e)
 
 	if (geteuid() != 0)
 		return err_set(e, 0, "the microVM backend needs root (slots, cgroups, namespaces)");
-	if (qemu_version(buf, sizeof(buf), e) < 0)
+	if (qemu_identity(buf, sizeof(buf), e) < 0)
 		return -1;
 	return agent_path(agent, sizeof(agent), e);
 }
@@ -1074,7 +1270,7 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 	struct vm_host h;
 	struct vm_image im;
 	char kit_dir[PATH_MAX], kit_sha[65], key[65], snap_dir[PATH_MAX], state[PATH_MAX + 16];
-	char lock[PATH_MAX + 16];
+	char lock[PATH_MAX + 16], ram[PATH_MAX + 32];
 	uint64_t t0 = now_ns();
 	int lfd = -1, sfd = -1;
 
@@ -1112,7 +1308,7 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 		goto fail;
 
 	if (!snapshots_enabled()) {
-		if (qemu_start(v, &h, &im, kit_dir, -1, e) < 0 ||
+		if (qemu_start(v, &h, &im, kit_dir, RAM_PLAIN, -1, -1, e) < 0 ||
 		    wait_hello(v, BOOT_TIMEOUT_MS, e) < 0 ||
 		    setup_guest(v, REQUEST_TIMEOUT_MS, e) < 0)
 			goto fail;
@@ -1157,13 +1353,24 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 		}
 		close(take_fd(&lfd));
 	}
-	if (qemu_start(v, &h, &im, kit_dir, sfd, e) < 0)
+	uint64_t t1 = now_ns();
+	snprintf(ram, sizeof(ram), "%s.ram", state);
+	int mfd = ram_memfd(ram, e);
+	if (mfd < 0 || qemu_start(v, &h, &im, kit_dir, RAM_RESTORE, sfd, mfd, e) < 0 ||
+	    restore_incoming(v, e) < 0)
 		goto fail;
 	close(take_fd(&sfd));
+	if (getenv("PROCTOR_VM_DEBUG"))
+		fprintf(stderr, "vm: before start %.1f ms, qemu_start %.1f ms\n",
+			(double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6);
+	uint64_t t2 = now_ns();
 	if (setup_guest(v, RESTORE_TIMEOUT_MS, e) < 0) {
 		err_wrap(e, "restoring the snapshot %s", state);
 		goto fail;
 	}
+	if (getenv("PROCTOR_VM_DEBUG"))
+		fprintf(stderr, "vm: setup answered after %.1f ms\n",
+			(double)(now_ns() - t2) / 1e6);
 	last_timing.ready_ms = (double)(now_ns() - t0) / 1e6;
 	last_timing.restored = true;
 	*ret = &v->base;
@@ -1571,6 +1778,11 @@ fail:
 	xclose(out);
 	xclose(topfd);
 	return -1;
+}
+
+pid_t vm_sandbox_pid(const struct sandbox *sb)
+{
+	return sb && sb->ops == &vm_ops ? ((const struct vm *)sb)->pid : 0;
 }
 
 const struct sandbox_ops vm_ops = {

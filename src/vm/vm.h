@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "sandbox.h"
 
@@ -24,6 +25,9 @@ struct vm_host {
 };
 
 int vm_host_info(struct vm_host *ret, struct err *e);
+
+/* The first line of `qemu-system-x86_64 -version` (runs it once per process). */
+int vm_qemu_version(char *buf, size_t cap, struct err *e);
 
 /*
  * The slowdown factor of this backend against native execution, stored by
@@ -46,5 +50,8 @@ struct vm_timing {
 	bool snapshot_built; /* this create() had to build the snapshot first */
 };
 void vm_last_timing(struct vm_timing *ret);
+
+/* The QEMU process of a VM sandbox (for measurements); 0 if none. */
+pid_t vm_sandbox_pid(const struct sandbox *sb);
 
 #endif
