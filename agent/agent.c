@@ -469,11 +469,19 @@ static void make_tree(void)
 	if (mount("overlay", ROOT, "overlay", MS_NOSUID | MS_NODEV,
 		  "lowerdir=/ro,upperdir=/rw/upper,workdir=/rw/ovl") < 0)
 		halt("mount the overlay root");
-	rmdir(ROOT "/work");
-	if ((mkdir(ROOT "/work", 01777) < 0 && errno != EEXIST) || chmod(ROOT "/work", 01777) < 0 ||
-	    chown(ROOT "/work", 0, 0) < 0 || (mkdir(ROOT "/tmp", 01777) < 0 && errno != EEXIST) ||
-	    chmod(ROOT "/tmp", 01777) < 0)
-		halt("make /work and /tmp");
+	/* /work and /tmp are the tmpfs itself (bind mounts of its directories),
+	 * not the overlay: file writes, limits and errors behave as on the
+	 * jail's scratch tmpfs (RLIMIT_FSIZE raises SIGXFSZ there). */
+	static const char *const scratch[] = {"work", "tmp"};
+	for (size_t i = 0; i < 2; i++) {
+		char rw[64], dst[64];
+		snprintf(rw, sizeof(rw), "/rw/%s", scratch[i]);
+		snprintf(dst, sizeof(dst), ROOT "/%s", scratch[i]);
+		if (mkdir(rw, 01777) < 0 || chmod(rw, 01777) < 0 ||
+		    (mkdir(dst, 01777) < 0 && errno != EEXIST) ||
+		    mount(rw, dst, NULL, MS_BIND, NULL) < 0)
+			halt("make /work and /tmp");
+	}
 	mkdir(ROOT "/proc", 0555);
 	mkdir(ROOT "/dev", 0755);
 	if (mount("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") < 0)

@@ -76,7 +76,6 @@
 #define PROCTOR_VERSION "0.1.0"
 #endif
 
-#define DEFAULT_STATE_DIR "/var/lib/proctor"
 #define DEFAULT_SLOTS	  64
 #define MAX_SLOTS	  256
 #define MAX_JOBS	  MAX_SLOTS

@@ -11,9 +11,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "image/image.h"
 #include "jail/cgroup.h"
 #include "sandbox.h"
 #include "util.h"
+#include "vm/vm.h"
 
 struct check {
 	const char *name;
@@ -23,8 +25,7 @@ struct check {
 
 #define MAX_CHECKS 24
 
-static void add(struct check *c, size_t *n, const char *name, const char *state,
-		const char *detail)
+static void add(struct check *c, size_t *n, const char *name, const char *state, const char *detail)
 {
 	if (*n >= MAX_CHECKS)
 		return;
@@ -57,16 +58,31 @@ int cmd_doctor(int argc, char **argv)
 	size_t n = 0;
 	char buf[512], path[512];
 	bool json = false;
+	const char *measure = NULL, *state_dir = getenv("PROCTOR_STATE_DIR");
 	struct err e;
+
+	if (!state_dir || !*state_dir)
+		state_dir = DEFAULT_STATE_DIR;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = true;
+		} else if (strcmp(argv[i], "--measure-vm") == 0 && i + 1 < argc) {
+			measure = argv[++i];
+		} else if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc) {
+			state_dir = argv[++i];
 		} else if (strcmp(argv[i], "--help") == 0) {
-			printf("usage: proctor doctor [--json]\n\n"
-			       "Say what this host supports and which isolation 'auto' uses.\n\n"
-			       "EXIT STATUS\n  0  some isolation backend works here\n"
-			       "  1  none does\n  2  usage error\n");
+			printf(
+			    "usage: proctor doctor [--json] [--measure-vm IMAGE_PIN] [--state-dir "
+			    "DIR]\n\n"
+			    "Say what this host supports and which isolation 'auto' uses.\n\n"
+			    "  --measure-vm PIN  measure the microVM backend's slowdown factor\n"
+			    "                    against the jail on image PIN (boots a VM; takes\n"
+			    "                    seconds) and store it in <state>/vm/factor.json;\n"
+			    "                    grading scales time limits by it\n\n"
+			    "EXIT STATUS\n  0  some isolation backend works here (and the\n"
+			    "     measurement, if asked, succeeded)\n"
+			    "  1  none does, or the measurement failed\n  2  usage error\n");
 			return 0;
 		} else {
 			fprintf(stderr, "proctor: doctor: unknown option '%s'\n", argv[i]);
@@ -118,7 +134,38 @@ int cmd_doctor(int argc, char **argv)
 				 e.msg);
 		add(c, &n, b[i]->name, b[i]->probe(&e) == 0 ? "ok" : "missing", buf);
 	}
-	add(c, &n, "vm", "missing", "microVM backend: not in this build yet");
+	struct vm_host vh;
+	if (vm_host_info(&vh, &e) == 0) {
+		bool measured;
+		double f = vm_slowdown_factor(state_dir, &measured);
+		char ver[128] = "?";
+		vm_qemu_version(ver, sizeof(ver), &e);
+		snprintf(buf, sizeof(buf),
+			 "%s, accelerator %s%s%s, TSC %u kHz; time limits scaled by %.2f (%s)", ver,
+			 vh.accel, vh.kvm ? "" : " (software emulation: ", vh.kvm ? "" : vh.why,
+			 vh.tsc_khz, f,
+			 vh.kvm	    ? "hardware virtualization"
+			 : measured ? "measured by 'proctor doctor --measure-vm'"
+				    : "not measured yet: run 'proctor doctor --measure-vm PIN'");
+		if (!vh.kvm)
+			strncat(buf, ")", sizeof(buf) - strlen(buf) - 1);
+		add(c, &n, "vm-accel", "ok", buf);
+	}
+	int measure_rc = 0;
+	if (measure) {
+		struct image_info img;
+		double f;
+		if (image_resolve(state_dir, measure, &img, &e) != 0 ||
+		    vm_measure_factor(state_dir, img.rootfs, &f, &e) < 0) {
+			add(c, &n, "vm-factor", "missing", e.msg);
+			measure_rc = 1;
+		} else {
+			snprintf(buf, sizeof(buf),
+				 "measured %.2f on %s (stored in %s/vm/factor.json)", f, measure,
+				 state_dir);
+			add(c, &n, "vm-factor", "ok", buf);
+		}
+	}
 
 	const struct sandbox_ops *chosen = NULL;
 	char why[256];
@@ -141,5 +188,5 @@ int cmd_doctor(int argc, char **argv)
 			printf("%-8s %-8s %s\n", c[i].state, c[i].name, c[i].detail);
 		printf("\nauto isolation: %s\n", rc == 0 ? why : e.msg);
 	}
-	return rc == 0 ? 0 : 1;
+	return rc == 0 && measure_rc == 0 ? 0 : 1;
 }

@@ -14,7 +14,6 @@
 #include "util.h"
 
 
-#define DEFAULT_STATE_DIR "/var/lib/proctor"
 
 static void usage(FILE *f)
 {

@@ -18,7 +18,6 @@
 #include "image/image.h"
 #include "util.h"
 
-#define DEFAULT_STATE_DIR "/var/lib/proctor"
 #define DEFAULT_SLOTS 64
 #define MAX_SLOTS 256
 #define MAX_LIST 256
@@ -353,6 +352,7 @@ int cmd_run(int argc, char **argv)
 		.uid_base = SANDBOX_UID_BASE,
 		.disk_bytes = o.limits.disk_bytes,
 		.system_dir = strcmp(o.image, "host") == 0 ? NULL : img.rootfs,
+		.memory_bytes = o.limits.memory_bytes,
 	};
 	if (ops->create(&sopts, &sb, &e) < 0) {
 		status = internal_error(&o, &res, e.msg);

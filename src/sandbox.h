@@ -38,6 +38,10 @@ struct sandbox;
  */
 #define SANDBOX_UID_BASE 1600000000u
 
+/* Where slots, images and snapshots live unless --state-dir or
+ * $PROCTOR_STATE_DIR says otherwise. */
+#define DEFAULT_STATE_DIR "/var/lib/proctor"
+
 /* Options fixed for the life of a sandbox. */
 struct sandbox_options {
 	const char *state_dir;   /* slot locks and scratch mounts live here */

@@ -18,6 +18,7 @@
 #include "grade/report.h"
 #include "grade/unpriv.h"
 #include "image/image.h"
+#include "vm/vm.h"
 #include "result.h"
 #include "util.h"
 
@@ -55,6 +56,7 @@ struct attempt {
 	double score;
 	size_t passed;
 	bool student_ran; /* the submission's code has run in this attempt */
+	double time_factor; /* the backend's slowdown: time limits are scaled by it */
 };
 
 int grade_prepare(const char *isolation, const struct assignment *a,
@@ -241,6 +243,16 @@ static int staging_dir(struct attempt *at, const char *name, uid_t owner, char *
  * Returns 0 with the result in *res (caller frees), or -1 when the sandbox
  * itself failed (Proctor's side, or a sandbox the program broke).
  */
+/* Time limits in an assignment mean native speed; a slower backend (a
+ * microVM under software emulation) gets them multiplied by its factor. */
+static void scale_times(struct limits *l, double factor)
+{
+	if (factor > 1.0) {
+		l->cpu_ms = (uint64_t)((double)l->cpu_ms * factor + 0.5);
+		l->wall_ms = (uint64_t)((double)l->wall_ms * factor + 0.5);
+	}
+}
+
 static int run_step(struct attempt *at, const char *name, char **argv,
 		    const struct limits *limits, int stdin_fd, size_t output_cap,
 		    struct run_result *res, struct err *e)
@@ -260,6 +272,7 @@ static int run_step(struct attempt *at, const char *name, char **argv,
 		.stdin_path = at->stdin_path,
 		.limits = *limits,
 	};
+	scale_times(&spec.limits, at->time_factor);
 
 	if (run_result_init(res, output_cap) < 0)
 		return err_set(e, ENOMEM, "step %s", name);
@@ -835,6 +848,7 @@ static int run_checker(struct attempt *at, const struct io_case *c, const char *
 	struct run_spec spec = {.argv = argv, .env = grade_env,
 				.env_count = sizeof(grade_env) / sizeof(grade_env[0]),
 				.stdin_fd = -1, .limits = a->checker.limits};
+	scale_times(&spec.limits, at->time_factor);
 	if (run_result_init(&r, DISPLAY_CAP) == 0) {
 		if (sandbox_run(sb, &spec, &r, e) == 0) {
 			if (r.status == RUN_OK)
@@ -986,6 +1000,22 @@ static uint64_t max_disk(const struct assignment *a)
 	return d ? d : 64ull << 20;
 }
 
+/* The most memory any run of the assignment may use: a microVM's RAM is
+ * sized for it. */
+static uint64_t max_memory(const struct assignment *a)
+{
+	uint64_t m = 0;
+	const struct step *s[] = {&a->setup, &a->build, &a->test, &a->checker};
+
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		if (s[i]->present && s[i]->limits.memory_bytes > m)
+			m = s[i]->limits.memory_bytes;
+	for (size_t i = 0; i < a->n_cases; i++)
+		if (a->cases[i].limits.memory_bytes > m)
+			m = a->cases[i].limits.memory_bytes;
+	return m;
+}
+
 static int attempt_run(struct attempt *at, struct err *e)
 {
 	const struct assignment *a = at->a;
@@ -1066,7 +1096,7 @@ static json_t *document(struct attempt *at, unsigned attempts)
 	}
 	json_object_set_new(at->sub, "path", json_string(at->submission));
 	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
-			 "s:{s:s, s:s}, s:s, s:i, s:s}",
+			 "s:{s:s, s:s}, s:s, s:i, s:s, s:f}",
 			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status",
 			 at->status, "reason", at->reason[0] ? json_string(at->reason) : json_null(),
 			 "score", at->score, "max_score", a->max_score, "passed",
@@ -1074,7 +1104,7 @@ static json_t *document(struct attempt *at, unsigned attempts)
 			 "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,
 			 "digest", a->digest, "image", "name", a->image, "digest",
 			 at->image_digest, "isolation", at->o->ops->name, "attempts",
-			 (int)attempts, "view", "instructor");
+			 (int)attempts, "view", "instructor", "time_factor", at->time_factor);
 }
 
 static void attempt_reset(struct attempt *at)
@@ -1112,6 +1142,12 @@ int grade_submission(const struct assignment *a, const char *submission,
 	at.image_digest = img.digest;
 	if (strcmp(a->image, "host") != 0)
 		oi.sandbox.system_dir = img.rootfs;
+	oi.sandbox.memory_bytes = max_memory(a);
+	at.time_factor = 1.0;
+	if (o->ops == &vm_ops) {
+		bool measured;
+		at.time_factor = vm_slowdown_factor(o->sandbox.state_dir, &measured);
+	}
 
 	for (;;) {
 		attempt_reset(&at);
