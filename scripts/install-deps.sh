@@ -16,6 +16,7 @@ packages=(
 	openjdk-17-jdk-headless junit5                 # the Java + JUnit 5 example
 	mmdebstrap squashfs-tools                      # proctor image build: the tree, rootfs.squashfs
 	erofs-utils uidmap                             # microVM images (erofs); mmdebstrap's unprivileged mode
+	qemu-system-x86                                # the microVM backend (QEMU microvm, KVM or TCG)
 )
 
 missing=()

@@ -75,7 +75,8 @@ static void run_usage(FILE *f)
 				(unsigned long long)defaults[i]);
 	}
 	fprintf(f, "\noptions:\n"
-		   "  --isolation NAME   auto (default) or jail\n"
+		   "  --isolation NAME   auto (default), jail or vm; auto picks vm when /dev/kvm\n"
+		   "                     works and --image pins an image, else jail\n"
 		   "  --image PIN        system tree: host (default), NAME@VERSION or sha256:HEX\n"
 		   "                     (proctor image ls)\n"
 		   "  --env NAME=VALUE   add to the sandbox environment (repeatable)\n"

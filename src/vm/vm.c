@@ -26,8 +26,10 @@
  * file it may write, and no QEMU may be able to write a snapshot that
  * later sandboxes restore.
  *
- * QEMU is untrusted surface.  It runs as the slot's uid in the slot's
- * cgroups (memory = guest RAM + overhead, pids), in new mount, network, IPC
+ * QEMU is untrusted surface.  It runs as a uid of its own (the slot's +
+ * VM_QEMU_UID_OFFSET: not the uid proctor-helper uses for the sandbox's
+ * files, whose one-process limit a QEMU of the same uid would break) in the
+ * slot's cgroups (memory = guest RAM + overhead, pids), in new mount, network, IPC
  * and UTS namespaces whose root is a tmpfs holding only /usr (read-only),
  * a /dev with null and urandom (and kvm when used), the image (read-only),
  * the kit (read-only) and the VM's run directory, with no_new_privs,
@@ -702,9 +704,9 @@ static _Noreturn void qemu_child(struct vm *v, const struct vm_image *im, const 
 	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0)
 		goto fail;
 	step = "drop privileges";
-	if (setgroups(0, NULL) < 0 || setresgid(v->slot.gid, v->slot.gid, v->slot.gid) < 0 ||
-	    setresuid(v->slot.uid, v->slot.uid, v->slot.uid) < 0 ||
-	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+	uid_t qid = v->slot.uid + VM_QEMU_UID_OFFSET;
+	if (setgroups(0, NULL) < 0 || setresgid(qid, qid, qid) < 0 ||
+	    setresuid(qid, qid, qid) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		goto fail;
 	if (getppid() == 1)
@@ -1260,7 +1262,8 @@ static int make_run_dir(struct vm *v, const char *state, struct err *e)
 		close(fd);
 		rmdir(v->run_dir);
 	}
-	if (mkdir(v->run_dir, 0700) < 0 || chown(v->run_dir, v->slot.uid, v->slot.gid) < 0)
+	if (mkdir(v->run_dir, 0700) < 0 || chown(v->run_dir, v->slot.uid + VM_QEMU_UID_OFFSET,
+						 v->slot.gid + VM_QEMU_UID_OFFSET) < 0)
 		return err_set(e, errno, "make %s", v->run_dir);
 	snprintf(v->console, sizeof(v->console), "%s/console.log", v->run_dir);
 	return 0;

@@ -10,6 +10,10 @@
 
 extern const struct sandbox_ops vm_ops;
 
+/* QEMU of slot N runs as uid_base + VM_QEMU_UID_OFFSET + N: above every slot
+ * uid (at most 256 slots), below the image builders' range. */
+#define VM_QEMU_UID_OFFSET 256u
+
 /* Guest RAM shapes in MiB: a snapshot restores only into an identical
  * machine, so every VM has one of these.  The smallest that holds the
  * run's memory + disk + VM_RESERVE_MIB is taken. */

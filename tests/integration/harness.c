@@ -26,9 +26,10 @@
 
 extern char **environ;
 
-/* Slot uids: 1600000000 + slot, slot < 256 (the largest --slots). */
+/* Slot uids: 1600000000 + slot, slot < 256 (the largest --slots), and the
+ * microVM's QEMU uids 1600000000 + 256 + slot (src/vm/vm.h). */
 #define SLOT_UID_MIN 1600000000u
-#define SLOT_UID_END (1600000000u + 256)
+#define SLOT_UID_END (1600000000u + 512)
 
 /* What we keep of one stream of proctor's; the rest is read and dropped so
  * that a runaway proctor can neither block on a full pipe nor eat memory. */

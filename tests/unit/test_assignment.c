@@ -262,6 +262,7 @@ static void test_assignment_minimal_gets_every_default(void **state)
 
 	assert_string_equal(a->name, "minimal");
 	assert_string_equal(a->image, "host");
+	assert_int_equal(a->isolation, ASSIGNMENT_ISOLATION_ANY);
 	assert_int_equal(a->mode, GRADE_MODE_RUNNER);
 	assert_int_equal(a->n_required, 0);
 	assert_null(a->required[0]);
@@ -536,7 +537,36 @@ static void test_assignment_rejects_unknown_top_level_key(void **state)
 	(void)state;
 	expect_error("unknown_key_top",
 		     ":8: timeout: unknown key (expected name, image, mode, submission, tests_dir, "
-		     "setup, build, test, ok_exit, report, tests, io, retries)");
+		     "setup, build, test, ok_exit, report, tests, io, retries, isolation)");
+}
+
+static void test_assignment_reads_isolation_vm(void **state)
+{
+	(void)state;
+	char dir[64];
+	struct assignment *a;
+
+	make_tmp(dir, sizeof(dir), NULL);
+	write_text(dir, "assignment.yaml",
+		   "name: a\nisolation: vm\nsubmission: {files: [a]}\ntest: {run: [t]}\n"
+		   "report: {format: tap}\ntests: [{name: a}]\n");
+	a = load_ok(dir);
+	assert_int_equal(a->isolation, ASSIGNMENT_ISOLATION_VM);
+	assignment_free(a);
+	rm_tree(dir);
+}
+
+static void test_assignment_rejects_unknown_isolation(void **state)
+{
+	(void)state;
+	char dir[64];
+
+	make_tmp(dir, sizeof(dir), NULL);
+	write_text(dir, "assignment.yaml",
+		   "name: a\nisolation: docker\nsubmission: {files: [a]}\ntest: {run: [t]}\n"
+		   "report: {format: tap}\ntests: [{name: a}]\n");
+	expect_error_in(dir, ":2: isolation: expected one of any, jail, vm, got 'docker'");
+	rm_tree(dir);
 }
 
 static void test_assignment_rejects_unknown_nested_key(void **state)
@@ -873,6 +903,8 @@ int main(void)
 	    cmocka_unit_test(test_assignment_rejects_anchors_and_aliases),
 	    cmocka_unit_test(test_assignment_rejects_merge_keys),
 	    cmocka_unit_test(test_assignment_rejects_unknown_top_level_key),
+	    cmocka_unit_test(test_assignment_reads_isolation_vm),
+	    cmocka_unit_test(test_assignment_rejects_unknown_isolation),
 	    cmocka_unit_test(test_assignment_rejects_unknown_nested_key),
 	    cmocka_unit_test(test_assignment_rejects_duplicate_key),
 	    cmocka_unit_test(test_assignment_rejects_string_where_list_expected),
