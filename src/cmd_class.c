@@ -71,23 +71,24 @@
 #include "grade/assignment.h"
 #include "grade/grade.h"
 #include "util.h"
+#include "vm/vm.h"
 
 #ifndef PROCTOR_VERSION
 #define PROCTOR_VERSION "0.1.0"
 #endif
 
-#define DEFAULT_SLOTS	  64
-#define MAX_SLOTS	  256
-#define MAX_JOBS	  MAX_SLOTS
-#define MAX_SUBMISSIONS	  100000
-#define RESULT_MAX	  (64ull << 20) /* bytes of one result document */
-#define REASON_MAX	  1024		/* bytes of a reason kept for the gradebook */
-#define GRADE_ATTEMPTS	  2		/* a submission whose worker failed is graded once more */
-#define REDRAW_NS	  (200ull * 1000000ull)
-#define TICK_MS		  1000 /* poll wake-up for the watchdog and the ETA */
-#define STOP_GRACE_NS	  (2ull * 1000000000ull)
-#define HIST_BINS	  10
-#define HIST_WIDTH	  40
+#define DEFAULT_SLOTS	64
+#define MAX_SLOTS	256
+#define MAX_JOBS	MAX_SLOTS
+#define MAX_SUBMISSIONS 100000
+#define RESULT_MAX	(64ull << 20) /* bytes of one result document */
+#define REASON_MAX	1024	      /* bytes of a reason kept for the gradebook */
+#define GRADE_ATTEMPTS	2	      /* a submission whose worker failed is graded once more */
+#define REDRAW_NS	(200ull * 1000000ull)
+#define TICK_MS		1000 /* poll wake-up for the watchdog and the ETA */
+#define STOP_GRACE_NS	(2ull * 1000000000ull)
+#define HIST_BINS	10
+#define HIST_WIDTH	40
 
 /* Exit codes of a worker, seen only by the parent's messages. */
 enum { WORKER_EXIT_SETUP = 70, WORKER_EXIT_PROTOCOL = 71, WORKER_EXIT_NOMEM = 72 };
@@ -1800,9 +1801,15 @@ int cmd_class(int argc, char **argv)
 			say("%s", e.msg);
 		goto out;
 	}
+	/* Each worker keeps one microVM pre-started (QEMU up, waiting for the
+	 * snapshot), so a restore does not wait for QEMU to start. */
+	if (ops == &vm_ops)
+		setenv("PROCTOR_VM_POOL", "1", 0);
 	c.go = (struct grade_options){
 	    .ops = ops,
-	    .sandbox = {.state_dir = o.state_dir, .max_slots = o.slots, .uid_base = SANDBOX_UID_BASE},
+	    .sandbox = {.state_dir = o.state_dir,
+			.max_slots = o.slots,
+			.uid_base = SANDBOX_UID_BASE},
 	};
 	c.budget_ns = grading_budget_ns(c.a);
 

@@ -1276,38 +1276,58 @@ static bool snapshots_enabled(void)
 	return !s || strcmp(s, "0") != 0;
 }
 
-static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, struct err *e)
-{
-	struct vm *v = calloc(1, sizeof(*v));
+/* Everything a restore needs that does not depend on the sandbox. */
+struct vm_plan {
 	struct vm_host h;
 	struct vm_image im;
-	char kit_dir[PATH_MAX], kit_sha[65], key[65], snap_dir[PATH_MAX], state[PATH_MAX + 16];
-	char lock[PATH_MAX + 16], ram[PATH_MAX + 32];
-	uint64_t t0 = now_ns();
-	int lfd = -1, sfd = -1;
+	unsigned ram_mib;
+	char kit_dir[PATH_MAX], kit_sha[65], key[65];
+	char state[PATH_MAX + 16], lock[PATH_MAX + 16], ram[PATH_MAX + 32];
+};
 
-	memset(&last_timing, 0, sizeof(last_timing));
+static int plan(const struct sandbox_options *opts, struct vm_plan *p, struct err *e)
+{
+	struct limits dl;
+	char snap_dir[PATH_MAX];
+
+	limits_default(&dl);
+	p->ram_mib =
+	    pick_shape(opts->memory_bytes ? opts->memory_bytes : dl.memory_bytes, opts->disk_bytes);
+	if (!p->ram_mib)
+		return err_set(e, 0,
+			       "microVM: memory + disk (%llu MiB) do not fit the largest VM shape "
+			       "(%u MiB less %u MiB for the guest itself)",
+			       (unsigned long long)((opts->memory_bytes + opts->disk_bytes) >> 20),
+			       shapes_mib[sizeof(shapes_mib) / sizeof(shapes_mib[0]) - 1],
+			       VM_RESERVE_MIB);
+	if (image_paths(opts->system_dir, &p->im, e) < 0 || vm_host_info(&p->h, e) < 0 ||
+	    kit_dir_for(opts->state_dir, &p->im, p->kit_dir, sizeof(p->kit_dir), p->kit_sha, e) <
+		0 ||
+	    snapshot_key(&p->h, &p->im, p->kit_sha, p->ram_mib, p->key, e) < 0)
+		return -1;
+	snprintf(snap_dir, sizeof(snap_dir), "%s/vm/snapshots", opts->state_dir);
+	if (mkdir_p_at(AT_FDCWD, snap_dir, 0755, 0, 0, e) < 0)
+		return -1;
+	snprintf(p->state, sizeof(p->state), "%s/%.40s.state", snap_dir, p->key);
+	snprintf(p->lock, sizeof(p->lock), "%s/%.40s.lock", snap_dir, p->key);
+	snprintf(p->ram, sizeof(p->ram), "%s.ram", p->state);
+	return 0;
+}
+
+/* A VM with its slot, cgroups and run directory, no QEMU yet. */
+static struct vm *vm_new(const struct sandbox_options *opts, unsigned ram_mib, struct err *e)
+{
+	struct vm *v = calloc(1, sizeof(*v));
+
 	if (!v || !(v->ib = malloc(PROTO_MAX_PAYLOAD))) {
 		free(v);
-		return err_set(e, ENOMEM, "microVM");
+		err_set(e, ENOMEM, "microVM");
+		return NULL;
 	}
 	v->base.ops = &vm_ops;
 	v->pidfd = v->chan = v->qmp = -1;
 	v->disk_bytes = opts->disk_bytes;
-	struct limits dl;
-	limits_default(&dl);
-	v->ram_mib =
-	    pick_shape(opts->memory_bytes ? opts->memory_bytes : dl.memory_bytes, opts->disk_bytes);
-	if (!v->ram_mib) {
-		err_set(e, 0,
-			"microVM: memory + disk (%llu MiB) do not fit the largest VM shape "
-			"(%u MiB less %u MiB for the guest itself)",
-			(unsigned long long)((opts->memory_bytes + opts->disk_bytes) >> 20),
-			shapes_mib[sizeof(shapes_mib) / sizeof(shapes_mib[0]) - 1], VM_RESERVE_MIB);
-		goto fail;
-	}
-	if (image_paths(opts->system_dir, &im, e) < 0 || vm_host_info(&h, e) < 0)
-		goto fail;
+	v->ram_mib = ram_mib;
 	if (slot_lease(opts->state_dir, opts->max_slots, opts->uid_base, &v->slot, e) < 0)
 		goto fail;
 	v->have_slot = true;
@@ -1315,82 +1335,187 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 	if (cgroup_slot_open(&v->cg, v->slot.index, e) < 0)
 		goto fail;
 	v->have_cg = true;
-	if (make_run_dir(v, opts->state_dir, e) < 0 ||
-	    kit_dir_for(opts->state_dir, &im, kit_dir, sizeof(kit_dir), kit_sha, e) < 0)
+	if (make_run_dir(v, opts->state_dir, e) < 0)
 		goto fail;
+	return v;
+fail:
+	vm_destroy(&v->base);
+	return NULL;
+}
 
+/* The snapshot of the plan exists afterwards: built by v (then v is reset
+ * for reuse) unless another process had or has built it.  0 or -1. */
+static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
+{
+	int lfd;
+
+	if (access(p->state, R_OK) == 0)
+		return 0;
+	lfd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
+		xclose(lfd);
+		return err_set(e, errno, "lock %s", p->lock);
+	}
+	if (access(p->state, R_OK) != 0) {
+		if (snapshot_save(v, &p->h, &p->im, p->kit_dir, p->state, e) < 0) {
+			close(lfd);
+			return err_wrap(e, "microVM snapshot of %s", p->im.dir);
+		}
+		last_timing.snapshot_built = true;
+		v->dead = false;
+		cgroup_kill_all(&v->cg, e);
+		cgroup_run_end(&v->cg);
+		v->cg_run = false;
+		xclose(take_fd(&v->chan));
+		xclose(take_fd(&v->qmp));
+		xclose(take_fd(&v->pidfd));
+	}
+	close(lfd);
+	return 0;
+}
+
+/* Start QEMU waiting for the snapshot (-incoming defer): the slow part of
+ * a restore, which a pre-started VM has done already. */
+static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
+{
+	int sfd = open(p->state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), mfd, rc = -1;
+
+	if (sfd < 0)
+		return err_set(e, errno, "open %s", p->state);
+	mfd = ram_memfd(p->ram, e);
+	if (mfd >= 0)
+		rc = qemu_start(v, &p->h, &p->im, p->kit_dir, RAM_RESTORE, sfd, mfd, e);
+	close(sfd);
+	return rc;
+}
+
+/*
+ * Pre-started VMs ($PROCTOR_VM_POOL, default 0, at most 8): QEMU processes
+ * of this process already started on a snapshot and waiting for it, each
+ * with its slot leased.  create() takes one whose snapshot key matches and
+ * starts a replacement in the background.  They die with the process
+ * (PDEATHSIG); vm_pool_drain() removes them properly.
+ */
+static struct {
+	struct vm *v[8];
+	char key[8][65];
+	size_t n;
+} pool;
+
+static size_t pool_target(void)
+{
+	const char *s = getenv("PROCTOR_VM_POOL");
+	long n = s ? strtol(s, NULL, 10) : 0;
+
+	return n < 0 ? 0 : n > 8 ? 8 : (size_t)n;
+}
+
+void vm_pool_drain(void)
+{
+	while (pool.n > 0)
+		vm_destroy(&pool.v[--pool.n]->base);
+}
+
+static void pool_fill(const struct sandbox_options *opts, const struct vm_plan *p)
+{
+	static bool registered;
+	struct err ignored;
+
+	if (!registered) {
+		atexit(vm_pool_drain);
+		registered = true;
+	}
+	while (pool.n < pool_target()) {
+		struct vm *v = vm_new(opts, p->ram_mib, &ignored);
+		if (!v)
+			return;
+		if (prestart(v, p, &ignored) < 0) {
+			vm_destroy(&v->base);
+			return;
+		}
+		snprintf(pool.key[pool.n], sizeof(pool.key[0]), "%s", p->key);
+		pool.v[pool.n++] = v;
+	}
+}
+
+static struct vm *pool_take(const struct vm_plan *p, uint64_t disk_bytes)
+{
+	for (size_t i = 0; i < pool.n; i++) {
+		if (strcmp(pool.key[i], p->key) != 0)
+			continue;
+		struct vm *v = pool.v[i];
+		pool.v[i] = pool.v[pool.n - 1];
+		memcpy(pool.key[i], pool.key[pool.n - 1], sizeof(pool.key[0]));
+		pool.n--;
+		v->disk_bytes = disk_bytes;
+		return v;
+	}
+	return NULL;
+}
+
+static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, struct err *e)
+{
+	struct vm_plan *p = calloc(1, sizeof(*p));
+	struct vm *v = NULL;
+	uint64_t t0 = now_ns();
+
+	memset(&last_timing, 0, sizeof(last_timing));
+	if (!p)
+		return err_set(e, ENOMEM, "microVM");
 	if (!snapshots_enabled()) {
-		if (qemu_start(v, &h, &im, kit_dir, RAM_PLAIN, -1, -1, e) < 0 ||
+		struct limits dl;
+		limits_default(&dl);
+		unsigned shape = pick_shape(
+		    opts->memory_bytes ? opts->memory_bytes : dl.memory_bytes, opts->disk_bytes);
+		if (image_paths(opts->system_dir, &p->im, e) < 0 || vm_host_info(&p->h, e) < 0 ||
+		    kit_dir_for(opts->state_dir, &p->im, p->kit_dir, sizeof(p->kit_dir), p->kit_sha,
+				e) < 0)
+			goto fail;
+		if (!shape) {
+			err_set(e, 0, "microVM: memory + disk do not fit the largest VM shape");
+			goto fail;
+		}
+		if (!(v = vm_new(opts, shape, e)) ||
+		    qemu_start(v, &p->h, &p->im, p->kit_dir, RAM_PLAIN, -1, -1, e) < 0 ||
 		    wait_hello(v, BOOT_TIMEOUT_MS, e) < 0 ||
 		    setup_guest(v, REQUEST_TIMEOUT_MS, e) < 0)
 			goto fail;
 		last_timing.ready_ms = (double)(now_ns() - t0) / 1e6;
+		free(p);
 		*ret = &v->base;
 		return 0;
 	}
-	if (snapshot_key(&h, &im, kit_sha, v->ram_mib, key, e) < 0)
+	if (plan(opts, p, e) < 0)
 		goto fail;
-	snprintf(snap_dir, sizeof(snap_dir), "%s/vm/snapshots", opts->state_dir);
-	if (mkdir_p_at(AT_FDCWD, snap_dir, 0755, 0, 0, e) < 0)
-		goto fail;
-	snprintf(state, sizeof(state), "%s/%.40s.state", snap_dir, key);
-	snprintf(lock, sizeof(lock), "%s/%.40s.lock", snap_dir, key);
-	sfd = open(state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (sfd < 0) {
-		lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
-			err_set(e, errno, "lock %s", lock);
+	if ((v = pool_take(p, opts->disk_bytes))) {
+		last_timing.prestarted = true;
+	} else {
+		if (!(v = vm_new(opts, p->ram_mib, e)) || ensure_snapshot(v, p, e) < 0)
 			goto fail;
-		}
-		sfd = open(state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (sfd < 0) {
-			if (snapshot_save(v, &h, &im, kit_dir, state, e) < 0) {
-				err_wrap(e, "microVM snapshot of %s", im.dir);
-				goto fail;
-			}
-			last_timing.snapshot_built = true;
-			v->dead = false;
-			cgroup_kill_all(&v->cg, e);
-			cgroup_run_end(&v->cg);
-			v->cg_run = false;
-			xclose(take_fd(&v->chan));
-			xclose(take_fd(&v->qmp));
-			xclose(take_fd(&v->pidfd));
-			sfd = open(state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-			if (sfd < 0) {
-				err_set(e, errno, "open %s", state);
-				goto fail;
-			}
+		if (last_timing.snapshot_built)
 			t0 = now_ns();
-		}
-		close(take_fd(&lfd));
+		if (prestart(v, p, e) < 0)
+			goto fail;
 	}
 	uint64_t t1 = now_ns();
-	snprintf(ram, sizeof(ram), "%s.ram", state);
-	int mfd = ram_memfd(ram, e);
-	if (mfd < 0 || qemu_start(v, &h, &im, kit_dir, RAM_RESTORE, sfd, mfd, e) < 0 ||
-	    restore_incoming(v, e) < 0)
-		goto fail;
-	close(take_fd(&sfd));
-	if (getenv("PROCTOR_VM_DEBUG"))
-		fprintf(stderr, "vm: before start %.1f ms, qemu_start %.1f ms\n",
-			(double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6);
-	uint64_t t2 = now_ns();
-	if (setup_guest(v, RESTORE_TIMEOUT_MS, e) < 0) {
-		err_wrap(e, "restoring the snapshot %s", state);
+	if (restore_incoming(v, e) < 0 || setup_guest(v, RESTORE_TIMEOUT_MS, e) < 0) {
+		err_wrap(e, "restoring the snapshot %s", p->state);
 		goto fail;
 	}
 	if (getenv("PROCTOR_VM_DEBUG"))
-		fprintf(stderr, "vm: setup answered after %.1f ms\n",
-			(double)(now_ns() - t2) / 1e6);
+		fprintf(stderr, "vm: %s, restore and setup %.1f ms\n",
+			last_timing.prestarted ? "pre-started" : "started now",
+			(double)(now_ns() - t1) / 1e6);
 	last_timing.ready_ms = (double)(now_ns() - t0) / 1e6;
 	last_timing.restored = true;
+	pool_fill(opts, p);
+	free(p);
 	*ret = &v->base;
 	return 0;
 fail:
-	xclose(lfd);
-	xclose(sfd);
-	vm_destroy(&v->base);
+	if (v)
+		vm_destroy(&v->base);
+	free(p);
 	return -1;
 }
 

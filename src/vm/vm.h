@@ -52,8 +52,12 @@ struct vm_timing {
 	double ready_ms;
 	bool restored;
 	bool snapshot_built; /* this create() had to build the snapshot first */
+	bool prestarted;     /* it took a pre-started QEMU ($PROCTOR_VM_POOL) */
 };
 void vm_last_timing(struct vm_timing *ret);
+
+/* Destroy this process's pre-started VMs ($PROCTOR_VM_POOL); also run at exit. */
+void vm_pool_drain(void);
 
 /* The QEMU process of a VM sandbox (for measurements); 0 if none. */
 pid_t vm_sandbox_pid(const struct sandbox *sb);
