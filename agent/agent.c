@@ -680,7 +680,9 @@ static void send_tree(int dfd, const char *prefix, int depth)
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (fstat(fd, &st) < 0)
+			close(fd);
+		else if (S_ISREG(st.st_mode)) {
 			send_file(fd, rel, &st);
 			close(fd);
 		} else if (S_ISDIR(st.st_mode))

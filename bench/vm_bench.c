@@ -3,7 +3,7 @@
  * what an idle restored VM costs the host.  Run as root on an image with a
  * guest kernel:
  *
- *   build/bench/vm_bench small@2 [N]
+ *   build/vm_bench small@2 [N]   (ninja -C build vm_bench)
  *
  * Prints, in one run on one machine: cold boot to agent-ready and snapshot
  * restore to agent-ready (from asking for a sandbox to the agent's first

@@ -15,7 +15,7 @@ packages=(
 	make gcc libc6-dev                             # the corpus's C assignment builds in the sandbox
 	openjdk-17-jdk-headless junit5                 # the Java + JUnit 5 example
 	mmdebstrap squashfs-tools                      # proctor image build: the tree, rootfs.squashfs
-	erofs-utils uidmap                             # microVM images (erofs); mmdebstrap's unprivileged mode
+	uidmap                                         # mmdebstrap's unprivileged mode
 	qemu-system-x86                                # the microVM backend (QEMU microvm, KVM or TCG)
 )
 

@@ -156,6 +156,7 @@ struct class_run {
 	size_t todo, done, kept;
 	size_t respawns; /* replacement workers started; capped */
 	uint64_t start_ns, last_draw_ns, budget_ns;
+	double time_factor; /* the backend's slowdown; 1 for the jail */
 	bool tty, drawn, dirty;
 	bool fatal;
 	char fatal_msg[1100];
@@ -1068,15 +1069,15 @@ static json_t *error_document(const struct class_run *c, size_t idx, const char 
 			      "message", "reason"));
 	}
 	snprintf(path, sizeof(path), "%s/%s", c->o->dir, c->subs[idx].name);
-	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:o, s:[], "
-			 "s:{s:o, s:n, s:[], s:[]}, s:{s:s, s:s}, s:n, s:s, s:i, s:s, s:s}",
-			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status", "error",
-			 "reason", json_text(reason), "score", 0.0, "max_score", a->max_score,
-			 "passed", (json_int_t)0, "total", (json_int_t)total, "tests", tests,
-			 "steps", "submission", "path", json_text(path), "digest", "files",
-			 "ignored", "assignment", "name", a->name, "digest", a->digest, "image",
-			 "isolation", c->go.ops->name, "attempts", (int)attempts, "view",
-			 "instructor", "submission_name", c->subs[idx].name);
+	return json_pack(
+	    "{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:o, s:[], "
+	    "s:{s:o, s:n, s:[], s:[]}, s:{s:s, s:s}, s:n, s:s, s:i, s:s, s:s, s:f}",
+	    "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status", "error", "reason",
+	    json_text(reason), "score", 0.0, "max_score", a->max_score, "passed", (json_int_t)0,
+	    "total", (json_int_t)total, "tests", tests, "steps", "submission", "path",
+	    json_text(path), "digest", "files", "ignored", "assignment", "name", a->name, "digest",
+	    a->digest, "image", "isolation", c->go.ops->name, "attempts", (int)attempts, "view",
+	    "instructor", "submission_name", c->subs[idx].name, "time_factor", c->time_factor);
 }
 
 /* Record Proctor's own failure for a submission: status "error". */
@@ -1106,7 +1107,7 @@ static void record_error(struct class_run *c, size_t idx, const char *reason)
 /* The longest a worker may plausibly take for one submission: every step
  * at its wall limit, with room for intake and copies, for each retry the
  * assignment allows, twice over. */
-static uint64_t grading_budget_ns(const struct assignment *a)
+static uint64_t grading_budget_ns(const struct assignment *a, double time_factor)
 {
 	const struct step *steps[] = {&a->setup, &a->build, &a->test};
 	uint64_t ms = 60000;
@@ -1120,7 +1121,8 @@ static uint64_t grading_budget_ns(const struct assignment *a)
 			ms += a->checker.limits.wall_ms;
 	}
 	ms *= 2ull * (a->retries + 1);
-	return (ms + 300000) * 1000000ull;
+	/* A slower backend has its limits scaled (grade.c), and so the wait. */
+	return (uint64_t)((double)(ms + 300000) * time_factor) * 1000000ull;
 }
 
 static int recv_full(int fd, void *buf, size_t len)
@@ -1811,7 +1813,12 @@ int cmd_class(int argc, char **argv)
 			.max_slots = o.slots,
 			.uid_base = SANDBOX_UID_BASE},
 	};
-	c.budget_ns = grading_budget_ns(c.a);
+	c.time_factor = 1.0;
+	if (ops == &vm_ops) {
+		bool measured;
+		c.time_factor = vm_slowdown_factor(o.state_dir, &measured);
+	}
+	c.budget_ns = grading_budget_ns(c.a, c.time_factor);
 
 	/* From here on SIGINT and SIGTERM arrive only through the signalfd:
 	 * once an output file exists, the run ends with a summary. */

@@ -35,22 +35,6 @@ static void add(struct check *c, size_t *n, const char *name, const char *state,
 	(*n)++;
 }
 
-static bool find_on_path(const char *prog, char *buf, size_t len)
-{
-	const char *path = getenv("PATH");
-
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		size_t n = strcspn(path, ":");
-		snprintf(buf, len, "%.*s/%s", (int)n, path, prog);
-		if (n > 0 && access(buf, X_OK) == 0)
-			return true;
-		path += n + (path[n] == ':');
-	}
-	return false;
-}
-
 int cmd_doctor(int argc, char **argv)
 {
 	static const char *const ns[] = {"user", "pid", "net", "mnt", "ipc", "uts", "cgroup"};
@@ -118,11 +102,11 @@ int cmd_doctor(int argc, char **argv)
 	add(c, &n, "seccomp", seccomp && strstr(actions, "kill_process") ? "ok" : "missing", buf);
 	bool kvm = host_has_kvm(buf, sizeof(buf));
 	add(c, &n, "kvm", kvm ? "ok" : "missing", buf);
-	if (find_on_path("qemu-system-x86_64", path, sizeof(path)))
-		snprintf(buf, sizeof(buf), "%s", path);
+	struct vm_host qh;
+	if (vm_host_info(&qh, &e) == 0)
+		add(c, &n, "qemu", "ok", qh.qemu);
 	else
-		snprintf(buf, sizeof(buf), "qemu-system-x86_64 not on PATH");
-	add(c, &n, "qemu", access(path, X_OK) == 0 ? "ok" : "missing", buf);
+		add(c, &n, "qemu", "missing", e.msg);
 
 	size_t nb;
 	const struct sandbox_ops *const *b = sandbox_backends(&nb);

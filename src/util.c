@@ -122,10 +122,10 @@ int stat_field(const char *text, const char *key, uint64_t *ret)
 int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = (flags & O_CREAT) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-			   RESOLVE_NO_XDEV,
+	    .flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+	    .mode = (flags & O_CREAT) ? mode : 0,
+	    .resolve =
+		RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
 
 	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
@@ -146,8 +146,8 @@ int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, s
 		*p = '\0';
 		if (buf[0] != '\0') {
 			if (mkdirat(dirfd, buf, mode) == 0) {
-				if (uid != (uid_t)-1 && fchownat(dirfd, buf, uid, gid,
-								 AT_SYMLINK_NOFOLLOW) < 0)
+				if (uid != (uid_t)-1 &&
+				    fchownat(dirfd, buf, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 					return err_set(e, errno, "chown '%s'", buf);
 			} else if (errno != EEXIST) {
 				return err_set(e, errno, "mkdir '%s'", buf);
@@ -155,8 +155,8 @@ int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, s
 			/* An existing component must be a real directory; below a
 			 * directory fd (a sandbox tree) it must not be a link. */
 			int fd = dirfd == AT_FDCWD
-					 ? open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC)
-					 : open_beneath(dirfd, buf, O_PATH | O_DIRECTORY, 0);
+				     ? open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC)
+				     : open_beneath(dirfd, buf, O_PATH | O_DIRECTORY, 0);
 			if (fd < 0)
 				return err_set(e, errno, "'%s' is not a directory", buf);
 			close(fd);
@@ -191,8 +191,8 @@ int rm_rf_children(int dirfd, struct err *e)
 			rc = err_set(e, errno, "unlink '%s'", de->d_name);
 			break;
 		}
-		int sub = openat(dirfd, de->d_name,
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int sub =
+		    openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0 || rm_rf_children(sub, e) < 0) {
 			if (sub < 0)
 				rc = err_set(e, errno, "open '%s'", de->d_name);
@@ -209,4 +209,22 @@ int rm_rf_children(int dirfd, struct err *e)
 	}
 	closedir(d);
 	return rc;
+}
+
+/* Remove the directory `name` below dirfd and everything in it, never
+ * following a symlink. */
+int rm_tree_at(int dirfd, const char *name, struct err *e)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : err_set(e, errno, "open '%s'", name);
+	if (rm_rf_children(fd, e) < 0) {
+		close(fd);
+		return err_wrap(e, "remove '%s'", name);
+	}
+	close(fd);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
+		return err_set(e, errno, "rmdir '%s'", name);
+	return 0;
 }

@@ -59,4 +59,8 @@ int open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 /* Remove everything below dirfd (not dirfd itself) without following links. */
 int rm_rf_children(int dirfd, struct err *e);
 
+/* Remove the directory `name` below dirfd and everything in it, never
+ * following a symlink; a missing one is not an error. */
+int rm_tree_at(int dirfd, const char *name, struct err *e);
+
 #endif

@@ -204,24 +204,6 @@ static int write_at(int dirfd, const char *path, const char *data, size_t len, m
 	return 0;
 }
 
-/* Remove the directory `name` below dirfd and everything in it, never
- * following a symlink. */
-static int rm_tree_at(int dirfd, const char *name, struct err *e)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0)
-		return errno == ENOENT ? 0 : err_set(e, errno, "open '%s'", name);
-	if (rm_rf_children(fd, e) < 0) {
-		close(fd);
-		return err_wrap(e, "remove '%s'", name);
-	}
-	close(fd);
-	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
-		return err_set(e, errno, "rmdir '%s'", name);
-	return 0;
-}
-
 /* The name's directory fd, and its lock taken (LOCK_EX, waiting). */
 static int open_name_locked(const char *images, const char *name, bool create, int *ret_dir,
 			    int *ret_lock, struct err *e)

@@ -90,24 +90,6 @@ static unsigned char entry_type(DIR *d, const struct dirent *de)
 	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
 }
 
-/* Remove the directory `name` below dirfd and everything in it, never
- * following a symlink (as image.c does with its build directories). */
-static int rm_tree_at(int dirfd, const char *name, struct err *e)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0)
-		return errno == ENOENT ? 0 : err_set(e, errno, "open '%s'", name);
-	if (rm_rf_children(fd, e) < 0) {
-		close(fd);
-		return err_wrap(e, "remove '%s'", name);
-	}
-	close(fd);
-	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
-		return err_set(e, errno, "rmdir '%s'", name);
-	return 0;
-}
-
 /* The whole regular file `path` below dirfd (no symlink followed), at most
  * cap bytes, in a malloc'd buffer. */
 static int read_whole_at(int dirfd, const char *path, size_t cap, unsigned char **ret,

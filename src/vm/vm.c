@@ -15,16 +15,17 @@
  * shape, and restores the snapshot for (image, kernel, initramfs, agent,
  * QEMU, shape, command line, host CPU, TSC rate) -- building it first if
  * there is none: a cold boot to the agent's hello, P_QUIESCE (sync, drop
- * caches), then a QMP migrate to a file (pages never touched are zero and
- * cost nothing; init_on_free=1 would zero freed pages but touches all RAM
- * at boot).  The guest is not
- * stopped first: a restored guest resumes in the run state it was saved in.  A restore starts
- * QEMU with -incoming on that file; the guest continues where it was, blocked
- * reading the channel, and the host's P_SETUP gives it fresh random bytes, the
- * clock and its writable tree.  Guest RAM is loaded from the state (zero
- * pages skipped), not mapped from a shared file: QEMU 7.2 can only map a
- * file it may write, and no QEMU may be able to write a snapshot that
- * later sandboxes restore.
+ * caches), then a QMP migrate to a file with the x-ignore-shared
+ * capability: guest RAM is a memory-backend-file shared with <key>.state.ram
+ * (pages never touched stay holes), so only device state goes into
+ * <key>.state.  A restore maps that RAM from a sealed memfd (copied once per
+ * process, holes kept) privately, copy on write: every VM of the process
+ * shares the pages it only reads, and no QEMU can write what later sandboxes
+ * restore (QEMU 7.2 opens a mem-path read-write, so the file itself could not
+ * be handed to it).  QEMU starts with -incoming defer, gets the same
+ * capability over QMP and loads the device state; the guest continues where
+ * it was, blocked reading the channel, and the host's P_SETUP gives it fresh
+ * random bytes, the clock and its disk size.
  *
  * QEMU is untrusted surface.  It runs as a uid of its own (the slot's +
  * VM_QEMU_UID_OFFSET: not the uid proctor-helper uses for the sandbox's
@@ -257,6 +258,15 @@ int vm_host_info(struct vm_host *ret, struct err *e)
 	if (qemu_identity(ret->qemu, sizeof(ret->qemu), e) < 0)
 		return -1;
 	ret->kvm = host_has_kvm(ret->why, sizeof(ret->why));
+	/* QEMU opens /dev/kvm as its own unprivileged uid, without groups. */
+	struct stat kst;
+	if (ret->kvm && (stat("/dev/kvm", &kst) < 0 || (kst.st_mode & 0006) != 0006)) {
+		ret->kvm = false;
+		snprintf(ret->why, sizeof(ret->why),
+			 "/dev/kvm is not readable and writable by others (mode %o), and QEMU "
+			 "runs as an unprivileged uid",
+			 (unsigned)(kst.st_mode & 07777));
+	}
 	snprintf(ret->accel, sizeof(ret->accel), "%s", ret->kvm ? "kvm" : "tcg");
 	ret->tsc_khz = host_tsc_khz();
 	return 0;
@@ -1707,6 +1717,15 @@ static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_re
 			       "microVM: %zu arguments and %zu environment entries "
 			       "(at most %u and %u)",
 			       argc, spec->env_count + envc, PROTO_MAX_ARGS, PROTO_MAX_ENV);
+	for (size_t i = 0; i < argc; i++)
+		if (strlen(spec->argv[i]) > PROTO_MAX_STR)
+			return err_set(e, E2BIG, "microVM: argument %zu is longer than %u bytes", i,
+				       PROTO_MAX_STR);
+	for (size_t i = 0; i < spec->env_count; i++)
+		if (strlen(spec->env[i]) > PROTO_MAX_STR)
+			return err_set(e, E2BIG,
+				       "microVM: environment entry %zu is longer than %u bytes", i,
+				       PROTO_MAX_STR);
 	pbuf_start(&v->ob, P_RUN);
 	pbuf_u32(&v->ob, (uint32_t)argc);
 	for (size_t i = 0; i < argc; i++)
