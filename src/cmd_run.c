@@ -281,7 +281,8 @@ static void print_result(const struct run_options *o, const struct run_result *r
 	if (o->json) {
 		json_t *j = run_result_to_json(r);
 		if (j) {
-			json_object_set(j, "get_errors", get_errors ? get_errors : json_array());
+			json_object_set_new(j, "get_errors",
+					    get_errors ? json_incref(get_errors) : json_array());
 			json_dumpf(j, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
 			fputc('\n', stdout);
 			json_decref(j);

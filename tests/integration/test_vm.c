@@ -461,8 +461,9 @@ static pid_t find_qemu(void)
 			char *uid = strstr(buf, "\nUid:");
 			if (strncmp(buf, "Name:\tqemu-system-x86", 21) == 0 && uid &&
 			    strtoul(uid + 5, NULL, 10) >= 1600000000ul) {
+				pid_t pid = (pid_t)atoi(de->d_name);
 				closedir(d);
-				return (pid_t)atoi(de->d_name);
+				return pid;
 			}
 		}
 		if (d)
