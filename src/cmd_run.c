@@ -12,15 +12,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runlimits.h"
-#include "result.h"
-#include "sandbox.h"
 #include "image/image.h"
+#include "result.h"
+#include "runlimits.h"
+#include "sandbox.h"
 #include "util.h"
 
 #define DEFAULT_SLOTS 64
-#define MAX_SLOTS 256
-#define MAX_LIST 256
+#define MAX_SLOTS     256
+#define MAX_LIST      256
 
 /* Parsed command line: the only mutable state of the command. */
 struct run_options {
@@ -30,6 +30,7 @@ struct run_options {
 	const char *image; /* pin, default "host" */
 	unsigned slots;
 	bool json;
+	bool privileged; /* --privileged: root in a microVM guest, for Proctor's own tests */
 	const char *stdin_path;
 	char *env[MAX_LIST];
 	size_t n_env;
@@ -50,6 +51,7 @@ enum {
 	OPT_STATE_DIR,
 	OPT_SLOTS,
 	OPT_IMAGE,
+	OPT_PRIVILEGED,
 	OPT_HELP,
 	OPT_LIMIT_BASE = 512, /* + index into the limit table */
 };
@@ -63,9 +65,14 @@ static void run_usage(FILE *f)
 	limits_default(&d);
 	fprintf(f, "usage: proctor run [OPTIONS] -- PROGRAM [ARGS...]\n\n"
 		   "Run PROGRAM in a fresh sandbox and report how it ended.\n\nlimits:\n");
-	const uint64_t defaults[] = {d.cpu_ms,      d.wall_ms,         d.memory_bytes >> 20,
-				     d.pids,        d.fsize_bytes >> 20, d.disk_bytes >> 20,
-				     d.output_bytes >> 10, d.nofile};
+	const uint64_t defaults[] = {d.cpu_ms,
+				     d.wall_ms,
+				     d.memory_bytes >> 20,
+				     d.pids,
+				     d.fsize_bytes >> 20,
+				     d.disk_bytes >> 20,
+				     d.output_bytes >> 10,
+				     d.nofile};
 	for (unsigned i = 0; i < n; i++) {
 		if (t[i].unit == LIMIT_UNIT_SECONDS)
 			fprintf(f, "  --%-7s S     %s (default %g)\n", t[i].name, t[i].help,
@@ -74,25 +81,29 @@ static void run_usage(FILE *f)
 			fprintf(f, "  --%-7s N     %s (default %llu)\n", t[i].name, t[i].help,
 				(unsigned long long)defaults[i]);
 	}
-	fprintf(f, "\noptions:\n"
-		   "  --isolation NAME   auto (default), jail or vm; auto picks vm when /dev/kvm\n"
-		   "                     works and --image pins an image, else jail\n"
-		   "  --image PIN        system tree: host (default), NAME@VERSION or sha256:HEX\n"
-		   "                     (proctor image ls)\n"
-		   "  --env NAME=VALUE   add to the sandbox environment (repeatable)\n"
-		   "  --stdin FILE       program's stdin (default: empty)\n"
-		   "  --put HOST:SANDBOX copy a host file or directory in (repeatable)\n"
-		   "  --get SANDBOX:HOST copy a regular file out after the run (repeatable)\n"
-		   "  --json             print the result as JSON (docs/run-result.md)\n"
-		   "  --state-dir DIR    slot locks and scratch mounts (default %s,\n"
-		   "                     or $PROCTOR_STATE_DIR)\n"
-		   "  --slots N          sandboxes allowed at once on this host (default %d)\n\n"
-		   "SANDBOX paths are relative to /work, or absolute below /work or /tmp.\n\n"
-		   "EXIT STATUS\n"
-		   "  0  the program exited with 0 and hit no limit\n"
-		   "  1  the program failed, was killed or hit a limit\n"
-		   "  2  usage error: bad option, value or path\n"
-		   "  3  Proctor's own failure (status \"error\")\n",
+	fprintf(f,
+		"\noptions:\n"
+		"  --isolation NAME   auto (default), jail or vm; auto picks vm when /dev/kvm\n"
+		"                     works and --image pins an image, else jail\n"
+		"  --image PIN        system tree: host (default), NAME@VERSION or sha256:HEX\n"
+		"                     (proctor image ls)\n"
+		"  --env NAME=VALUE   add to the sandbox environment (repeatable)\n"
+		"  --stdin FILE       program's stdin (default: empty)\n"
+		"  --put HOST:SANDBOX copy a host file or directory in (repeatable)\n"
+		"  --get SANDBOX:HOST copy a regular file out after the run (repeatable)\n"
+		"  --json             print the result as JSON (docs/run-result.md)\n"
+		"  --privileged       run PROGRAM as root inside a microVM guest (with\n"
+		"                     /sys and cgroup2), to test Proctor itself in a\n"
+		"                     guest; --isolation vm only, never for submissions\n"
+		"  --state-dir DIR    slot locks and scratch mounts (default %s,\n"
+		"                     or $PROCTOR_STATE_DIR)\n"
+		"  --slots N          sandboxes allowed at once on this host (default %d)\n\n"
+		"SANDBOX paths are relative to /work, or absolute below /work or /tmp.\n\n"
+		"EXIT STATUS\n"
+		"  0  the program exited with 0 and hit no limit\n"
+		"  1  the program failed, was killed or hit a limit\n"
+		"  2  usage error: bad option, value or path\n"
+		"  3  Proctor's own failure (status \"error\")\n",
 		DEFAULT_STATE_DIR, DEFAULT_SLOTS);
 }
 
@@ -147,8 +158,8 @@ static int parse_options(int argc, char **argv, struct run_options *o)
 	struct err e;
 
 	for (unsigned i = 0; i < n; i++)
-		longopts[k++] = (struct option){t[i].name, required_argument, NULL,
-						(int)(OPT_LIMIT_BASE + i)};
+		longopts[k++] =
+		    (struct option){t[i].name, required_argument, NULL, (int)(OPT_LIMIT_BASE + i)};
 	longopts[k++] = (struct option){"isolation", required_argument, NULL, OPT_ISOLATION};
 	longopts[k++] = (struct option){"env", required_argument, NULL, OPT_ENV};
 	longopts[k++] = (struct option){"stdin", required_argument, NULL, OPT_STDIN};
@@ -158,6 +169,7 @@ static int parse_options(int argc, char **argv, struct run_options *o)
 	longopts[k++] = (struct option){"state-dir", required_argument, NULL, OPT_STATE_DIR};
 	longopts[k++] = (struct option){"slots", required_argument, NULL, OPT_SLOTS};
 	longopts[k++] = (struct option){"image", required_argument, NULL, OPT_IMAGE};
+	longopts[k++] = (struct option){"privileged", no_argument, NULL, OPT_PRIVILEGED};
 	longopts[k++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	longopts[k] = (struct option){0};
 
@@ -179,15 +191,19 @@ static int parse_options(int argc, char **argv, struct run_options *o)
 			break;
 		case OPT_ENV:
 			if (!valid_env_name(optarg))
-				return usage_error("--env: '%s' is not NAME=VALUE with NAME made of "
-						   "letters, digits and '_'%s",
-						   optarg, "");
+				return usage_error(
+				    "--env: '%s' is not NAME=VALUE with NAME made of "
+				    "letters, digits and '_'%s",
+				    optarg, "");
 			if (o->n_env == MAX_LIST)
 				return usage_error("--env: more than %s variables%s", "256", "");
 			o->env[o->n_env++] = optarg;
 			break;
 		case OPT_STDIN:
 			o->stdin_path = optarg;
+			break;
+		case OPT_PRIVILEGED:
+			o->privileged = true;
 			break;
 		case OPT_PUT:
 			if (o->n_put == MAX_LIST)
@@ -290,7 +306,8 @@ static void print_result(const struct run_options *o, const struct run_result *r
 	} else {
 		run_result_print_text(stdout, r);
 		for (size_t i = 0; get_errors && i < json_array_size(get_errors); i++)
-			printf("--get failed: %s\n", json_string_value(json_array_get(get_errors, i)));
+			printf("--get failed: %s\n",
+			       json_string_value(json_array_get(get_errors, i)));
 	}
 	fflush(stdout);
 }
@@ -323,15 +340,19 @@ int cmd_run(int argc, char **argv)
 		o.state_dir = DEFAULT_STATE_DIR;
 	if (parse_options(argc, argv, &o) != 0)
 		return 2;
+	if (o.privileged && strcmp(o.isolation, "vm") != 0)
+		return usage_error(
+		    "--privileged needs --isolation vm (the guest is the boundary)%s", "");
 	if (check_paths(&o, &stdin_fd) != 0)
 		return 2;
 	if (run_result_init(&res, (size_t)o.limits.output_bytes) < 0) {
 		fprintf(stderr, "proctor: out of memory\n");
 		return 3;
 	}
-	if (sandbox_select(o.isolation, strcmp(o.image, "host") != 0, &ops, why, sizeof(why), &e) < 0) {
+	if (sandbox_select(o.isolation, strcmp(o.image, "host") != 0, &ops, why, sizeof(why), &e) <
+	    0) {
 		status = strncmp(e.msg, "--isolation", 11) == 0 ? usage_error("%s%s", e.msg, "")
-								  : internal_error(&o, &res, e.msg);
+								: internal_error(&o, &res, e.msg);
 		goto out;
 	}
 
@@ -349,12 +370,12 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	struct sandbox_options sopts = {
-		.state_dir = o.state_dir,
-		.max_slots = o.slots,
-		.uid_base = SANDBOX_UID_BASE,
-		.disk_bytes = o.limits.disk_bytes,
-		.system_dir = strcmp(o.image, "host") == 0 ? NULL : img.rootfs,
-		.memory_bytes = o.limits.memory_bytes,
+	    .state_dir = o.state_dir,
+	    .max_slots = o.slots,
+	    .uid_base = SANDBOX_UID_BASE,
+	    .disk_bytes = o.limits.disk_bytes,
+	    .system_dir = strcmp(o.image, "host") == 0 ? NULL : img.rootfs,
+	    .memory_bytes = o.limits.memory_bytes,
 	};
 	if (ops->create(&sopts, &sb, &e) < 0) {
 		status = internal_error(&o, &res, e.msg);
@@ -369,11 +390,12 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	struct run_spec spec = {
-		.argv = o.argv,
-		.env = o.env,
-		.env_count = o.n_env,
-		.stdin_fd = stdin_fd,
-		.limits = o.limits,
+	    .argv = o.argv,
+	    .env = o.env,
+	    .env_count = o.n_env,
+	    .stdin_fd = stdin_fd,
+	    .limits = o.limits,
+	    .privileged = o.privileged,
 	};
 	if (sandbox_run(sb, &spec, &res, &e) < 0) {
 		status = internal_error(&o, &res, e.msg);

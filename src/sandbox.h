@@ -61,6 +61,10 @@ struct run_spec {
 	int stdin_fd;            /* an open regular file, or -1 for empty input */
 	const char *stdin_path;  /* or a file already in the sandbox (e.g. put there); NULL: none */
 	struct limits limits;
+	/* Run as the sandbox's root: only the microVM backend can (the guest is
+	 * the boundary), and only `proctor run --privileged` asks, to test
+	 * Proctor itself inside a guest.  Never set for a submission. */
+	bool privileged;
 };
 
 /* The verbs of a backend.  Every function that can fail returns 0 or -1

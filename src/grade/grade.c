@@ -238,11 +238,6 @@ static int staging_dir(struct attempt *at, const char *name, uid_t owner, char *
 
 /* ---- the steps ------------------------------------------------------------------ */
 
-/*
- * Run one program in the attempt's sandbox and record it as a step.
- * Returns 0 with the result in *res (caller frees), or -1 when the sandbox
- * itself failed (Proctor's side, or a sandbox the program broke).
- */
 /* Time limits in an assignment mean native speed; a slower backend (a
  * microVM under software emulation) gets them multiplied by its factor. */
 static void scale_times(struct limits *l, double factor)
@@ -253,6 +248,11 @@ static void scale_times(struct limits *l, double factor)
 	}
 }
 
+/*
+ * Run one program in the attempt's sandbox and record it as a step.
+ * Returns 0 with the result in *res (caller frees), or -1 when the sandbox
+ * itself failed (Proctor's side, or a sandbox the program broke).
+ */
 static int run_step(struct attempt *at, const char *name, char **argv,
 		    const struct limits *limits, int stdin_fd, size_t output_cap,
 		    struct run_result *res, struct err *e)
@@ -1126,7 +1126,7 @@ int grade_submission(const struct assignment *a, const char *submission,
 		     const struct grade_options *o, json_t **ret, struct err *e)
 {
 	struct grade_options oi = *o;
-	struct attempt at = {.a = a, .o = &oi, .submission = submission};
+	struct attempt at = {.a = a, .o = &oi, .submission = submission, .time_factor = 1.0};
 	unsigned attempts = 0;
 	struct err aerr = {0};
 	struct image_info img;

@@ -70,9 +70,9 @@
 #define CLONE_PIDFD 0x00001000
 #endif
 
-#define SAMPLE_NS (10ull * 1000000ull)        /* CPU and memory sampling period */
+#define SAMPLE_NS      (10ull * 1000000ull)   /* CPU and memory sampling period */
 #define SETUP_SLACK_NS (5ull * 1000000000ull) /* time init may take to start the program */
-#define DRAIN_NS (2ull * 1000000000ull)       /* reading what is left in the pipes */
+#define DRAIN_NS       (2ull * 1000000000ull) /* reading what is left in the pipes */
 
 struct jail {
 	struct sandbox base;
@@ -112,8 +112,7 @@ struct child_ctx {
 };
 
 static const char *const base_env[] = {
-	"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8",
-	"PWD=/work",
+    "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8", "PWD=/work",
 };
 
 /* ---- the program: containment, in order ---------------------------------- */
@@ -150,8 +149,8 @@ static int exec_search(char *const *argv, char **envp)
 			path = *p + 5;
 	while (*path) {
 		size_t n = strcspn(path, ":");
-		if (n > 0 && (size_t)snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path,
-					      argv[0]) < sizeof(buf)) {
+		if (n > 0 && (size_t)snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, argv[0]) <
+				 sizeof(buf)) {
 			execve(buf, argv, envp);
 			if (errno == EACCES)
 				last = EACCES;
@@ -251,11 +250,11 @@ static _Noreturn void init_main(struct child_ctx *c)
 {
 	struct pollfd life = {.fd = c->life_r, .events = POLLIN};
 	struct mount_plan plan = {
-		.root_dir = c->j->root,
-		.scratch_dir = c->j->scratch,
-		.system_dir = c->j->opts.system_dir ? c->j->opts.system_dir : "/",
-		.uid = c->j->slot.uid,
-		.gid = c->j->slot.gid,
+	    .root_dir = c->j->root,
+	    .scratch_dir = c->j->scratch,
+	    .system_dir = c->j->opts.system_dir ? c->j->opts.system_dir : "/",
+	    .uid = c->j->slot.uid,
+	    .gid = c->j->slot.gid,
 	};
 	struct init_msg m = {.type = MSG_STARTED};
 	struct exec_report rep;
@@ -445,17 +444,17 @@ static void check_budgets(struct jail *j, const struct limits *l, struct run_sta
 		s->killed_for |= LIMIT_HIT_MEMORY;
 }
 
-static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, int out_r,
-		      int err_r, int msg_r, struct run_result *res, struct run_state *s)
+static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, int out_r, int err_r,
+		      int msg_r, struct run_result *res, struct run_state *s)
 {
 	uint64_t wall_ns = spec->limits.wall_ms * 1000000ull;
 	uint64_t now = now_ns();
 	uint64_t deadline = now + wall_ns + SETUP_SLACK_NS, next_sample = now + SAMPLE_NS;
 	struct pollfd p[4] = {
-		{.fd = out_r, .events = POLLIN},
-		{.fd = err_r, .events = POLLIN},
-		{.fd = msg_r, .events = POLLIN},
-		{.fd = pidfd, .events = POLLIN},
+	    {.fd = out_r, .events = POLLIN},
+	    {.fd = err_r, .events = POLLIN},
+	    {.fd = msg_r, .events = POLLIN},
+	    {.fd = pidfd, .events = POLLIN},
 	};
 
 	while (!s->exited && !s->failed && !s->killed_for) {
@@ -527,8 +526,7 @@ static void finish_result(struct jail *j, const struct run_spec *spec, struct ru
 	else if (s->killed_for)
 		res->signal = SIGKILL;
 
-	run_result_classify(res, l, s->killed_for, u.oom_kills > 0,
-			    s->exec_errno ? s->text : NULL);
+	run_result_classify(res, l, s->killed_for, u.oom_kills > 0, s->exec_errno ? s->text : NULL);
 }
 
 static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
@@ -541,11 +539,16 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	int pidfd = -1, rc = -1;
 	long pid;
 
+	if (spec->privileged)
+		return err_set(e, 0,
+			       "the jail never runs a program as root (--privileged is for "
+			       "microVMs only)");
+
 	c.envp = build_env(spec);
 	if (!c.envp)
 		return err_set(e, ENOMEM, "environment");
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(msg, O_CLOEXEC) < 0 || pipe2(life, O_CLOEXEC) < 0) {
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(msg, O_CLOEXEC) < 0 ||
+	    pipe2(life, O_CLOEXEC) < 0) {
 		err_set(e, errno, "pipe");
 		goto out_close;
 	}
@@ -570,7 +573,7 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	 * groups (contain_program). */
 	pid = syscall(SYS_clone,
 		      CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-			      CLONE_PIDFD | SIGCHLD,
+			  CLONE_PIDFD | SIGCHLD,
 		      NULL, &pidfd, NULL, 0);
 	if (pid < 0) {
 		err_set(e, errno, "clone the sandbox init");
@@ -754,12 +757,12 @@ static int jail_probe(struct err *e)
 }
 
 const struct sandbox_ops jail_ops = {
-	.name = "jail",
-	.probe = jail_probe,
-	.prepare = jail_prepare,
-	.create = jail_create,
-	.put = jail_put,
-	.run = jail_run,
-	.get = jail_get,
-	.destroy = jail_destroy,
+    .name = "jail",
+    .probe = jail_probe,
+    .prepare = jail_prepare,
+    .create = jail_create,
+    .put = jail_put,
+    .run = jail_run,
+    .get = jail_get,
+    .destroy = jail_destroy,
 };

@@ -58,6 +58,12 @@ enum proto_type {
 /* Flags of P_PUT and P_MKDIR. */
 #define PROTO_PUT_PROTECTED 1u
 
+/* Flags of P_RUN.  PRIVILEGED runs the program as the guest's root (still
+ * chrooted, in the run cgroup, with /sys and cgroup2 mounted): only for
+ * tests of Proctor itself inside a guest (`proctor run --privileged`),
+ * never for submissions. */
+#define PROTO_RUN_PRIVILEGED 1u
+
 /* Facts of P_EXIT, from which the host decides the verdict. */
 #define PROTO_EXIT_EXITED      1u  /* exit_code valid */
 #define PROTO_EXIT_SIGNALED    2u  /* signal valid */
@@ -80,6 +86,7 @@ struct proto_exit {
 /* What P_RUN carries besides argv and env. */
 struct proto_run_limits {
 	uint64_t cpu_ms, wall_ms, memory_bytes, pids, fsize_bytes, nofile, output_bytes;
+	uint32_t flags; /* PROTO_RUN_* */
 };
 
 struct proto_hello {

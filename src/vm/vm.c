@@ -690,10 +690,13 @@ static _Noreturn void qemu_child(struct vm *v, const struct vm_image *im, const 
 	int nul = open("/dev/null", O_RDONLY);
 	if (nul < 0 || dup2(nul, 0) < 0)
 		goto fail;
-	for (int fd = QFD_INCOMING; fd < 1024; fd++)
-		if (fd != err_fd && !(fd == QFD_INCOMING && hi_in >= 0) &&
-		    !(fd == QFD_RAM && hi_ram >= 0))
-			close(fd);
+	/* Nothing else of proctor's reaches QEMU (err_fd is close-on-exec). */
+	if (hi_in < 0)
+		close(QFD_INCOMING);
+	if (hi_ram < 0)
+		close(QFD_RAM);
+	syscall(SYS_close_range, QFD_RAM + 1, err_fd - 1, 0);
+	syscall(SYS_close_range, err_fd + 1, ~0U, 0);
 	step = "unshare namespaces";
 	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
 		goto fail;
@@ -1743,6 +1746,7 @@ static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_re
 	pbuf_u64(&v->ob, l->fsize_bytes);
 	pbuf_u64(&v->ob, l->nofile);
 	pbuf_u64(&v->ob, l->output_bytes);
+	pbuf_u32(&v->ob, spec->privileged ? PROTO_RUN_PRIVILEGED : 0);
 	if (chan_send(v, e) < 0)
 		return -1;
 	/* The hard limit: the guest has the wall clock (and CPU, which cannot
