@@ -103,7 +103,7 @@ int cgroup_detect(enum cgroup_layout *ret, char *detail, size_t detail_len, stru
 	bool unified = is_cgroup2(CG_ROOT "/unified");
 	snprintf(detail, detail_len, "v1 memory, pids, cpuacct%s%s",
 		 exists(CG_ROOT "/memory/memory.memsw.limit_in_bytes") ? " (with swap accounting)"
-									: "",
+								       : "",
 		 unified ? "; v2 at " CG_ROOT "/unified for cgroup.kill"
 			 : "; no v2 mount: kill by walking cgroup.procs");
 	*ret = unified ? CGROUP_HYBRID : CGROUP_V1;
@@ -124,6 +124,31 @@ static int open_group(const char *parent, unsigned index, struct err *e)
 	return fd;
 }
 
+/* Move every process listed in dirfd's cgroup.procs into `dest` (a
+ * cgroup.procs path below dirfd), until none is left: processes may fork
+ * while we move them. */
+static int v2_empty_into(int dirfd, const char *dest, struct err *e)
+{
+	char procs[8192];
+
+	for (int round = 0; round < 100; round++) {
+		struct err ignored;
+		bool moved = false;
+
+		if (read_file_at(dirfd, "cgroup.procs", procs, sizeof(procs), e) < 0)
+			return -1;
+		char *save = NULL;
+		for (char *pid = strtok_r(procs, "\n", &save); pid;
+		     pid = strtok_r(NULL, "\n", &save))
+			/* A process that exited meanwhile is ESRCH: fine. */
+			if (write_file_at(dirfd, dest, pid, &ignored) == 0)
+				moved = true;
+		if (!moved)
+			return 0;
+	}
+	return err_set(e, EBUSY, "processes keep appearing");
+}
+
 /* v2: make `base` able to hand memory/pids/cpu to children.  A group with
  * processes in it cannot, so proctor moves itself into a leaf first. */
 static int v2_prepare(const char *base, unsigned index, int *ret_slot, struct err *e)
@@ -141,12 +166,22 @@ static int v2_prepare(const char *base, unsigned index, int *ret_slot, struct er
 			close(base_fd);
 			return err_set(e, errno, "mkdir '%s/supervisor'", base);
 		}
-		if (write_file_at(base_fd, "supervisor/cgroup.procs", "0", e) < 0) {
+		/* Every process of the base, not just proctor: a group with
+		 * processes cannot enable controllers for its children (the
+		 * "no internal processes" rule), and the service that started
+		 * proctor (a shell, a test driver) lives there too.  Found by
+		 * running the jail's suite in a pure v2 guest. */
+		if (v2_empty_into(base_fd, "supervisor/cgroup.procs", e) < 0) {
 			close(base_fd);
-			return err_wrap(e, "move proctor into '%s/supervisor'", base);
+			return err_wrap(e, "move the processes of '%s' into '%s/supervisor'", base,
+					base);
 		}
 	}
-	write_file_at(base_fd, "cgroup.subtree_control", "+memory +pids +cpu", &ignored);
+	if (write_file_at(base_fd, "cgroup.subtree_control", "+memory +pids", e) < 0) {
+		close(base_fd);
+		return err_wrap(e, "enable memory and pids below '%s' (is it delegated?)", base);
+	}
+	write_file_at(base_fd, "cgroup.subtree_control", "+cpu", &ignored);
 	close(base_fd);
 	snprintf(path, sizeof(path), "%s/proctor", base);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
@@ -233,8 +268,7 @@ static int read_u64_at(int dirfd, const char *file, uint64_t *ret, struct err *e
 	return 0;
 }
 
-static int read_field_at(int dirfd, const char *file, const char *key, uint64_t *ret,
-			 struct err *e)
+static int read_field_at(int dirfd, const char *file, const char *key, uint64_t *ret, struct err *e)
 {
 	char buf[8192];
 
@@ -263,8 +297,8 @@ static int read_oom_kills(struct cgroup_slot *cg, uint64_t *ret, struct err *e)
 	return read_field_at(cg->mem_fd, "memory.oom_control", "oom_kill", ret, e);
 }
 
-int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds,
-		     size_t *ret_nfds, struct err *e)
+int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds, size_t *ret_nfds,
+		     struct err *e)
 {
 	char val[32];
 	size_t n = 0;
@@ -362,12 +396,14 @@ int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
 		return -1;
 	if (stat_field(stat, cg->layout == CGROUP_V2 ? "anon" : "total_rss", &u->anon_bytes) < 0)
 		u->anon_bytes = 0;
-	if (stat_field(stat, cg->layout == CGROUP_V2 ? "shmem" : "total_shmem", &u->shmem_bytes) < 0)
+	if (stat_field(stat, cg->layout == CGROUP_V2 ? "shmem" : "total_shmem", &u->shmem_bytes) <
+	    0)
 		u->shmem_bytes = 0;
 
 	uint64_t cur = 0;
-	read_u64_at(cg->mem_fd, cg->layout == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes",
-		    &cur, &ignored);
+	read_u64_at(cg->mem_fd,
+		    cg->layout == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes", &cur,
+		    &ignored);
 	if (cur > cg->sampled_peak_bytes)
 		cg->sampled_peak_bytes = cur;
 	if (cg->layout != CGROUP_V2) {
