@@ -1116,10 +1116,17 @@ out:
  * write), so every VM restored by this process shares the pages it only
  * reads, and none can change what the next one restores.  Copied once per
  * process and snapshot, holes kept. */
+static char cached_path[PATH_MAX];
+static int cached_fd = -1;
+
+static void ram_memfd_forget(void)
+{
+	xclose(take_fd(&cached_fd));
+	cached_path[0] = '\0';
+}
+
 static int ram_memfd(const char *path, struct err *e)
 {
-	static char cached_path[PATH_MAX];
-	static int cached_fd = -1;
 	static unsigned char buf[1 << 20], zero[1 << 20];
 	struct stat st;
 	int in, fd;
@@ -1391,6 +1398,23 @@ static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 	return 0;
 }
 
+static void ram_memfd_forget(void);
+
+/* Remove a snapshot that failed to restore (under its lock), with every
+ * pre-started VM and the cached RAM of it. */
+static void discard_snapshot(const struct vm_plan *p)
+{
+	int lfd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	vm_pool_drain();
+	ram_memfd_forget();
+	if (lfd >= 0 && flock(lfd, LOCK_EX) == 0) {
+		unlink(p->state);
+		unlink(p->ram);
+	}
+	xclose(lfd);
+}
+
 /* Start QEMU waiting for the snapshot (-incoming defer): the slow part of
  * a restore, which a pre-started VM has done already. */
 static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
@@ -1504,20 +1528,36 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 	}
 	if (plan(opts, p, e) < 0)
 		goto fail;
-	if ((v = pool_take(p, opts->disk_bytes))) {
-		last_timing.prestarted = true;
-	} else {
-		if (!(v = vm_new(opts, p->ram_mib, e)) || ensure_snapshot(v, p, e) < 0)
-			goto fail;
-		if (last_timing.snapshot_built)
-			t0 = now_ns();
-		if (prestart(v, p, e) < 0)
-			goto fail;
-	}
-	uint64_t t1 = now_ns();
-	if (restore_incoming(v, e) < 0 || setup_guest(v, RESTORE_TIMEOUT_MS, e) < 0) {
+	uint64_t t1;
+	for (int attempt = 0;; attempt++) {
+		if (attempt == 0 && (v = pool_take(p, opts->disk_bytes))) {
+			last_timing.prestarted = true;
+		} else {
+			if (!(v = vm_new(opts, p->ram_mib, e)) || ensure_snapshot(v, p, e) < 0)
+				goto fail;
+			if (last_timing.snapshot_built)
+				t0 = now_ns();
+			if (prestart(v, p, e) < 0) {
+				if (attempt > 0 || last_timing.snapshot_built)
+					goto fail;
+				vm_destroy(&v->base); /* e.g. its .ram is gone: rebuild */
+				v = NULL;
+				discard_snapshot(p);
+				continue;
+			}
+		}
+		t1 = now_ns();
+		if (restore_incoming(v, e) == 0 && setup_guest(v, RESTORE_TIMEOUT_MS, e) == 0)
+			break;
 		err_wrap(e, "restoring the snapshot %s", p->state);
-		goto fail;
+		if (attempt > 0 || last_timing.snapshot_built)
+			goto fail;
+		/* A snapshot that does not restore (truncated, corrupt, or from a
+		 * machine its key did not tell apart) is removed and built anew,
+		 * once. */
+		vm_destroy(&v->base);
+		v = NULL;
+		discard_snapshot(p);
 	}
 	if (getenv("PROCTOR_VM_DEBUG"))
 		fprintf(stderr, "vm: %s, restore and setup %.1f ms\n",

@@ -414,6 +414,49 @@ static void test_vm_files_in_and_out(void **state)
 	free(dir);
 }
 
+/* Every snapshot file of the suite's state directory ending in `suffix`. */
+static void damage_snapshots(const char *suffix, bool truncate_only)
+{
+	char dir[4200];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(dir, sizeof(dir), "%s/vm/snapshots", state_dir());
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name), k = strlen(suffix);
+		if (n <= k || strcmp(de->d_name + n - k, suffix) != 0)
+			continue;
+		char path[4500];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (truncate_only)
+			assert_int_equal(truncate(path, 100), 0);
+		else
+			assert_int_equal(unlink(path), 0);
+	}
+	closedir(d);
+}
+
+static void test_vm_broken_snapshot_is_rebuilt(void **state)
+{
+	struct proc_out o = {0};
+
+	(void)state;
+	require_ready();
+	/* A truncated device state, then a missing RAM file: each time the
+	 * snapshot is thrown away and built again, and the run still works. */
+	damage_snapshots(".state", true);
+	run_vm(&o, NULL, L("/bin/echo", "after a truncated state"));
+	expect(&o, "ok", NULL);
+	proc_out_free(&o);
+	clean_after(NULL);
+	damage_snapshots(".state.ram", false);
+	run_vm(&o, NULL, L("/bin/echo", "after a missing RAM file"));
+	expect(&o, "ok", NULL);
+	proc_out_free(&o);
+}
+
 static void test_vm_bad_input_is_a_clear_error(void **state)
 {
 	struct proc_out o = {0};
@@ -514,6 +557,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_vm_restored_guests_get_fresh_random_and_clock,
 				      clean_after),
 	    cmocka_unit_test_teardown(test_vm_files_in_and_out, clean_after),
+	    cmocka_unit_test_teardown(test_vm_broken_snapshot_is_rebuilt, clean_after),
 	    cmocka_unit_test_teardown(test_vm_bad_input_is_a_clear_error, clean_after),
 	    cmocka_unit_test_teardown(test_vm_guest_that_dies_is_proctors_error, clean_after),
 	};
