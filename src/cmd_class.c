@@ -1180,8 +1180,10 @@ static void worker_main(struct class_run *c, int fd, pid_t parent)
 		struct err e;
 		int r = recv_full(fd, &idx, sizeof(idx));
 
-		if (r == 0)
+		if (r == 0) {
+			vm_pool_drain(); /* pre-started microVMs: their files too */
 			_exit(0);
+		}
 		if (r < 0 || idx >= c->n)
 			_exit(WORKER_EXIT_PROTOCOL);
 		const char *name = c->subs[idx].name;
@@ -1195,8 +1197,10 @@ static void worker_main(struct class_run *c, int fd, pid_t parent)
 		if (!s)
 			_exit(WORKER_EXIT_NOMEM);
 		uint64_t len = strlen(s);
-		if (send_all(fd, &len, sizeof(len)) < 0 || send_all(fd, s, len) < 0)
+		if (send_all(fd, &len, sizeof(len)) < 0 || send_all(fd, s, len) < 0) {
+			vm_pool_drain();
 			_exit(0); /* the parent is gone */
+		}
 		free(s);
 	}
 }

@@ -457,6 +457,57 @@ static void test_vm_broken_snapshot_is_rebuilt(void **state)
 	proc_out_free(&o);
 }
 
+static void test_vm_class_grades_in_microvms(void **state)
+{
+	struct proc_out o = {0};
+	char *dir = harness_tmpdir(), cmd[16384], out[4200];
+	FILE *f;
+	char line[1024];
+	int rows = 0, full = 0;
+
+	(void)state;
+	require_ready();
+	/* The Python example on the image, four submissions, two workers that
+	 * each keep a pre-started VM: every result as EXPECTED, nothing left. */
+	snprintf(cmd, sizeof(cmd),
+		 "cp -r %s/python-pytest %s/a && echo 'image: %s' >> %s/a/assignment.yaml && "
+		 "mkdir %s/subs && cp -r %s/python-pytest/submissions/correct %s/subs/c1 && "
+		 "cp -r %s/python-pytest/submissions/correct %s/subs/c2 && "
+		 "cp -r %s/python-pytest/submissions/partial %s/subs/p1 && "
+		 "cp -r %s/python-pytest/submissions/syntax_error %s/subs/s1 && chmod -R a+rX %s",
+		 EXAMPLES_DIR, dir, image_pin, dir, dir, EXAMPLES_DIR, dir, EXAMPLES_DIR, dir,
+		 EXAMPLES_DIR, dir, EXAMPLES_DIR, dir, dir);
+	assert_int_equal(system(cmd), 0);
+	char a[4300], subs[4300];
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(subs, sizeof(subs), "%s/subs", dir);
+	snprintf(out, sizeof(out), "%s/out.csv", dir);
+	proctor(&o, NULL, 1200,
+		L("class", "-j", "2", "--isolation", "vm", "--state-dir", state_dir(), "--out", out,
+		  a, subs));
+	if (o.exit_status != 0)
+		fail_msg("class exited %d: %s", o.exit_status, o.err);
+	f = fopen(out, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "submission", 10) == 0)
+			continue;
+		rows++;
+		if ((strncmp(line, "c1,", 3) == 0 || strncmp(line, "c2,", 3) == 0) &&
+		    strstr(line, ",graded,"))
+			full++;
+		if (strncmp(line, "s1,", 3) == 0 && !strstr(line, "compile_error"))
+			fail_msg("syntax_error: %s", line);
+	}
+	fclose(f);
+	assert_int_equal(rows, 4);
+	assert_int_equal(full, 2);
+	proc_out_free(&o);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	free(dir);
+}
+
 static void test_vm_bad_input_is_a_clear_error(void **state)
 {
 	struct proc_out o = {0};
@@ -558,6 +609,7 @@ int main(void)
 				      clean_after),
 	    cmocka_unit_test_teardown(test_vm_files_in_and_out, clean_after),
 	    cmocka_unit_test_teardown(test_vm_broken_snapshot_is_rebuilt, clean_after),
+	    cmocka_unit_test_teardown(test_vm_class_grades_in_microvms, clean_after),
 	    cmocka_unit_test_teardown(test_vm_bad_input_is_a_clear_error, clean_after),
 	    cmocka_unit_test_teardown(test_vm_guest_that_dies_is_proctors_error, clean_after),
 	};
