@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "image/image.h"
+#include "vm/vm.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/proctor"
 
@@ -185,7 +186,19 @@ int cmd_image(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(sub, "rm")) {
+		/* Its microVM snapshots and kits go with it. */
+		struct image_info gone;
+		char gone_dir[sizeof(gone.rootfs)] = "";
+		if (image_resolve(state_dir, args[0], &gone, &e) == 0 &&
+		    strcmp(gone.rootfs, "/") != 0) {
+			snprintf(gone_dir, sizeof(gone_dir), "%s", gone.rootfs);
+			char *slash = strrchr(gone_dir, '/');
+			if (slash)
+				*slash = '\0';
+		}
 		rc = image_remove(state_dir, args[0], &e);
+		if (rc == 0 && gone_dir[0])
+			vm_forget_image(state_dir, gone_dir);
 		if (rc < 0) {
 			fprintf(stderr, "proctor: %s\n", e.msg);
 			return exit_status(rc);

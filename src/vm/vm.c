@@ -337,8 +337,12 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 		if (vm_initramfs_write(path, agent, im->modules, e) < 0)
 			goto out;
 	}
+	/* The image it belongs to, so removing the image removes it too. */
+	char image_file[PATH_MAX + 16];
+	snprintf(image_file, sizeof(image_file), "%s/image", ret);
 	if (file_sha(path, kit_sha, e) < 0 || vm_touch(shafile) < 0 ||
-	    write_file_at(AT_FDCWD, shafile, kit_sha, e) < 0)
+	    write_file_at(AT_FDCWD, shafile, kit_sha, e) < 0 || vm_touch(image_file) < 0 ||
+	    write_file_at(AT_FDCWD, image_file, im->dir, e) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -694,6 +698,8 @@ struct vm_plan {
 	unsigned ram_mib;
 	char kit_dir[PATH_MAX], kit_sha[65], key[65];
 	char state[PATH_MAX + 16], lock[PATH_MAX + 16], ram[PATH_MAX + 32];
+	char note[PATH_MAX + 16]; /* <key>.json: which image and shape, for clean-up */
+	char snap_dir[PATH_MAX];
 };
 
 static int plan(const struct sandbox_options *opts, struct vm_plan *p, struct err *e)
@@ -722,6 +728,8 @@ static int plan(const struct sandbox_options *opts, struct vm_plan *p, struct er
 	snprintf(p->state, sizeof(p->state), "%s/%.40s.state", snap_dir, p->key);
 	snprintf(p->lock, sizeof(p->lock), "%s/%.40s.lock", snap_dir, p->key);
 	snprintf(p->ram, sizeof(p->ram), "%s.ram", p->state);
+	snprintf(p->note, sizeof(p->note), "%s/%.40s.json", snap_dir, p->key);
+	snprintf(p->snap_dir, sizeof(p->snap_dir), "%s", snap_dir);
 	return 0;
 }
 
@@ -756,6 +764,79 @@ fail:
 
 /* The snapshot of the plan exists afterwards: built by v (then v is reset
  * for reuse) unless another process had or has built it.  0 or -1. */
+/*
+ * Remove the snapshots of image_dir (of every shape when ram_mib is 0, else
+ * of that shape) except the one keyed `keep`: a new snapshot of the same
+ * machine makes older ones (another agent, QEMU or kernel command line)
+ * dead weight, ~100 MB each.  One being built (its lock held) is left.  A
+ * process restoring from a removed one keeps its open files.
+ */
+static void snapshot_sweep(const char *snap_dir, const char *image_dir, unsigned ram_mib,
+			   const char *keep)
+{
+	DIR *d = opendir(snap_dir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char path[PATH_MAX + 300], key[64];
+		size_t n = strlen(de->d_name);
+		json_error_t je;
+		json_t *j;
+
+		if (n != 45 || strcmp(de->d_name + 40, ".json") != 0 ||
+		    (keep && strncmp(de->d_name, keep, 40) == 0))
+			continue;
+		snprintf(key, sizeof(key), "%.40s", de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", snap_dir, de->d_name);
+		j = json_load_file(path, 0, &je);
+		const char *img = json_string_value(json_object_get(j, "image"));
+		json_int_t ram = json_integer_value(json_object_get(j, "ram_mib"));
+		bool match = img && strcmp(img, image_dir) == 0 && (!ram_mib || ram == ram_mib);
+		json_decref(j);
+		if (!match)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s.lock", snap_dir, key);
+		int lfd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+			xclose(lfd);
+			continue;
+		}
+		static const char *const ext[] = {".state", ".state.ram", ".json"};
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(path, sizeof(path), "%s/%s%s", snap_dir, key, ext[i]);
+			unlink(path);
+		}
+		close(lfd);
+	}
+	if (d)
+		closedir(d);
+}
+
+void vm_forget_image(const char *state_dir, const char *image_dir)
+{
+	char dir[PATH_MAX];
+	DIR *d;
+	struct dirent *de;
+	struct err ignored;
+
+	snprintf(dir, sizeof(dir), "%s/vm/snapshots", state_dir);
+	snapshot_sweep(dir, image_dir, 0, NULL);
+	snprintf(dir, sizeof(dir), "%s/vm/kits", state_dir);
+	if (!(d = opendir(dir)))
+		return;
+	while ((de = readdir(d))) {
+		char path[PATH_MAX + 300], img[PATH_MAX];
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/image", dir, de->d_name);
+		if (read_file_at(AT_FDCWD, path, img, sizeof(img), &ignored) < 0 ||
+		    strcmp(img, image_dir) != 0)
+			continue;
+		rm_tree_at(dirfd(d), de->d_name, &ignored);
+	}
+	closedir(d);
+}
+
 static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 {
 	int lfd;
@@ -773,6 +854,12 @@ static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 			return err_wrap(e, "microVM snapshot of %s", p->im.dir);
 		}
 		last_timing.snapshot_built = true;
+		json_t *note = json_pack("{s:s, s:s, s:i, s:s}", "image", p->im.dir, "digest",
+					 p->im.digest, "ram_mib", (int)p->ram_mib, "key", p->key);
+		if (note)
+			json_dump_file(note, p->note, JSON_COMPACT);
+		json_decref(note);
+		snapshot_sweep(p->snap_dir, p->im.dir, p->ram_mib, p->key);
 		v->dead = false;
 		cgroup_kill_all(&v->cg, e);
 		cgroup_run_end(&v->cg);

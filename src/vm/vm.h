@@ -56,6 +56,10 @@ struct vm_timing {
 };
 void vm_last_timing(struct vm_timing *ret);
 
+/* Remove the snapshots and kits made for the image directory image_dir
+ * (images/<name>/<version>), e.g. when the image is removed. */
+void vm_forget_image(const char *state_dir, const char *image_dir);
+
 /* Destroy this process's pre-started VMs ($PROCTOR_VM_POOL); also run at exit. */
 void vm_pool_drain(void);
 

@@ -444,12 +444,29 @@ static void test_vm_broken_snapshot_is_rebuilt(void **state)
 
 	(void)state;
 	require_ready();
+	/* A stale snapshot of the same image and shape (another key): the next
+	 * snapshot built removes it. */
+	char stale[4300], img_dir[4200];
+	const char *ver = strchr(image_pin, '@') + 1;
+	snprintf(img_dir, sizeof(img_dir), "%s/images/small/%s", state_dir(), ver);
+	static const char *const ext[] = {".json", ".state", ".state.ram", ".lock"};
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(stale, sizeof(stale), "%s/vm/snapshots/%040d%s", state_dir(), 0, ext[i]);
+		FILE *f = fopen(stale, "w");
+		assert_non_null(f);
+		if (i == 0)
+			fprintf(f, "{\"image\": \"%s\", \"ram_mib\": 512}\n", img_dir);
+		fclose(f);
+	}
 	/* A truncated device state, then a missing RAM file: each time the
 	 * snapshot is thrown away and built again, and the run still works. */
 	damage_snapshots(".state", true);
 	run_vm(&o, NULL, L("/bin/echo", "after a truncated state"));
 	expect(&o, "ok", NULL);
 	proc_out_free(&o);
+	snprintf(stale, sizeof(stale), "%s/vm/snapshots/%040d.state.ram", state_dir(), 0);
+	if (access(stale, F_OK) == 0)
+		fail_msg("the stale snapshot %s was not removed", stale);
 	clean_after(NULL);
 	damage_snapshots(".state.ram", false);
 	run_vm(&o, NULL, L("/bin/echo", "after a missing RAM file"));
