@@ -17,6 +17,7 @@
 
 #include "digest.h"
 #include "util.h"
+#include "yamlfile.h"
 
 /*
  * Theory of operation.  An instructor wrote the file, but it is read like
@@ -40,25 +41,10 @@
  * checked here, once.
  */
 
-#define FILE_MAX       (1u << 20) /* bytes of assignment.yaml */
-#define ITEMS_MAX      10000	  /* entries of one list: tests, cases, argv, globs */
-#define TREE_FILES_MAX 100000	  /* files below tests_dir */
+#define ITEMS_MAX      10000  /* entries of one list: tests, cases, argv, globs */
+#define TREE_FILES_MAX 100000 /* files below tests_dir */
 #define POINTS_MAX     1e6
-#define PATH_LEN       256 /* a dotted key path in a message */
 #define RUNNER_NEEDS   " (mode runner needs test, report and tests)"
-
-struct ctx {
-	const char *file; /* the file as the caller named it, for messages */
-	const char *dir;  /* realpath of the assignment directory */
-	struct err *e;
-};
-
-/* A value looked up in a map: the node, and how to point at it. */
-struct field {
-	struct fy_node *v; /* NULL when the key is absent */
-	int line;	   /* the key's line; the enclosing map's when absent; 0: unknown */
-	char path[PATH_LEN];
-};
 
 /* Enum names, in the order of the enums of assignment.h. */
 static const char *const mode_names[] = {"runner", "io", NULL};
@@ -72,7 +58,7 @@ static const char *const compare_names[] = {"exact", "trailing_whitespace", "tok
 /* The keys each map may have, in the order messages list them. */
 static const char *const top_keys[] = {"name",	"image", "mode",    "submission", "tests_dir",
 				       "setup", "build", "test",    "ok_exit",	  "report",
-				       "tests", "io",	 "retries", "isolation", NULL};
+				       "tests", "io",	 "retries", "isolation",  NULL};
 static const char *const submission_keys[] = {"files", "required", "max_bytes", "max_files", NULL};
 static const char *const step_keys[] = {"run", "limits", NULL};
 static const char *const test_step_keys[] = {"run", "limits", "ok_exit", NULL};
@@ -94,45 +80,6 @@ const char *visibility_name(enum visibility v)
 	return (unsigned)v <= VIS_AFTER_PUBLISHED ? visibility_names[v] : "invalid";
 }
 
-/* ---- messages ---- */
-
-__attribute__((format(printf, 4, 5))) static int fail(struct ctx *c, int line, const char *path,
-						      const char *fmt, ...)
-{
-	char msg[768], where[24] = "";
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (line > 0)
-		snprintf(where, sizeof(where), ":%d", line);
-	if (path && *path)
-		return err_set(c->e, 0, "%s%s: %s: %s", c->file, where, path, msg);
-	return err_set(c->e, 0, "%s%s: %s", c->file, where, msg);
-}
-
-static int oom(struct ctx *c)
-{
-	return err_set(c->e, ENOMEM, "%s", c->file);
-}
-
-/* Text from the file as it may appear in a one-line message: cut, and
- * control characters replaced. */
-static const char *shown(const char *s, size_t len, char *buf, size_t cap)
-{
-	size_t i = 0;
-
-	for (; i < len && i + 4 < cap; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	if (i < len) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
 static bool has_control(const char *s)
 {
 	for (; *s; s++)
@@ -141,322 +88,44 @@ static bool has_control(const char *s)
 	return false;
 }
 
-/* ---- step 1: the text ---- */
-
-static int read_text(struct ctx *c, const char *path, char **ret, size_t *ret_len)
+static int missing(struct yaml_ctx *c, const struct yaml_field *f, const char *why)
 {
-	struct stat st;
-	char *buf = NULL;
-	const char *nul;
-	size_t len = 0;
-	int r = -1, line = 1, fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return err_set(c->e, errno, "%s", c->file);
-	if (fstat(fd, &st) < 0)
-		err_set(c->e, errno, "%s", c->file);
-	else if (!S_ISREG(st.st_mode))
-		fail(c, 0, NULL, "not a regular file");
-	else if (st.st_size > FILE_MAX)
-		fail(c, 0, NULL, "larger than 1 MiB (%lld bytes)", (long long)st.st_size);
-	else if (!(buf = malloc(FILE_MAX + 1)))
-		oom(c);
-	else
-		r = 0;
-	/* Reading one byte more than allowed catches a file that grew. */
-	while (r == 0 && len <= FILE_MAX) {
-		ssize_t n = read(fd, buf + len, FILE_MAX + 1 - len);
-		if (n < 0 && errno != EINTR)
-			r = err_set(c->e, errno, "%s: read", c->file);
-		else if (n == 0)
-			break;
-		else if (n > 0)
-			len += (size_t)n;
-	}
-	close(fd);
-	if (r == 0 && len > FILE_MAX)
-		r = fail(c, 0, NULL, "larger than 1 MiB");
-	else if (r == 0 && len == 0)
-		r = fail(c, 0, NULL, "the file is empty");
-	else if (r == 0 && (nul = memchr(buf, '\0', len)))
-		r = fail(c, 0, NULL, "not a text file (NUL byte at offset %zu)",
-			 (size_t)(nul - buf));
-	for (size_t i = 0; r == 0 && i < len; i++) {
-		unsigned char b = (unsigned char)buf[i];
-		line += b == '\n';
-		if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f)
-			r = fail(c, line, NULL,
-				 "control character 0x%02x (only tab and newline may appear)", b);
-	}
-	if (r < 0) {
-		free(buf);
-		return -1;
-	}
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
-/* ---- step 2: YAML ---- */
-
-static int token_line(struct fy_token *t)
-{
-	const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-	return m ? m->line + 1 : 0;
-}
-
-/* The line a node starts on (for collections: their first scalar's). */
-static int node_line(struct fy_node *n, int fallback)
-{
-	void *it = NULL;
-	struct fy_node_pair *p;
-	int line = 0;
-
-	if (n && fy_node_is_scalar(n))
-		line = token_line(fy_node_get_scalar_token(n));
-	else if (n && fy_node_is_mapping(n) && (p = fy_node_mapping_iterate(n, &it)))
-		line = node_line(fy_node_pair_key(p), 0);
-	else if (n && fy_node_is_sequence(n))
-		line = node_line(fy_node_sequence_iterate(n, &it), 0);
-	return line > 0 ? line : fallback;
-}
-
-static int syntax_error(struct ctx *c, struct fy_diag *diag)
-{
-	void *it = NULL;
-	struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
-	char buf[256];
-
-	if (!de || !de->msg)
-		return fail(c, 0, NULL, "not valid YAML");
-	/* de->line counts from 1, unlike fy_mark's. */
-	return fail(c, de->line, NULL, "not valid YAML: %s",
-		    shown(de->msg, strlen(de->msg), buf, sizeof(buf)));
-}
-
-static int parse_yaml(struct ctx *c, const char *text, size_t len, struct fy_document **ret)
-{
-	struct fy_diag_cfg dcfg;
-	struct fy_diag *diag;
-	struct fy_parser *fyp;
-	struct fy_event *ev;
-	struct fy_document *doc = NULL;
-	int docs = 0, r = 0;
-
-	fy_diag_cfg_default(&dcfg);
-	dcfg.fp = NULL; /* library code does not print: errors are collected */
-	if (!(diag = fy_diag_create(&dcfg)))
-		return oom(c);
-	fy_diag_set_collect_errors(diag, true);
-	/* Duplicate keys are reported by check_keys(), with both lines. */
-	struct fy_parse_cfg cfg = {
-	    .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_ALLOW_DUPLICATE_KEYS,
-	    .diag = diag,
-	};
-	fyp = fy_parser_create(&cfg);
-	if (!fyp || fy_parser_set_string(fyp, text, len) < 0)
-		r = oom(c);
-	while (r == 0 && (ev = fy_parser_parse(fyp))) {
-		const struct fy_mark *m = fy_event_start_mark(ev);
-		int line = m ? m->line + 1 : 0;
-		struct fy_token *t = ev->type == FYET_ALIAS	       ? ev->alias.anchor
-				     : ev->type == FYET_SCALAR	       ? ev->scalar.anchor
-				     : ev->type == FYET_MAPPING_START  ? ev->mapping_start.anchor
-				     : ev->type == FYET_SEQUENCE_START ? ev->sequence_start.anchor
-								       : NULL;
-		size_t tlen = 0;
-		const char *name = t ? fy_token_get_text(t, &tlen) : NULL;
-		char buf[64];
-
-		if (ev->type == FYET_DOCUMENT_START && ++docs > 1)
-			r = fail(c, line, NULL,
-				 "a second YAML document ('---'); an assignment is one document");
-		else if (t)
-			r = fail(c, ev->type == FYET_ALIAS ? line : token_line(t), NULL,
-				 "%s '%c%s': anchors, aliases and merge keys are not supported; "
-				 "write the value out",
-				 ev->type == FYET_ALIAS ? "alias" : "anchor",
-				 ev->type == FYET_ALIAS ? '*' : '&',
-				 shown(name ? name : "", name ? tlen : 0, buf, sizeof(buf)));
-		fy_parser_event_free(fyp, ev);
-	}
-	if (r == 0 && fy_parser_get_stream_error(fyp))
-		r = syntax_error(c, diag);
-	if (r == 0 && !(doc = fy_document_build_from_string(&cfg, text, len)))
-		r = syntax_error(c, diag);
-	if (r == 0 && !fy_document_root(doc))
-		r = fail(c, 0, NULL, "no YAML document (only comments or blank lines)");
-	if (r == 0)
-		*ret = doc;
-	else if (doc)
-		fy_document_destroy(doc);
-	if (fyp)
-		fy_parser_destroy(fyp);
-	fy_diag_destroy(diag); /* frees the collected errors; fy_diag_unref() would not */
-	return r;
-}
-
-/* ---- step 3: keys and types ---- */
-
-/* YAML's null: an empty value, ~ or null (plain, not quoted). */
-static bool is_null(struct fy_node *n)
-{
-	size_t len = 0;
-	const char *s;
-
-	if (!n)
-		return true;
-	if (!fy_node_is_scalar(n) || fy_node_get_style(n) != FYNS_PLAIN)
-		return false;
-	s = fy_node_get_scalar(n, &len);
-	return !s || len == 0 || (len == 1 && *s == '~') ||
-	       (len == 4 &&
-		(!memcmp(s, "null", 4) || !memcmp(s, "Null", 4) || !memcmp(s, "NULL", 4)));
-}
-
-static const char *kind(struct fy_node *n)
-{
-	if (is_null(n))
-		return "nothing";
-	if (fy_node_is_sequence(n))
-		return "a list";
-	if (fy_node_is_mapping(n))
-		return "a map";
-	return fy_node_get_style(n) == FYNS_PLAIN ? "a string" : "a quoted string";
-}
-
-static bool text_is(struct fy_node *n, const char *text)
-{
-	size_t len = 0;
-	const char *s = n && fy_node_is_scalar(n) ? fy_node_get_scalar(n, &len) : NULL;
-	return s && len == strlen(text) && memcmp(s, text, len) == 0;
-}
-
-static void join(char *out, const char *prefix, const char *key)
-{
-	snprintf(out, PATH_LEN, "%s%s%s", prefix, *prefix ? "." : "", key);
-}
-
-static void list_str(const char *const *names, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	for (size_t i = 0, used = 0; names[i] && used < cap; i++)
-		used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
-}
-
-/* f is a map whose keys are all in `allowed`, each once. */
-static int check_keys(struct ctx *c, const struct field *f, const char *const *allowed)
-{
-	int first[16] = {0}; /* line where each allowed key was seen */
-	void *it = NULL;
-	struct fy_node_pair *p;
-	char path[PATH_LEN], buf[80], list[512];
-
-	if (!f->v || !fy_node_is_mapping(f->v))
-		return fail(c, f->line, f->path, "expected a map, got %s", kind(f->v));
-	while ((p = fy_node_mapping_iterate(f->v, &it))) {
-		struct fy_node *k = fy_node_pair_key(p);
-		int line = node_line(k, f->line);
-		size_t i, len = 0;
-		const char *s;
-
-		if (!k || !fy_node_is_scalar(k) || is_null(k))
-			return fail(c, line, f->path, "keys must be strings, got %s", kind(k));
-		s = fy_node_get_scalar(k, &len);
-		join(path, f->path, shown(s, len, buf, sizeof(buf)));
-		if (text_is(k, "<<"))
-			return fail(c, line, path,
-				    "merge keys are not supported; write the keys out");
-		for (i = 0; allowed[i] && !text_is(k, allowed[i]); i++)
-			;
-		if (!allowed[i]) {
-			list_str(allowed, list, sizeof(list));
-			return fail(c, line, path, "unknown key (expected %s)", list);
-		}
-		if (first[i])
-			return fail(c, line, path, "duplicate key (first at line %d)", first[i]);
-		first[i] = line;
-	}
-	return 0;
-}
-
-/* Look `key` up in the map `map` (already checked); true when present. */
-static bool lookup(const struct field *map, const char *key, struct field *ret)
-{
-	void *it = NULL;
-	struct fy_node_pair *p;
-
-	join(ret->path, map->path, key);
-	ret->v = NULL;
-	ret->line = map->line;
-	while ((p = fy_node_mapping_iterate(map->v, &it))) {
-		if (text_is(fy_node_pair_key(p), key)) {
-			ret->v = fy_node_pair_value(p);
-			ret->line = node_line(fy_node_pair_key(p), map->line);
-			return true;
-		}
-	}
-	return false;
-}
-
-static int missing(struct ctx *c, const struct field *f, const char *why)
-{
-	return fail(c, f->line, f->path, "missing required key%s", why);
-}
-
-/* The next item of the list `list` (*it NULL at the start), as a field
- * named list[i].  Items are a linked list: iterating keeps loops linear. */
-static void next_item(const struct field *list, void **it, size_t i, struct field *ret)
-{
-	ret->v = fy_node_sequence_iterate(list->v, it);
-	ret->line = node_line(ret->v, list->line);
-	snprintf(ret->path, PATH_LEN, "%s[%zu]", list->path, i);
-}
-
-static int get_string(struct ctx *c, const struct field *f, char **ret)
-{
-	size_t len = 0;
-	const char *s;
-
-	if (!f->v || !fy_node_is_scalar(f->v) || is_null(f->v))
-		return fail(c, f->line, f->path, "expected a string, got %s", kind(f->v));
-	s = fy_node_get_scalar(f->v, &len);
-	if (memchr(s, '\0', len))
-		return fail(c, f->line, f->path, "a NUL character is not allowed");
-	*ret = strndup(s, len);
-	return *ret ? 0 : oom(c);
+	return yaml_fail(c, f->line, f->path, "missing required key%s", why);
 }
 
 /* A name shown to people (tests, cases, classnames): printable, non-empty. */
-static int get_name(struct ctx *c, const struct field *f, char **ret)
+static int get_name(struct yaml_ctx *c, const struct yaml_field *f, char **ret)
 {
-	if (get_string(c, f, ret) < 0)
+	if (yaml_get_string(c, f, ret) < 0)
 		return -1;
 	if (!**ret || has_control(*ret))
-		return fail(c, f->line, f->path, "must be non-empty, without control characters");
+		return yaml_fail(c, f->line, f->path,
+				 "must be non-empty, without control characters");
 	return 0;
 }
 
 /* The text of a plain scalar, for a number: "5" in quotes is a string. */
-static int get_plain(struct ctx *c, const struct field *f, const char *what, char *buf, size_t cap)
+static int get_plain(struct yaml_ctx *c, const struct yaml_field *f, const char *what, char *buf,
+		     size_t cap)
 {
 	size_t len = 0;
 	const char *s;
 	char b[64];
 
-	if (!f->v || !fy_node_is_scalar(f->v) || is_null(f->v) ||
+	if (!f->v || !fy_node_is_scalar(f->v) || yaml_is_null(f->v) ||
 	    fy_node_get_style(f->v) != FYNS_PLAIN)
-		return fail(c, f->line, f->path, "expected %s, got %s", what, kind(f->v));
+		return yaml_fail(c, f->line, f->path, "expected %s, got %s", what, yaml_kind(f->v));
 	s = fy_node_get_scalar(f->v, &len);
 	if (len >= cap)
-		return fail(c, f->line, f->path, "expected %s, got '%s'", what,
-			    shown(s, len, b, sizeof(b)));
+		return yaml_fail(c, f->line, f->path, "expected %s, got '%s'", what,
+				 yaml_shown(s, len, b, sizeof(b)));
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	return 0;
 }
 
-static int get_number(struct ctx *c, const struct field *f, double min, double max, double *ret)
+static int get_number(struct yaml_ctx *c, const struct yaml_field *f, double min, double max,
+		      double *ret)
 {
 	char text[64], what[96], *end;
 	double v;
@@ -469,12 +138,13 @@ static int get_number(struct ctx *c, const struct field *f, double min, double m
 	v = strtod(text, &end);
 	if (strspn(text, "0123456789.eE+-") != strlen(text) || end == text || *end ||
 	    errno == ERANGE || !isfinite(v) || v < min || v > max)
-		return fail(c, f->line, f->path, "expected %s, got '%s'", what, text);
+		return yaml_fail(c, f->line, f->path, "expected %s, got '%s'", what, text);
 	*ret = v;
 	return 0;
 }
 
-static int get_uint(struct ctx *c, const struct field *f, uint64_t min, uint64_t max, uint64_t *ret)
+static int get_uint(struct yaml_ctx *c, const struct yaml_field *f, uint64_t min, uint64_t max,
+		    uint64_t *ret)
 {
 	char text[32], what[96];
 	uint64_t v;
@@ -484,72 +154,50 @@ static int get_uint(struct ctx *c, const struct field *f, uint64_t min, uint64_t
 	if (get_plain(c, f, what, text, sizeof(text)) < 0)
 		return -1;
 	if (parse_u64(text, strlen(text), &v) < 0 || v < min || v > max)
-		return fail(c, f->line, f->path, "expected %s, got '%s'", what, text);
+		return yaml_fail(c, f->line, f->path, "expected %s, got '%s'", what, text);
 	*ret = v;
 	return 0;
 }
 
-static int get_enum(struct ctx *c, const struct field *f, const char *const *names, int *ret)
+static int get_enum(struct yaml_ctx *c, const struct yaml_field *f, const char *const *names,
+		    int *ret)
 {
 	char list[256], b[64];
 	size_t len = 0;
 	const char *s;
 
 	for (int i = 0; names[i]; i++) {
-		if (text_is(f->v, names[i])) {
+		if (yaml_text_is(f->v, names[i])) {
 			*ret = i;
 			return 0;
 		}
 	}
-	list_str(names, list, sizeof(list));
-	if (!f->v || !fy_node_is_scalar(f->v) || is_null(f->v))
-		return fail(c, f->line, f->path, "expected one of %s, got %s", list, kind(f->v));
+	yaml_list_str(names, list, sizeof(list));
+	if (!f->v || !fy_node_is_scalar(f->v) || yaml_is_null(f->v))
+		return yaml_fail(c, f->line, f->path, "expected one of %s, got %s", list,
+				 yaml_kind(f->v));
 	s = fy_node_get_scalar(f->v, &len);
-	return fail(c, f->line, f->path, "expected one of %s, got '%s'", list,
-		    shown(s, len, b, sizeof(b)));
-}
-
-/* The length of a list of at most ITEMS_MAX items. */
-static int get_list(struct ctx *c, const struct field *f, const char *what, bool nonempty,
-		    size_t *ret_n)
-{
-	int n;
-
-	if (!f->v || !fy_node_is_sequence(f->v))
-		return fail(c, f->line, f->path, "expected a list of %s, got %s", what, kind(f->v));
-	n = fy_node_sequence_item_count(f->v);
-	if (n < 0 || n > ITEMS_MAX)
-		return fail(c, f->line, f->path, "more than %d items", ITEMS_MAX);
-	if (n == 0 && nonempty)
-		return fail(c, f->line, f->path, "must not be empty");
-	*ret_n = (size_t)n;
-	return 0;
-}
-
-static void free_strv(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
+	return yaml_fail(c, f->line, f->path, "expected one of %s, got '%s'", list,
+			 yaml_shown(s, len, b, sizeof(b)));
 }
 
 /* A NULL-terminated copy of a list of strings. */
-static int get_strings(struct ctx *c, const struct field *f, bool nonempty, char ***ret,
+static int get_strings(struct yaml_ctx *c, const struct yaml_field *f, bool nonempty, char ***ret,
 		       size_t *ret_n)
 {
 	void *it = NULL;
 	size_t n;
 	char **v;
 
-	if (get_list(c, f, "strings", nonempty, &n) < 0)
+	if (yaml_get_list(c, f, "strings", nonempty, &n) < 0)
 		return -1;
 	if (!(v = calloc(n + 1, sizeof(*v))))
-		return oom(c);
+		return yaml_oom(c);
 	for (size_t i = 0; i < n; i++) {
-		struct field item;
-		next_item(f, &it, i, &item);
-		if (get_string(c, &item, &v[i]) < 0) {
-			free_strv(v);
+		struct yaml_field item;
+		yaml_next_item(f, &it, i, &item);
+		if (yaml_get_string(c, &item, &v[i]) < 0) {
+			yaml_free_strv(v);
 			return -1;
 		}
 	}
@@ -598,21 +246,21 @@ static void step_limits_default(struct limits *l)
 
 /* Limits given in the map f override those in l.  The bounds are
  * runlimits.c's table, which also converts the units (limits_set). */
-static int parse_limits(struct ctx *c, const struct field *f, struct limits *l)
+static int parse_limits(struct yaml_ctx *c, const struct yaml_field *f, struct limits *l)
 {
 	unsigned nt;
 	const struct limit_desc *table = limits_table(&nt), *d;
 
-	if (check_keys(c, f, limit_keys) < 0)
+	if (yaml_check_keys(c, f, limit_keys) < 0)
 		return -1;
 	for (size_t k = 0; limit_keys[k]; k++) {
-		struct field lf;
+		struct yaml_field lf;
 		char text[32], what[128];
 		uint64_t v;
 		int bad;
 		struct err le;
 
-		if (!lookup(f, limit_keys[k], &lf))
+		if (!yaml_lookup(f, limit_keys[k], &lf))
 			continue;
 		for (d = table; d < table + nt && strcmp(d->name, limit_names[k]) != 0; d++)
 			;
@@ -637,58 +285,58 @@ static int parse_limits(struct ctx *c, const struct field *f, struct limits *l)
 		else
 			bad = parse_u64(text, strlen(text), &v);
 		if (bad < 0 || v < d->min || v > d->max)
-			return fail(c, lf.line, lf.path, "expected %s, got '%s'", what, text);
+			return yaml_fail(c, lf.line, lf.path, "expected %s, got '%s'", what, text);
 		if (limits_set(l, d->name, text, &le) < 0)
-			return fail(c, lf.line, lf.path, "%s", le.msg);
+			return yaml_fail(c, lf.line, lf.path, "%s", le.msg);
 	}
 	return 0;
 }
 
 /* An argv: a non-empty list of strings, the first non-empty. */
-static int parse_argv(struct ctx *c, const struct field *f, char ***ret, size_t *ret_n)
+static int parse_argv(struct yaml_ctx *c, const struct yaml_field *f, char ***ret, size_t *ret_n)
 {
-	if (f->v && fy_node_is_scalar(f->v) && !is_null(f->v))
-		return fail(c, f->line, f->path,
-			    "expected a list of strings (an argv like [make, test]; no shell "
-			    "is involved), got a string");
+	if (f->v && fy_node_is_scalar(f->v) && !yaml_is_null(f->v))
+		return yaml_fail(c, f->line, f->path,
+				 "expected a list of strings (an argv like [make, test]; no shell "
+				 "is involved), got a string");
 	if (get_strings(c, f, true, ret, ret_n) < 0)
 		return -1;
 	if (!(*ret)[0][0])
-		return fail(c, f->line, f->path, "the program (first item) must not be empty");
+		return yaml_fail(c, f->line, f->path, "the program (first item) must not be empty");
 	return 0;
 }
 
-static int parse_step(struct ctx *c, const struct field *f, const char *const *keys,
+static int parse_step(struct yaml_ctx *c, const struct yaml_field *f, const char *const *keys,
 		      const struct limits *base, struct step *s)
 {
-	struct field run, lim;
+	struct yaml_field run, lim;
 
-	if (check_keys(c, f, keys) < 0)
+	if (yaml_check_keys(c, f, keys) < 0)
 		return -1;
-	if (!lookup(f, "run", &run))
+	if (!yaml_lookup(f, "run", &run))
 		return missing(c, &run, "");
 	if (parse_argv(c, &run, &s->argv, &s->argc) < 0)
 		return -1;
 	s->limits = *base;
-	if (lookup(f, "limits", &lim) && parse_limits(c, &lim, &s->limits) < 0)
+	if (yaml_lookup(f, "limits", &lim) && parse_limits(c, &lim, &s->limits) < 0)
 		return -1;
 	s->present = true;
 	return 0;
 }
 
-static int parse_ok_exit(struct ctx *c, const struct field *f, struct assignment *a)
+static int parse_ok_exit(struct yaml_ctx *c, const struct yaml_field *f, struct assignment *a)
 {
 	size_t max = sizeof(a->ok_exit) / sizeof(a->ok_exit[0]), n;
 	void *it = NULL;
 
-	if (get_list(c, f, "exit codes", true, &n) < 0)
+	if (yaml_get_list(c, f, "exit codes", true, &n) < 0)
 		return -1;
 	if (n > max)
-		return fail(c, f->line, f->path, "more than %zu exit codes", max);
+		return yaml_fail(c, f->line, f->path, "more than %zu exit codes", max);
 	for (size_t i = 0; i < n; i++) {
-		struct field item;
+		struct yaml_field item;
 		uint64_t v;
-		next_item(f, &it, i, &item);
+		yaml_next_item(f, &it, i, &item);
 		if (get_uint(c, &item, 0, 255, &v) < 0)
 			return -1;
 		a->ok_exit[i] = (int)v;
@@ -697,56 +345,41 @@ static int parse_ok_exit(struct ctx *c, const struct field *f, struct assignment
 	return 0;
 }
 
-/* ---- step 4: paths ---- */
-
-static bool has_dotdot(const char *p)
-{
-	for (const char *s = p; (s = strstr(s, "..")); s += 2)
-		if ((s == p || s[-1] == '/') && (s[2] == '\0' || s[2] == '/'))
-			return true;
-	return false;
-}
-
-/* p is dir or below it (both absolute and normalized). */
-static bool path_within(const char *dir, const char *p)
-{
-	size_t n = strlen(dir);
-	return n == 1 || (strncmp(p, dir, n) == 0 && (p[n] == '/' || p[n] == '\0'));
-}
-
 /* A path of the YAML, relative to the assignment directory, resolved to an
  * existing directory or regular file strictly inside it. */
-static int resolve_path(struct ctx *c, const struct field *f, bool want_dir, char **ret)
+static int resolve_path(struct yaml_ctx *c, const struct yaml_field *f, bool want_dir, char **ret)
 {
 	char *rel = NULL, *joined = NULL, *real = NULL, b[128];
 	struct stat st;
 	int r = -1;
 
-	if (get_string(c, f, &rel) < 0)
+	if (yaml_get_string(c, f, &rel) < 0)
 		return -1;
 	if (asprintf(&joined, "%s/%s", c->dir, rel) < 0) {
 		free(rel);
-		return oom(c);
+		return yaml_oom(c);
 	}
-	shown(rel, strlen(rel), b, sizeof(b));
+	yaml_shown(rel, strlen(rel), b, sizeof(b));
 	if (!*rel || has_control(rel))
-		fail(c, f->line, f->path, "must be a non-empty path without control characters");
+		yaml_fail(c, f->line, f->path,
+			  "must be a non-empty path without control characters");
 	else if (rel[0] == '/')
-		fail(c, f->line, f->path, "'%s' must be relative to the assignment directory", b);
-	else if (has_dotdot(rel))
-		fail(c, f->line, f->path, "'%s' must not contain '..'", b);
+		yaml_fail(c, f->line, f->path, "'%s' must be relative to the assignment directory",
+			  b);
+	else if (yaml_has_dotdot(rel))
+		yaml_fail(c, f->line, f->path, "'%s' must not contain '..'", b);
 	else if (!(real = realpath(joined, NULL)) && (errno == ENOENT || errno == ENOTDIR))
-		fail(c, f->line, f->path, "'%s' does not exist", b);
+		yaml_fail(c, f->line, f->path, "'%s' does not exist", b);
 	else if (!real || stat(real, &st) < 0)
 		err_set(c->e, errno, "%s:%d: %s: '%s'", c->file, f->line, f->path, b);
 	/* A symlink may point anywhere; what counts is where it leads. */
-	else if (!path_within(c->dir, real))
-		fail(c, f->line, f->path, "'%s' leads outside the assignment directory", b);
+	else if (!yaml_path_within(c->dir, real))
+		yaml_fail(c, f->line, f->path, "'%s' leads outside the assignment directory", b);
 	else if (strcmp(real, c->dir) == 0)
-		fail(c, f->line, f->path, "'%s' is the assignment directory itself", b);
+		yaml_fail(c, f->line, f->path, "'%s' is the assignment directory itself", b);
 	else if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-		fail(c, f->line, f->path, "'%s' is not a %s", b,
-		     want_dir ? "directory" : "regular file");
+		yaml_fail(c, f->line, f->path, "'%s' is not a %s", b,
+			  want_dir ? "directory" : "regular file");
 	else
 		r = 0;
 	if (r == 0)
@@ -760,29 +393,29 @@ static int resolve_path(struct ctx *c, const struct field *f, bool want_dir, cha
 
 /* The items of a list of submission paths or globs: relative, without
  * "..", and, when `globs` is given, each taken by one of them. */
-static int check_submission_paths(struct ctx *c, const struct field *list, char **v, size_t n,
-				  char **globs, size_t n_globs)
+static int check_submission_paths(struct yaml_ctx *c, const struct yaml_field *list, char **v,
+				  size_t n, char **globs, size_t n_globs)
 {
 	void *it = NULL;
-	struct field item;
+	struct yaml_field item;
 	char b[128];
 
 	for (size_t i = 0; i < n; i++) {
 		size_t g = 0;
 
-		next_item(list, &it, i, &item);
-		shown(v[i], strlen(v[i]), b, sizeof(b));
+		yaml_next_item(list, &it, i, &item);
+		yaml_shown(v[i], strlen(v[i]), b, sizeof(b));
 		if (!*v[i] || has_control(v[i]))
-			return fail(c, item.line, item.path,
-				    "must be non-empty, without control characters");
-		if (v[i][0] == '/' || has_dotdot(v[i]))
-			return fail(c, item.line, item.path,
-				    "'%s' must be relative to the submission root, without '..'",
-				    b);
+			return yaml_fail(c, item.line, item.path,
+					 "must be non-empty, without control characters");
+		if (v[i][0] == '/' || yaml_has_dotdot(v[i]))
+			return yaml_fail(
+			    c, item.line, item.path,
+			    "'%s' must be relative to the submission root, without '..'", b);
 		while (globs && g < n_globs && fnmatch(globs[g], v[i], FNM_PATHNAME) != 0)
 			g++;
 		if (globs && g == n_globs)
-			return fail(
+			return yaml_fail(
 			    c, item.line, item.path,
 			    "'%s' matches none of submission.files, so it can never be taken", b);
 	}
@@ -791,66 +424,69 @@ static int check_submission_paths(struct ctx *c, const struct field *list, char 
 
 /* ---- the sections ---- */
 
-static int parse_submission(struct ctx *c, const struct field *root, struct assignment *a)
+static int parse_submission(struct yaml_ctx *c, const struct yaml_field *root, struct assignment *a)
 {
-	struct field sub, files, req, f;
+	struct yaml_field sub, files, req, f;
 
-	if (!lookup(root, "submission", &sub))
+	if (!yaml_lookup(root, "submission", &sub))
 		return missing(c, &sub, "");
-	if (check_keys(c, &sub, submission_keys) < 0)
+	if (yaml_check_keys(c, &sub, submission_keys) < 0)
 		return -1;
-	if (!lookup(&sub, "files", &files))
+	if (!yaml_lookup(&sub, "files", &files))
 		return missing(c, &files, "");
 	if (get_strings(c, &files, true, &a->files, &a->n_files) < 0 ||
 	    check_submission_paths(c, &files, a->files, a->n_files, NULL, 0) < 0)
 		return -1;
-	if (!lookup(&sub, "required", &req))
+	if (!yaml_lookup(&sub, "required", &req))
 		a->required = calloc(1, sizeof(char *));
 	else if (get_strings(c, &req, false, &a->required, &a->n_required) < 0)
 		return -1;
 	if (!a->required)
-		return oom(c);
+		return yaml_oom(c);
 	if (check_submission_paths(c, &req, a->required, a->n_required, a->files, a->n_files) < 0)
 		return -1;
-	if ((lookup(&sub, "max_bytes", &f) && get_uint(c, &f, 1, 1ull << 30, &a->max_bytes) < 0) ||
-	    (lookup(&sub, "max_files", &f) && get_uint(c, &f, 1, 1000000, &a->max_entries) < 0))
+	if ((yaml_lookup(&sub, "max_bytes", &f) &&
+	     get_uint(c, &f, 1, 1ull << 30, &a->max_bytes) < 0) ||
+	    (yaml_lookup(&sub, "max_files", &f) &&
+	     get_uint(c, &f, 1, 1000000, &a->max_entries) < 0))
 		return -1;
 	return 0;
 }
 
-static int parse_report(struct ctx *c, const struct field *root, struct assignment *a)
+static int parse_report(struct yaml_ctx *c, const struct yaml_field *root, struct assignment *a)
 {
-	struct field rep, f;
+	struct yaml_field rep, f;
 	const char *p;
 	uint64_t kb;
 	int v;
 
-	if (!lookup(root, "report", &rep))
+	if (!yaml_lookup(root, "report", &rep))
 		return missing(c, &rep, RUNNER_NEEDS);
-	if (check_keys(c, &rep, report_keys) < 0)
+	if (yaml_check_keys(c, &rep, report_keys) < 0)
 		return -1;
-	if (!lookup(&rep, "format", &f))
+	if (!yaml_lookup(&rep, "format", &f))
 		return missing(c, &f, "");
 	if (get_enum(c, &f, format_names, &v) < 0)
 		return -1;
 	a->report_format = (enum report_format)v;
-	if (lookup(&rep, "path", &f)) {
-		if (get_string(c, &f, &a->report_path) < 0)
+	if (yaml_lookup(&rep, "path", &f)) {
+		if (yaml_get_string(c, &f, &a->report_path) < 0)
 			return -1;
 		p = a->report_path;
 		/* Where the grader may copy from: /work (relative), /tmp, {report_dir}. */
-		if (!*p || has_control(p) || has_dotdot(p) ||
+		if (!*p || has_control(p) || yaml_has_dotdot(p) ||
 		    (p[0] == '/' && strncmp(p, "/work/", 6) != 0 && strncmp(p, "/tmp/", 5) != 0))
-			return fail(c, f.line, f.path,
-				    "must be a path relative to /work or below /work/, /tmp/ or "
-				    "{report_dir}/, without '..'");
+			return yaml_fail(
+			    c, f.line, f.path,
+			    "must be a path relative to /work or below /work/, /tmp/ or "
+			    "{report_dir}/, without '..'");
 	}
-	if (lookup(&rep, "max_kb", &f)) {
+	if (yaml_lookup(&rep, "max_kb", &f)) {
 		if (get_uint(c, &f, 1, 1048576, &kb) < 0)
 			return -1;
 		a->report_max_bytes = kb << 10;
 	}
-	if (lookup(&rep, "pytest_guard", &f)) {
+	if (yaml_lookup(&rep, "pytest_guard", &f)) {
 		if (get_enum(c, &f, bool_names, &v) < 0)
 			return -1;
 		a->pytest_guard = v == 1;
@@ -859,44 +495,45 @@ static int parse_report(struct ctx *c, const struct field *root, struct assignme
 }
 
 /* The line of the name of item i of a list of maps, for "first at line N". */
-static int name_line(const struct field *list, size_t i)
+static int name_line(const struct yaml_field *list, size_t i)
 {
-	struct field item = {fy_node_sequence_get_by_index(list->v, (int)i), list->line, ""}, name;
+	struct yaml_field item = {fy_node_sequence_get_by_index(list->v, (int)i), list->line, ""},
+			  name;
 
-	lookup(&item, "name", &name);
+	yaml_lookup(&item, "name", &name);
 	return name.line;
 }
 
-static int parse_tests(struct ctx *c, const struct field *root, struct assignment *a)
+static int parse_tests(struct yaml_ctx *c, const struct yaml_field *root, struct assignment *a)
 {
-	struct field list, item, name, f;
+	struct yaml_field list, item, name, f;
 	void *it = NULL;
 	size_t n;
 	int vis;
 	char b[128];
 
-	if (!lookup(root, "tests", &list))
+	if (!yaml_lookup(root, "tests", &list))
 		return missing(c, &list, RUNNER_NEEDS);
-	if (get_list(c, &list, "tests", true, &n) < 0)
+	if (yaml_get_list(c, &list, "tests", true, &n) < 0)
 		return -1;
 	if (!(a->tests = calloc(n, sizeof(*a->tests))))
-		return oom(c);
+		return yaml_oom(c);
 	for (size_t i = 0; i < n; i++) {
 		struct manifest_test *t = &a->tests[i].t;
 
 		a->n_tests++;
 		t->points = 1;
-		next_item(&list, &it, i, &item);
-		if (check_keys(c, &item, test_keys) < 0)
+		yaml_next_item(&list, &it, i, &item);
+		if (yaml_check_keys(c, &item, test_keys) < 0)
 			return -1;
-		if (!lookup(&item, "name", &name))
+		if (!yaml_lookup(&item, "name", &name))
 			return missing(c, &name, "");
 		if (get_name(c, &name, &t->name) < 0 ||
-		    (lookup(&item, "classname", &f) && get_name(c, &f, &t->classname) < 0) ||
-		    (lookup(&item, "points", &f) &&
+		    (yaml_lookup(&item, "classname", &f) && get_name(c, &f, &t->classname) < 0) ||
+		    (yaml_lookup(&item, "points", &f) &&
 		     get_number(c, &f, 0, POINTS_MAX, &t->points) < 0))
 			return -1;
-		if (lookup(&item, "visibility", &f)) {
+		if (yaml_lookup(&item, "visibility", &f)) {
 			if (get_enum(c, &f, visibility_names, &vis) < 0)
 				return -1;
 			a->tests[i].visibility = (enum visibility)vis;
@@ -908,34 +545,34 @@ static int parse_tests(struct ctx *c, const struct field *root, struct assignmen
 			if (strcmp(o->name, t->name) == 0 &&
 			    (!o->classname || !t->classname ||
 			     strcmp(o->classname, t->classname) == 0))
-				return fail(c, name.line, name.path,
-					    "duplicate test '%s' (first at line %d)",
-					    shown(t->name, strlen(t->name), b, sizeof(b)),
-					    name_line(&list, j));
+				return yaml_fail(c, name.line, name.path,
+						 "duplicate test '%s' (first at line %d)",
+						 yaml_shown(t->name, strlen(t->name), b, sizeof(b)),
+						 name_line(&list, j));
 		}
 		a->max_score += t->points;
 	}
 	return 0;
 }
 
-static int parse_runner(struct ctx *c, const struct field *root, struct assignment *a)
+static int parse_runner(struct yaml_ctx *c, const struct yaml_field *root, struct assignment *a)
 {
-	struct field test, top_ok, test_ok, io;
+	struct yaml_field test, top_ok, test_ok, io;
 	struct limits base;
 	bool in_test, at_top;
 
-	if (lookup(root, "io", &io))
-		return fail(c, io.line, io.path, "only used with mode: io");
-	if (!lookup(root, "test", &test))
+	if (yaml_lookup(root, "io", &io))
+		return yaml_fail(c, io.line, io.path, "only used with mode: io");
+	if (!yaml_lookup(root, "test", &test))
 		return missing(c, &test, RUNNER_NEEDS);
 	step_limits_default(&base);
 	if (parse_step(c, &test, test_step_keys, &base, &a->test) < 0)
 		return -1;
-	in_test = lookup(&test, "ok_exit", &test_ok);
-	at_top = lookup(root, "ok_exit", &top_ok);
+	in_test = yaml_lookup(&test, "ok_exit", &test_ok);
+	at_top = yaml_lookup(root, "ok_exit", &top_ok);
 	if (at_top && in_test)
-		return fail(c, test_ok.line, test_ok.path,
-			    "given twice (also at line %d); keep one", top_ok.line);
+		return yaml_fail(c, test_ok.line, test_ok.path,
+				 "given twice (also at line %d); keep one", top_ok.line);
 	if ((at_top && parse_ok_exit(c, &top_ok, a) < 0) ||
 	    (in_test && parse_ok_exit(c, &test_ok, a) < 0))
 		return -1;
@@ -944,42 +581,43 @@ static int parse_runner(struct ctx *c, const struct field *root, struct assignme
 	return parse_tests(c, root, a);
 }
 
-static int parse_case(struct ctx *c, const struct field *item, const struct limits *base,
+static int parse_case(struct yaml_ctx *c, const struct yaml_field *item, const struct limits *base,
 		      struct assignment *a, struct io_case *k)
 {
-	struct field f;
+	struct yaml_field f;
 	int vis;
 
 	k->points = 1;
 	k->limits = *base;
-	if (check_keys(c, item, case_keys) < 0)
+	if (yaml_check_keys(c, item, case_keys) < 0)
 		return -1;
-	if (!lookup(item, "name", &f))
+	if (!yaml_lookup(item, "name", &f))
 		return missing(c, &f, "");
 	if (get_name(c, &f, &k->name) < 0)
 		return -1;
-	if (lookup(item, "stdin", &f) && resolve_path(c, &f, false, &k->stdin_path) < 0)
+	if (yaml_lookup(item, "stdin", &f) && resolve_path(c, &f, false, &k->stdin_path) < 0)
 		return -1;
-	if (!lookup(item, "expected", &f))
+	if (!yaml_lookup(item, "expected", &f))
 		return missing(c, &f, "");
 	if (resolve_path(c, &f, false, &k->expected_path) < 0)
 		return -1;
 	/* SECURITY: expected output never enters a sandbox, and tests_dir is
 	 * copied into every one. */
-	if (a->tests_dir && path_within(a->tests_dir, k->expected_path))
-		return fail(c, f.line, f.path,
-			    "is inside tests_dir, which is copied into the sandbox; keep expected "
-			    "output elsewhere");
-	if (!lookup(item, "args", &f))
+	if (a->tests_dir && yaml_path_within(a->tests_dir, k->expected_path))
+		return yaml_fail(
+		    c, f.line, f.path,
+		    "is inside tests_dir, which is copied into the sandbox; keep expected "
+		    "output elsewhere");
+	if (!yaml_lookup(item, "args", &f))
 		k->args = calloc(1, sizeof(char *));
 	else if (get_strings(c, &f, false, &k->args, &k->n_args) < 0)
 		return -1;
 	if (!k->args)
-		return oom(c);
-	if ((lookup(item, "points", &f) && get_number(c, &f, 0, POINTS_MAX, &k->points) < 0) ||
-	    (lookup(item, "limits", &f) && parse_limits(c, &f, &k->limits) < 0))
+		return yaml_oom(c);
+	if ((yaml_lookup(item, "points", &f) && get_number(c, &f, 0, POINTS_MAX, &k->points) < 0) ||
+	    (yaml_lookup(item, "limits", &f) && parse_limits(c, &f, &k->limits) < 0))
 		return -1;
-	if (lookup(item, "visibility", &f)) {
+	if (yaml_lookup(item, "visibility", &f)) {
 		if (get_enum(c, &f, visibility_names, &vis) < 0)
 			return -1;
 		k->visibility = (enum visibility)vis;
@@ -987,10 +625,10 @@ static int parse_case(struct ctx *c, const struct field *item, const struct limi
 	return 0;
 }
 
-static int parse_io(struct ctx *c, const struct field *root, struct assignment *a)
+static int parse_io(struct yaml_ctx *c, const struct yaml_field *root, struct assignment *a)
 {
 	static const char *const runner_only[] = {"test", "ok_exit", "report", "tests", NULL};
-	struct field io, f, list, item, name;
+	struct yaml_field io, f, list, item, name;
 	void *it = NULL;
 	struct limits base;
 	size_t n;
@@ -999,55 +637,56 @@ static int parse_io(struct ctx *c, const struct field *root, struct assignment *
 	char b[128];
 
 	for (size_t i = 0; runner_only[i]; i++)
-		if (lookup(root, runner_only[i], &f))
-			return fail(c, f.line, f.path, "only used with mode: runner");
-	if (!lookup(root, "io", &io))
+		if (yaml_lookup(root, runner_only[i], &f))
+			return yaml_fail(c, f.line, f.path, "only used with mode: runner");
+	if (!yaml_lookup(root, "io", &io))
 		return missing(c, &io, " (mode io needs io.run and io.cases)");
-	if (check_keys(c, &io, io_keys) < 0)
+	if (yaml_check_keys(c, &io, io_keys) < 0)
 		return -1;
 	/* The checker gets the defaults; the program and its cases io.limits. */
 	step_limits_default(&base);
-	if ((lookup(&io, "checker", &f) && parse_step(c, &f, step_keys, &base, &a->checker) < 0) ||
-	    (lookup(&io, "limits", &f) && parse_limits(c, &f, &base) < 0))
+	if ((yaml_lookup(&io, "checker", &f) &&
+	     parse_step(c, &f, step_keys, &base, &a->checker) < 0) ||
+	    (yaml_lookup(&io, "limits", &f) && parse_limits(c, &f, &base) < 0))
 		return -1;
-	if (!lookup(&io, "run", &f))
+	if (!yaml_lookup(&io, "run", &f))
 		return missing(c, &f, "");
 	if (parse_argv(c, &f, &a->io_run.argv, &a->io_run.argc) < 0)
 		return -1;
 	a->io_run.limits = base;
 	a->io_run.present = true;
-	if (lookup(&io, "compare", &f)) {
+	if (yaml_lookup(&io, "compare", &f)) {
 		if (get_enum(c, &f, compare_names, &v) < 0)
 			return -1;
 		a->compare = (enum compare_mode)v;
 	}
-	if (lookup(&io, "float_tolerance", &f) &&
+	if (yaml_lookup(&io, "float_tolerance", &f) &&
 	    get_number(c, &f, 0, 1e9, &a->float_tolerance) < 0)
 		return -1;
-	if (lookup(&io, "output_max_kb", &f)) {
+	if (yaml_lookup(&io, "output_max_kb", &f)) {
 		if (get_uint(c, &f, 1, 1048576, &kb) < 0)
 			return -1;
 		a->io_output_max = kb << 10;
 	}
-	if (!lookup(&io, "cases", &list))
+	if (!yaml_lookup(&io, "cases", &list))
 		return missing(c, &list, "");
-	if (get_list(c, &list, "cases", true, &n) < 0)
+	if (yaml_get_list(c, &list, "cases", true, &n) < 0)
 		return -1;
 	if (!(a->cases = calloc(n, sizeof(*a->cases))))
-		return oom(c);
+		return yaml_oom(c);
 	for (size_t i = 0; i < n; i++) {
 		struct io_case *k = &a->cases[a->n_cases++];
 
-		next_item(&list, &it, i, &item);
+		yaml_next_item(&list, &it, i, &item);
 		if (parse_case(c, &item, &base, a, k) < 0)
 			return -1;
-		lookup(&item, "name", &name);
+		yaml_lookup(&item, "name", &name);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(a->cases[j].name, k->name) == 0)
-				return fail(c, name.line, name.path,
-					    "duplicate case '%s' (first at line %d)",
-					    shown(k->name, strlen(k->name), b, sizeof(b)),
-					    name_line(&list, j));
+				return yaml_fail(c, name.line, name.path,
+						 "duplicate case '%s' (first at line %d)",
+						 yaml_shown(k->name, strlen(k->name), b, sizeof(b)),
+						 name_line(&list, j));
 		a->max_score += k->points;
 	}
 	return 0;
@@ -1062,58 +701,60 @@ static bool valid_id(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }
 
-static int parse_root(struct ctx *c, struct fy_node *node, struct assignment *a,
+static int parse_root(struct yaml_ctx *c, struct fy_node *node, struct assignment *a,
 		      int *ret_tests_dir_line)
 {
-	struct field root = {.v = node, .line = 0, .path = ""}, f;
+	struct yaml_field root = {.v = node, .line = 0, .path = ""}, f;
 	struct limits base;
 	uint64_t retries;
 	int mode = GRADE_MODE_RUNNER;
 	char b[128];
 
 	if (!fy_node_is_mapping(node))
-		return fail(c, node_line(node, 0), NULL,
-			    "expected a map of keys (name, submission, ...), got %s", kind(node));
-	if (check_keys(c, &root, top_keys) < 0)
+		return yaml_fail(c, yaml_node_line(node, 0), NULL,
+				 "expected a map of keys (name, submission, ...), got %s",
+				 yaml_kind(node));
+	if (yaml_check_keys(c, &root, top_keys) < 0)
 		return -1;
-	if (lookup(&root, "mode", &f) && get_enum(c, &f, mode_names, &mode) < 0)
+	if (yaml_lookup(&root, "mode", &f) && get_enum(c, &f, mode_names, &mode) < 0)
 		return -1;
 	a->mode = (enum grade_mode)mode;
-	if (!lookup(&root, "name", &f))
+	if (!yaml_lookup(&root, "name", &f))
 		return missing(c, &f, "");
-	if (get_string(c, &f, &a->name) < 0)
+	if (yaml_get_string(c, &f, &a->name) < 0)
 		return -1;
 	if (!valid_id(a->name))
-		return fail(c, f.line, f.path,
-			    "'%s' must be 1 to 64 characters from A-Z a-z 0-9 . _ -",
-			    shown(a->name, strlen(a->name), b, sizeof(b)));
-	if (!lookup(&root, "image", &f))
+		return yaml_fail(c, f.line, f.path,
+				 "'%s' must be 1 to 64 characters from A-Z a-z 0-9 . _ -",
+				 yaml_shown(a->name, strlen(a->name), b, sizeof(b)));
+	if (!yaml_lookup(&root, "image", &f))
 		a->image = strdup("host");
-	else if (get_string(c, &f, &a->image) < 0)
+	else if (yaml_get_string(c, &f, &a->image) < 0)
 		return -1;
 	if (!a->image)
-		return oom(c);
+		return yaml_oom(c);
 	if (!valid_image_pin(a->image))
-		return fail(c, f.line, f.path,
-			    "'%s' is not an image pin: host, NAME@VERSION (e.g. python@3) or "
-			    "sha256:<64 hex digits>",
-			    shown(a->image, strlen(a->image), b, sizeof(b)));
+		return yaml_fail(c, f.line, f.path,
+				 "'%s' is not an image pin: host, NAME@VERSION (e.g. python@3) or "
+				 "sha256:<64 hex digits>",
+				 yaml_shown(a->image, strlen(a->image), b, sizeof(b)));
 	int iso = 0;
-	if (lookup(&root, "isolation", &f) && get_enum(c, &f, isolation_names, &iso) < 0)
+	if (yaml_lookup(&root, "isolation", &f) && get_enum(c, &f, isolation_names, &iso) < 0)
 		return -1;
 	a->isolation = (enum assignment_isolation)iso;
 	if (parse_submission(c, &root, a) < 0)
 		return -1;
-	if (lookup(&root, "tests_dir", &f)) {
+	if (yaml_lookup(&root, "tests_dir", &f)) {
 		if (resolve_path(c, &f, true, &a->tests_dir) < 0)
 			return -1;
 		*ret_tests_dir_line = f.line;
 	}
 	step_limits_default(&base);
-	if ((lookup(&root, "setup", &f) && parse_step(c, &f, step_keys, &base, &a->setup) < 0) ||
-	    (lookup(&root, "build", &f) && parse_step(c, &f, step_keys, &base, &a->build) < 0))
+	if ((yaml_lookup(&root, "setup", &f) &&
+	     parse_step(c, &f, step_keys, &base, &a->setup) < 0) ||
+	    (yaml_lookup(&root, "build", &f) && parse_step(c, &f, step_keys, &base, &a->build) < 0))
 		return -1;
-	if (lookup(&root, "retries", &f)) {
+	if (yaml_lookup(&root, "retries", &f)) {
 		if (get_uint(c, &f, 0, 10, &retries) < 0)
 			return -1;
 		a->retries = (unsigned)retries;
@@ -1128,25 +769,25 @@ struct file_list {
 	size_t n, cap;
 };
 
-static int list_add(struct ctx *c, struct file_list *l, const char *rel)
+static int list_add(struct yaml_ctx *c, struct file_list *l, const char *rel)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
 		char **v = realloc(l->rel, cap * sizeof(*v));
 		if (!v)
-			return oom(c);
+			return yaml_oom(c);
 		l->rel = v;
 		l->cap = cap;
 	}
 	if (!(l->rel[l->n] = strdup(rel)))
-		return oom(c);
+		return yaml_oom(c);
 	l->n++;
 	return 0;
 }
 
 /* The regular files below c->dir/rel.  Symlinks and special files are
  * refused now, as files_put() would refuse them at every grading. */
-static int walk_tree(struct ctx *c, const char *rel, int line, struct file_list *l)
+static int walk_tree(struct yaml_ctx *c, const char *rel, int line, struct file_list *l)
 {
 	char *abs = NULL, b[128];
 	struct dirent *de;
@@ -1154,7 +795,7 @@ static int walk_tree(struct ctx *c, const char *rel, int line, struct file_list 
 	int r = 0;
 
 	if (asprintf(&abs, "%s/%s", c->dir, rel) < 0)
-		return oom(c);
+		return yaml_oom(c);
 	if (!(d = opendir(abs)))
 		r = err_set(c->e, errno, "%s:%d: tests_dir: '%s'", c->file, line, rel);
 	while (r == 0 && (errno = 0, de = readdir(d))) {
@@ -1164,20 +805,20 @@ static int walk_tree(struct ctx *c, const char *rel, int line, struct file_list 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (asprintf(&child, "%s/%s", rel, de->d_name) < 0) {
-			r = oom(c);
+			r = yaml_oom(c);
 			break;
 		}
-		shown(child, strlen(child), b, sizeof(b));
+		yaml_shown(child, strlen(child), b, sizeof(b));
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			r = err_set(c->e, errno, "%s:%d: tests_dir: '%s'", c->file, line, b);
 		else if (S_ISDIR(st.st_mode))
 			r = walk_tree(c, child, line, l);
 		else if (!S_ISREG(st.st_mode))
-			r = fail(c, line, "tests_dir",
-				 "'%s' is a %s; only regular files and directories are copied", b,
-				 S_ISLNK(st.st_mode) ? "symlink" : "special file");
+			r = yaml_fail(c, line, "tests_dir",
+				      "'%s' is a %s; only regular files and directories are copied",
+				      b, S_ISLNK(st.st_mode) ? "symlink" : "special file");
 		else if (l->n >= TREE_FILES_MAX)
-			r = fail(c, line, "tests_dir", "more than %d files", TREE_FILES_MAX);
+			r = yaml_fail(c, line, "tests_dir", "more than %d files", TREE_FILES_MAX);
 		else
 			r = list_add(c, l, child);
 		free(child);
@@ -1201,7 +842,7 @@ static int str_cmp(const void *x, const void *y)
  * path relative to the assignment directory.  Names are length-prefixed
  * and sizes given, so no two sets of files produce the same stream.
  */
-static int compute_digest(struct ctx *c, struct assignment *a, const char *text, size_t len,
+static int compute_digest(struct yaml_ctx *c, struct assignment *a, const char *text, size_t len,
 			  int tests_dir_line)
 {
 	struct file_list l = {0};
@@ -1221,7 +862,7 @@ static int compute_digest(struct ctx *c, struct assignment *a, const char *text,
 	if (r == 0 && l.n > 0)
 		qsort(l.rel, l.n, sizeof(*l.rel), str_cmp);
 	if (r == 0 && !(d = digest_new()))
-		r = oom(c);
+		r = yaml_oom(c);
 	if (r == 0) {
 		digest_update_str(d, strrchr(a->file, '/') + 1);
 		digest_update(d, &size, sizeof(size));
@@ -1234,7 +875,7 @@ static int compute_digest(struct ctx *c, struct assignment *a, const char *text,
 		if (i > 0 && strcmp(l.rel[i], l.rel[i - 1]) == 0)
 			continue;
 		if (asprintf(&abs, "%s/%s", c->dir, l.rel[i]) < 0) {
-			r = oom(c);
+			r = yaml_oom(c);
 			break;
 		}
 		if (stat(abs, &st) < 0)
@@ -1320,7 +961,7 @@ int assignment_load(const char *dir, struct assignment **ret, struct err *e)
 	struct assignment *a = calloc(1, sizeof(*a));
 	struct fy_document *doc = NULL;
 	char *shown_path = NULL, *text = NULL;
-	struct ctx c = {.e = e};
+	struct yaml_ctx c = {.e = e, .noun = "an assignment", .max_items = ITEMS_MAX};
 	int tests_dir_line = 0, r = -1;
 	size_t len = 0;
 
@@ -1331,7 +972,7 @@ int assignment_load(const char *dir, struct assignment **ret, struct err *e)
 	c.file = shown_path;
 	c.dir = a->dir;
 	set_defaults(a);
-	if (read_text(&c, a->file, &text, &len) < 0 || parse_yaml(&c, text, len, &doc) < 0 ||
+	if (yaml_read_text(&c, a->file, &text, &len) < 0 || yaml_parse(&c, text, len, &doc) < 0 ||
 	    parse_root(&c, fy_document_root(doc), a, &tests_dir_line) < 0 ||
 	    compute_digest(&c, a, text, len, tests_dir_line) < 0)
 		goto out_free;
@@ -1355,26 +996,26 @@ void assignment_free(struct assignment *a)
 	free(a->file);
 	free(a->name);
 	free(a->image);
-	free_strv(a->files);
-	free_strv(a->required);
+	yaml_free_strv(a->files);
+	yaml_free_strv(a->required);
 	free(a->tests_dir);
-	free_strv(a->setup.argv);
-	free_strv(a->build.argv);
-	free_strv(a->test.argv);
+	yaml_free_strv(a->setup.argv);
+	yaml_free_strv(a->build.argv);
+	yaml_free_strv(a->test.argv);
 	free(a->report_path);
 	for (size_t i = 0; i < a->n_tests; i++) {
 		free(a->tests[i].t.name);
 		free(a->tests[i].t.classname);
 	}
 	free(a->tests);
-	free_strv(a->io_run.argv);
+	yaml_free_strv(a->io_run.argv);
 	for (size_t i = 0; i < a->n_cases; i++) {
 		free(a->cases[i].name);
 		free(a->cases[i].stdin_path);
 		free(a->cases[i].expected_path);
-		free_strv(a->cases[i].args);
+		yaml_free_strv(a->cases[i].args);
 	}
 	free(a->cases);
-	free_strv(a->checker.argv);
+	yaml_free_strv(a->checker.argv);
 	free(a);
 }
