@@ -228,3 +228,69 @@ int rm_tree_at(int dirfd, const char *name, struct err *e)
 		return err_set(e, errno, "rmdir '%s'", name);
 	return 0;
 }
+
+int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **ret, size_t *ret_len,
+		  struct err *e)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | oflags);
+	struct stat st;
+	size_t len = 0, cap;
+	char *buf;
+
+	if (fd < 0)
+		return err_set(e, errno, "open '%s'", path);
+	if (fstat(fd, &st) < 0) {
+		int saved = errno;
+		close(fd);
+		return err_set(e, saved, "stat '%s'", path);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(e, 0, "'%s' is not a regular file", path);
+	}
+	/* Sized by fstat, but a file that grows meanwhile is still capped. */
+	cap = (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : max + 1;
+	if (!(buf = malloc(cap + 1))) {
+		close(fd);
+		return err_set(e, ENOMEM, "read '%s'", path);
+	}
+	for (;;) {
+		if (len == cap) {
+			size_t ncap = cap > max / 2 ? max + 1 : 2 * cap;
+			char *n;
+			if (ncap <= cap || !(n = realloc(buf, ncap + 1))) {
+				close(fd);
+				free(buf);
+				return ncap <= cap
+					   ? err_set(e, EFBIG, "'%s' is larger than %zu bytes",
+						     path, max)
+					   : err_set(e, ENOMEM, "read '%s'", path);
+			}
+			buf = n;
+			cap = ncap;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+			close(fd);
+			free(buf);
+			return err_set(e, saved, "read '%s'", path);
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			close(fd);
+			free(buf);
+			return err_set(e, EFBIG, "'%s' is larger than %zu bytes", path, max);
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	*ret = buf;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}

@@ -39,6 +39,13 @@ int write_file_at(int dirfd, const char *path, const char *value, struct err *e)
 /* Read at most cap-1 bytes of a small file relative to dirfd, NUL-terminated. */
 int read_file_at(int dirfd, const char *path, char *buf, size_t cap, struct err *e);
 
+/* A whole regular file below dirfd (open flags `oflags` added, e.g.
+ * O_NOFOLLOW) of at most max bytes, into a malloc'd buffer with a NUL after
+ * it; ret_len may be NULL.  Larger is EFBIG, anything but a regular file
+ * an error. */
+int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **ret, size_t *ret_len,
+		  struct err *e);
+
 /* Parse an unsigned decimal without sign, spaces or overflow; the whole
  * string [s, s+len) must be digits. Returns 0 or -1. */
 int parse_u64(const char *s, size_t len, uint64_t *ret);

@@ -561,45 +561,6 @@ static int source_filter(const struct dirent *de)
 	return apt_file_name(de->d_name);
 }
 
-/* A host sources file (a symlink is followed: host configuration), at most
- * SOURCES_MAX bytes. */
-static int read_sources(const char *path, char **ret, size_t *ret_len, struct err *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0;
-	char *buf;
-
-	if (fd < 0)
-		return err_set(e, errno, "open '%s'", path);
-	if (!(buf = malloc(SOURCES_MAX + 1))) {
-		close(fd);
-		return err_set(e, ENOMEM, "'%s'", path);
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, SOURCES_MAX + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int saved = errno;
-			close(fd);
-			free(buf);
-			return err_set(e, saved, "read '%s'", path);
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > SOURCES_MAX) {
-			close(fd);
-			free(buf);
-			return err_set(e, 0, "'%s' is larger than %u bytes", path, SOURCES_MAX);
-		}
-	}
-	close(fd);
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 /* Write the host's apt sources, retargeted at the suite, into work/sources/
  * (readable by the build's root); add "sources/NAME" for each to `mirrors`. */
 static int write_sources(int workfd, const char *suite, uid_t base, struct strv *mirrors,
@@ -631,7 +592,7 @@ static int write_sources(int workfd, const char *suite, uid_t base, struct strv 
 		snprintf(from, sizeof(from), "%s/%s", i < 0 ? "/etc/apt" : HOST_SOURCES_DIR, name);
 		if (stat(from, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (read_sources(from, &text, &len, e) < 0)
+		if (read_whole_at(AT_FDCWD, from, 0, SOURCES_MAX, &text, &len, e) < 0)
 			goto out;
 		size_t nl = strlen(name);
 		bool deb822 = nl > 8 && !strcmp(name + nl - 8, ".sources");

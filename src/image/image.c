@@ -136,47 +136,6 @@ static int images_dir(const char *state_dir, bool create, char *buf, size_t cap,
 	return 0;
 }
 
-/* Read a whole small file below dirfd into a malloc'd, NUL-terminated buffer. */
-static int slurp_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len,
-		    struct err *e)
-{
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	size_t len = 0;
-	char *buf;
-
-	if (fd < 0)
-		return err_set(e, errno, "open '%s'", path);
-	if (!(buf = malloc(max + 1))) {
-		close(fd);
-		return oom(e, path);
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int saved = errno;
-			close(fd);
-			free(buf);
-			return err_set(e, saved, "read '%s'", path);
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max) {
-			close(fd);
-			free(buf);
-			return err_set(e, EFBIG, "'%s' is larger than %zu bytes", path, max);
-		}
-	}
-	close(fd);
-	buf[len] = '\0';
-	*ret = buf;
-	if (ret_len)
-		*ret_len = len;
-	return 0;
-}
-
 /* Write a whole file below dirfd: to a temporary name, then renamed over `path`. */
 static int write_at(int dirfd, const char *path, const char *data, size_t len, mode_t mode,
 		    struct err *e)
@@ -318,7 +277,7 @@ static int read_info(const char *images, const char *name, unsigned version, str
 	}
 	if (dfd < 0)
 		return err_set(e, errno, "image %s@%u: open '%s'", name, version, dir);
-	if (slurp_at(dfd, "image.json", JSON_MAX, &text, NULL, e) < 0) {
+	if (read_whole_at(dfd, "image.json", O_NOFOLLOW, JSON_MAX, &text, NULL, e) < 0) {
 		close(dfd);
 		return err_wrap(e, "image %s@%u is damaged", name, version);
 	}

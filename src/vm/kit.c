@@ -90,52 +90,6 @@ static unsigned char entry_type(DIR *d, const struct dirent *de)
 	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
 }
 
-/* The whole regular file `path` below dirfd (no symlink followed), at most
- * cap bytes, in a malloc'd buffer. */
-static int read_whole_at(int dirfd, const char *path, size_t cap, unsigned char **ret,
-			 size_t *ret_len, struct err *e)
-{
-	int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	unsigned char *buf;
-	struct stat st;
-	size_t got = 0;
-
-	if (fd < 0)
-		return err_set(e, errno, "open '%s'", path);
-	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "stat '%s'", path);
-	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > cap) {
-		close(fd);
-		if (!S_ISREG(st.st_mode))
-			return err_set(e, 0, "'%s' is not a regular file", path);
-		return err_set(e, 0, "'%s' is larger than %zu bytes", path, cap);
-	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		close(fd);
-		return err_set(e, ENOMEM, "read '%s'", path);
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int saved = n < 0 ? errno : 0;
-			close(fd);
-			free(buf);
-			return err_set(e, saved, "read '%s'%s", path, saved ? "" : ": file shrank");
-		}
-		got += (size_t)n;
-	}
-	close(fd);
-	*ret = buf;
-	*ret_len = got;
-	return 0;
-}
-
 /* Create `name` below dirfd (O_EXCL, mode) holding len bytes of data, synced. */
 static int write_new_at(int dirfd, const char *name, mode_t mode, const void *data, size_t len,
 			struct err *e)
@@ -600,7 +554,7 @@ static int add_module(struct modules *m, const char *want, unsigned depth, struc
 {
 	char name[MODULE_NAME_MAX], deps[DEPENDS_MAX];
 	const struct ko *k = NULL;
-	unsigned char *buf = NULL;
+	char *buf = NULL;
 	size_t len, slot;
 	int rc = -1;
 
@@ -627,8 +581,8 @@ static int add_module(struct modules *m, const char *want, unsigned depth, struc
 	slot = m->n++;
 	snprintf(m->name[slot], MODULE_NAME_MAX, "%s", name);
 	m->done[slot] = false;
-	if (read_whole_at(m->kernel_fd, k->path, MODULE_MAX, &buf, &len, e) < 0 ||
-	    modinfo_depends(buf, len, deps, e) < 0) {
+	if (read_whole_at(m->kernel_fd, k->path, O_NOFOLLOW, MODULE_MAX, &buf, &len, e) < 0 ||
+	    modinfo_depends((const unsigned char *)buf, len, deps, e) < 0) {
 		err_wrap(e, "module '%s'", k->path);
 		goto out_free;
 	}
@@ -712,7 +666,7 @@ struct fetch {
 static int fetch_into(struct fetch *f, const char *out_dir, int out_fd, int log_fd, struct err *e)
 {
 	char vmlinuz[PATH_MAX], vmlinux[PATH_MAX];
-	unsigned char *bz = NULL;
+	char *bz = NULL;
 	json_t *j = NULL;
 	char *text = NULL;
 	struct digest *d;
@@ -758,7 +712,7 @@ static int fetch_into(struct fetch *f, const char *out_dir, int out_fd, int log_
 		err_set(e, errno, "create vmlinux");
 		goto out;
 	}
-	if (read_whole_at(xfd, vmlinuz, BZIMAGE_MAX, &bz, &bz_len, e) < 0 ||
+	if (read_whole_at(xfd, vmlinuz, O_NOFOLLOW, BZIMAGE_MAX, &bz, &bz_len, e) < 0 ||
 	    vm_vmlinux_extract(bz, bz_len, fd, e) < 0) {
 		err_wrap(e, "%s", vmlinuz);
 		goto out;
