@@ -631,3 +631,66 @@ void harness_assert_clean(void)
 	}
 	fail_msg("sandbox left behind: %s", what);
 }
+
+/* A regular file, at most `cap` bytes, NUL-terminated; NULL if unreadable. */
+char *harness_slurp(const char *path, size_t cap, size_t *ret_len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return NULL;
+	}
+	char *buf = malloc(cap + 1);
+	size_t len = 0;
+	while (buf && len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (buf)
+		buf[len] = '\0';
+	if (buf && ret_len)
+		*ret_len = len;
+	return buf;
+}
+
+char *harness_trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n > 0 &&
+	       (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+		s[--n] = '\0';
+	return s;
+}
+
+bool harness_parse_int(const char *s, long lo, long hi, long *ret)
+{
+	char *end;
+
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < lo || v > hi)
+		return false;
+	*ret = v;
+	return true;
+}
+
+/* ---- small utilities (no cmocka: also used from main) --------------------- */
+
+double harness_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

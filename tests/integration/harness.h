@@ -8,12 +8,12 @@
 
 /* What one `proctor` invocation produced.  Free with proc_out_free(). */
 struct proc_out {
-	int exit_status;   /* exit code of proctor itself; 128+N if killed by signal N */
-	char *out;         /* its stdout, NUL-terminated (may contain earlier NULs) */
+	int exit_status; /* exit code of proctor itself; 128+N if killed by signal N */
+	char *out;	 /* its stdout, NUL-terminated (may contain earlier NULs) */
 	size_t out_len;
-	char *err;         /* its stderr, NUL-terminated */
+	char *err; /* its stderr, NUL-terminated */
 	size_t err_len;
-	json_t *json;      /* stdout parsed as JSON when it is JSON, else NULL */
+	json_t *json; /* stdout parsed as JSON when it is JSON, else NULL */
 };
 
 /* Path of the proctor binary ($PROCTOR) and of the static probe ($PROBE). */
@@ -33,7 +33,7 @@ void proc_out_free(struct proc_out *o);
 
 /* Convenience accessors on o->json; fail the test if the key is absent. */
 const char *jstr(const struct proc_out *o, const char *key);
-long long jint(const struct proc_out *o, const char *key);  /* null -> -1 */
+long long jint(const struct proc_out *o, const char *key); /* null -> -1 */
 bool jbool(const struct proc_out *o, const char *key);
 bool jlimit_hit(const struct proc_out *o, const char *limit); /* in limits_hit[] */
 
@@ -54,5 +54,14 @@ char *harness_tmpdir(void);
 /* Whether the suite may skip tests that need root and namespaces; false
  * when PROCTOR_MUST_WORK=1 (CI), where a missing feature is a failure. */
 bool harness_can_skip(void);
+
+/* Shared by the corpus suites: a file's first `cap` bytes, NUL-terminated
+ * (NULL if it cannot be read; ret_len may be NULL); a string with blanks
+ * and line ends trimmed in place; a whole decimal in [lo, hi]; monotonic
+ * seconds. */
+char *harness_slurp(const char *path, size_t cap, size_t *ret_len);
+char *harness_trim(char *s);
+bool harness_parse_int(const char *s, long lo, long hi, long *ret);
+double harness_now_s(void);
 
 #endif

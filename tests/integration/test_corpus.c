@@ -111,68 +111,6 @@ static char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Read at most `cap` bytes of a regular file, NUL-terminated; NULL if it does
- * not exist or is not a regular file.  *ret_len excludes the NUL. */
-static char *slurp(const char *path, size_t cap, size_t *ret_len)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return NULL;
-	}
-	char *buf = malloc(cap + 1);
-	assert_non_null(buf);
-	size_t len = 0;
-	while (len < cap) {
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	if (ret_len)
-		*ret_len = len;
-	return buf;
-}
-
-static char *trim(char *s)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	size_t n = strlen(s);
-	while (n > 0 &&
-	       (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-		s[--n] = '\0';
-	return s;
-}
-
-static bool parse_int(const char *s, long lo, long hi, long *ret)
-{
-	char *end;
-
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end != '\0' || v < lo || v > hi)
-		return false;
-	*ret = v;
-	return true;
-}
-
 static void copy_str(char *dst, size_t cap, const char *src, const char *what)
 {
 	if (strlen(src) >= cap)
@@ -209,13 +147,13 @@ static const char *corpus_or_skip(void)
 static void load_declared(struct assignment *a)
 {
 	char *path = xasprintf("%s/tests.list", a->dir);
-	char *text = slurp(path, MAX_CONF_BYTES, NULL);
+	char *text = harness_slurp(path, MAX_CONF_BYTES, NULL);
 
 	if (!text)
 		fail_msg("cannot read %s", path);
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		line = trim(line);
+		line = harness_trim(line);
 		if (!*line || *line == '#')
 			continue;
 		assert_true(a->n_declared < MAX_DECLARED);
@@ -235,7 +173,7 @@ static void load_assignment(struct assignment *a, const char *corpus, const char
 	assert_true(n > 0 && (size_t)n < sizeof(a->dir));
 
 	char *path = xasprintf("%s/assignment.conf", a->dir);
-	char *text = slurp(path, MAX_CONF_BYTES, NULL);
+	char *text = harness_slurp(path, MAX_CONF_BYTES, NULL);
 	if (!text)
 		fail_msg("cannot read %s (is CORPUS a copy of shared/corpus?)", path);
 
@@ -251,10 +189,10 @@ static void load_assignment(struct assignment *a, const char *corpus, const char
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *eq = strchr(line, '=');
-		if (*trim(line) == '#' || !eq)
+		if (*harness_trim(line) == '#' || !eq)
 			continue;
 		*eq = '\0';
-		char *key = trim(line), *val = trim(eq + 1);
+		char *key = harness_trim(line), *val = harness_trim(eq + 1);
 		if (strcmp(key, "language") == 0)
 			copy_str(a->language, sizeof(a->language), val, key);
 		else if (strcmp(key, "student_files") == 0)
@@ -278,12 +216,12 @@ static void load_assignment(struct assignment *a, const char *corpus, const char
 	char *end;
 	a->wall_s = strtod(a->wall, &end);
 	assert_true(*end == '\0' && a->wall_s > 0);
-	assert_true(parse_int(a->output, 0, 1048576, &a->output_kib));
+	assert_true(harness_parse_int(a->output, 0, 1048576, &a->output_kib));
 	char *tok_save = NULL;
 	for (char *tok = strtok_r(ok_exit, " ", &tok_save); tok;
 	     tok = strtok_r(NULL, " ", &tok_save)) {
 		long v = 0;
-		assert_true(parse_int(tok, 0, 255, &v));
+		assert_true(harness_parse_int(tok, 0, 255, &v));
 		assert_true(a->n_ok_exit < MAX_OK_EXITS);
 		a->ok_exit[a->n_ok_exit++] = (int)v;
 	}
@@ -302,7 +240,7 @@ static void load_expectation(const struct assignment *a, const char *case_name,
 			     struct expectation *e)
 {
 	char *path = xasprintf("%s/cases.tsv", a->dir);
-	char *text = slurp(path, MAX_CONF_BYTES, NULL);
+	char *text = harness_slurp(path, MAX_CONF_BYTES, NULL);
 	bool found = false;
 
 	if (!text)
@@ -323,10 +261,11 @@ static void load_expectation(const struct assignment *a, const char *case_name,
 		if (n < 5 || strcmp(col[0], case_name) != 0)
 			continue;
 		long passed = 0, total = 0;
-		if (!parse_int(col[2], 0, 1000, &passed) || !parse_int(col[3], 1, 1000, &total))
+		if (!harness_parse_int(col[2], 0, 1000, &passed) ||
+		    !harness_parse_int(col[3], 1, 1000, &total))
 			fail_msg("%s: bad counts for %s", path, case_name);
 		copy_str(e->status, sizeof(e->status), col[1], "expected_status");
-		copy_str(e->alt, sizeof(e->alt), trim(col[4]), "alt_verdicts");
+		copy_str(e->alt, sizeof(e->alt), harness_trim(col[4]), "alt_verdicts");
 		e->passed = (int)passed;
 		e->total = (int)total;
 		found = true;
@@ -534,8 +473,9 @@ static bool verdict_listed(const char *list, const struct verdict *v)
 		if (!colon)
 			continue;
 		*colon = '\0';
-		if (strcmp(trim(tok), v->status) == 0 &&
-		    parse_int(trim(colon + 1), 0, 1000, &passed) && passed == v->passed)
+		if (strcmp(harness_trim(tok), v->status) == 0 &&
+		    harness_parse_int(harness_trim(colon + 1), 0, 1000, &passed) &&
+		    passed == v->passed)
 			return true;
 	}
 	return false;
@@ -633,13 +573,13 @@ static void run_case(struct case_run *r, const char *lang, const char *case_name
 		fail_msg("%s: unknown language '%s'", case_name, r->a.language);
 	}
 
-	double t0 = now_s();
+	double t0 = harness_now_s();
 	harness_run(&r->out, extra_env, (int)r->a.wall_s + HARNESS_GRACE_S, args.v);
-	r->elapsed_s = now_s() - t0;
+	r->elapsed_s = harness_now_s() - t0;
 	argv_free(&args);
 
 	size_t len = 0;
-	char *xml = slurp(r->report_path, MAX_REPORT_BYTES, &len);
+	char *xml = harness_slurp(r->report_path, MAX_REPORT_BYTES, &len);
 	r->have_report = xml != NULL;
 	if (xml)
 		junit_count(xml, len, &r->a, &r->jc);
@@ -753,7 +693,7 @@ struct host_file {
 static void host_file_snapshot(const char *path, struct host_file *h)
 {
 	assert_int_equal(lstat(path, &h->st), 0);
-	h->content = slurp(path, MAX_REPORT_BYTES, &h->len);
+	h->content = harness_slurp(path, MAX_REPORT_BYTES, &h->len);
 	assert_non_null(h->content);
 }
 

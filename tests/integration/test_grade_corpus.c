@@ -111,67 +111,6 @@ static void failure(struct failures *f, const char *fmt, ...)
 	f->n++;
 }
 
-/* ---- small utilities (no cmocka: also used from main) --------------------- */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A regular file, at most `cap` bytes, NUL-terminated; NULL if unreadable. */
-static char *slurp(const char *path, size_t cap)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return NULL;
-	}
-	char *buf = malloc(cap + 1);
-	size_t len = 0;
-	while (buf && len < cap) {
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	if (buf)
-		buf[len] = '\0';
-	return buf;
-}
-
-static char *trim(char *s)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	size_t n = strlen(s);
-	while (n > 0 &&
-	       (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-		s[--n] = '\0';
-	return s;
-}
-
-static bool parse_int(const char *s, long lo, long hi, long *ret)
-{
-	char *end;
-
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end != '\0' || v < lo || v > hi)
-		return false;
-	*ret = v;
-	return true;
-}
-
 static bool copy_str(char *dst, size_t cap, const char *src)
 {
 	size_t n = strlen(src);
@@ -404,14 +343,14 @@ static int load_declared(struct lang *l, char *why, size_t wlen)
 	char path[PATH_MAX + 16];
 
 	snprintf(path, sizeof(path), "%s/tests.list", l->dir);
-	char *text = slurp(path, MAX_TEXT_BYTES);
+	char *text = harness_slurp(path, MAX_TEXT_BYTES, NULL);
 	if (!text) {
 		snprintf(why, wlen, "cannot read %s", path);
 		return -1;
 	}
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		line = trim(line);
+		line = harness_trim(line);
 		if (!*line || *line == '#')
 			continue;
 		if (l->n_declared >= MAX_DECLARED || !(l->declared[l->n_declared] = strdup(line))) {
@@ -450,7 +389,7 @@ static int load_cases(struct lang *l, struct grade_case *cases, size_t *n, char 
 	size_t n_rows = 0;
 
 	snprintf(path, sizeof(path), "%s/cases.tsv", l->dir);
-	char *text = slurp(path, MAX_TEXT_BYTES);
+	char *text = harness_slurp(path, MAX_TEXT_BYTES, NULL);
 	if (!text) {
 		snprintf(why, wlen, "cannot read %s (is CORPUS a copy of shared/corpus?)", path);
 		return -1;
@@ -464,7 +403,7 @@ static int load_cases(struct lang *l, struct grade_case *cases, size_t *n, char 
 			header = false;
 			continue;
 		}
-		if (!*trim(line))
+		if (!*harness_trim(line))
 			continue;
 		for (char *p = line; nc < 9;) {
 			col[nc++] = p;
@@ -475,8 +414,8 @@ static int load_cases(struct lang *l, struct grade_case *cases, size_t *n, char 
 		}
 		long passed, total;
 		struct grade_case *c = NULL;
-		if (nc < 7 || n_rows >= MAX_CASES || !parse_int(col[2], 0, 1000, &passed) ||
-		    !parse_int(col[3], 0, 1000, &total)) {
+		if (nc < 7 || n_rows >= MAX_CASES || !harness_parse_int(col[2], 0, 1000, &passed) ||
+		    !harness_parse_int(col[3], 0, 1000, &total)) {
 			snprintf(why, wlen, "%s: bad row '%s'", path, col[0]);
 			free(text);
 			return -1;
@@ -490,9 +429,9 @@ static int load_cases(struct lang *l, struct grade_case *cases, size_t *n, char 
 				  col[0]);
 		if (!copy_str(c->row, sizeof(c->row), col[0]) ||
 		    !copy_str(c->title, sizeof(c->title), col[0]) ||
-		    !copy_str(c->status, sizeof(c->status), trim(col[1])) ||
-		    !copy_str(c->alt, sizeof(c->alt), trim(col[4])) ||
-		    !copy_str(c->severity, sizeof(c->severity), trim(col[6])) || sn < 0 ||
+		    !copy_str(c->status, sizeof(c->status), harness_trim(col[1])) ||
+		    !copy_str(c->alt, sizeof(c->alt), harness_trim(col[4])) ||
+		    !copy_str(c->severity, sizeof(c->severity), harness_trim(col[6])) || sn < 0 ||
 		    (size_t)sn >= sizeof(c->submission)) {
 			snprintf(why, wlen, "%s: row '%s' has an over-long field", path, col[0]);
 			free(text);
@@ -625,8 +564,8 @@ static bool alt_listed(const char *list, const char *status, long long passed)
 		if (!colon)
 			continue;
 		*colon = '\0';
-		if (!strcmp(trim(tok), status) && parse_int(trim(colon + 1), 0, 1000, &p) &&
-		    p == passed)
+		if (!strcmp(harness_trim(tok), status) &&
+		    harness_parse_int(harness_trim(colon + 1), 0, 1000, &p) && p == passed)
 			return true;
 	}
 	return false;
@@ -930,9 +869,9 @@ static void test_grade_case(void **state)
 		fail_msg("%s: %s exists before grading (left by an earlier run?); remove it first",
 			 c->title, where);
 
-	double t0 = now_s();
+	double t0 = harness_now_s();
 	grade(&o, c, NULL, (c->checks & CHECK_CANARY) ? canaries : NULL);
-	double elapsed = now_s() - t0;
+	double elapsed = harness_now_s() - t0;
 	check_proctor(&o, "grade", &f);
 
 	const char *got = o.json ? corpus_status(o.json) : "no_result";
