@@ -180,7 +180,11 @@ int vm_host_info(struct vm_host *ret, struct err *e)
 			 (unsigned)(kst.st_mode & 07777));
 	}
 	snprintf(ret->accel, sizeof(ret->accel), "%s", ret->kvm ? "kvm" : "tcg");
-	ret->tsc_khz = host_tsc_khz();
+	/* The kernel's calibration does not change: read the log once. */
+	static unsigned tsc_khz;
+	if (!tsc_khz)
+		tsc_khz = host_tsc_khz();
+	ret->tsc_khz = tsc_khz;
 	return 0;
 }
 

@@ -306,8 +306,16 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 	struct digest *d;
 	int lfd, rc = -1;
 
-	if (agent_path(agent, sizeof(agent), e) < 0 || file_sha(agent, asha, e) < 0)
+	/* The agent binary is hashed once per process, not per sandbox. */
+	static char cached_agent[PATH_MAX], cached_asha[65];
+	if (agent_path(agent, sizeof(agent), e) < 0)
 		return -1;
+	if (strcmp(agent, cached_agent) != 0) {
+		if (file_sha(agent, cached_asha, e) < 0)
+			return -1;
+		snprintf(cached_agent, sizeof(cached_agent), "%s", agent);
+	}
+	snprintf(asha, sizeof(asha), "%s", cached_asha);
 	if (!(d = digest_new()))
 		return err_set(e, ENOMEM, "digest");
 	digest_update_str(d, asha);
