@@ -335,7 +335,7 @@ static int parse_ok_exit(struct yaml_ctx *c, const struct yaml_field *f, struct 
 		return yaml_fail(c, f->line, f->path, "more than %zu exit codes", max);
 	for (size_t i = 0; i < n; i++) {
 		struct yaml_field item;
-		uint64_t v;
+		uint64_t v = 0;
 		yaml_next_item(f, &it, i, &item);
 		if (get_uint(c, &item, 0, 255, &v) < 0)
 			return -1;

@@ -712,7 +712,7 @@ static void test_class_resume_grades_only_missing_and_error(void **state)
 	proc_out_free(&o);
 
 	char *after = read_all(f->jsonl, NULL);
-	char *after_lines[MAX_LINES];
+	char *after_lines[MAX_LINES] = {0};
 	size_t m = split_lines(after, after_lines);
 	assert_int_equal(m, n_kept + 1 + 2);
 	for (size_t i = 0; i < n_kept; i++)
