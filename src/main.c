@@ -1,6 +1,7 @@
 /* proctor: the command-line entry point, a table of subcommands. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd_class.h"
 #include "cmd_doctor.h"
@@ -45,6 +46,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* Every directory and file Proctor makes gets the mode its code names,
+	 * whatever umask the operator's shell or a service manager passed on
+	 * (a umask of 077 would lock slot uids out of their own slot). */
+	umask(022);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

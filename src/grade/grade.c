@@ -20,6 +20,7 @@
 #include "image/image.h"
 #include "vm/vm.h"
 #include "result.h"
+#include "host/statedir.h"
 #include "util.h"
 
 #ifndef PROCTOR_VERSION
@@ -200,9 +201,8 @@ static int staging_create(struct attempt *at, struct err *e)
 {
 	char base[PATH_MAX];
 
-	snprintf(base, sizeof(base), "%s/staging", at->o->sandbox.state_dir);
-	if (mkdir(base, 0711) < 0 && errno != EEXIST)
-		return err_set(e, errno, "mkdir '%s'", base);
+	if (state_subdir(at->o->sandbox.state_dir, "staging", 0711, base, sizeof(base), e) < 0)
+		return -1;
 	snprintf(at->staging, sizeof(at->staging), "%s/XXXXXX", base);
 	if (!mkdtemp(at->staging))
 		return err_set(e, errno, "mkdtemp in '%s'", base);

@@ -8,7 +8,7 @@
  * kinds of processes in two trust zones:
  *
  *   proctor (host root)
- *     |  leases a build slot N (flock on images/.builders/N.lock),
+ *     |  leases a build slot N (host-wide: flock on /run/proctor/builders/N.lock),
  *     |  clone(NEWUSER|NEWPID|NEWNS), writes the child's uid/gid maps:
  *     |  0..65535 inside = IMAGE_BUILD_UID_BASE + N * 65536.. outside
  *     v
@@ -61,6 +61,8 @@
 #include "digest.h"
 #include "image/build.h"
 #include "image/recipe.h"
+#include "host/lease.h"
+#include "host/statedir.h"
 #include "util.h"
 #include "vm/kit.h"
 
@@ -120,8 +122,8 @@ static int images_dir(const char *state_dir, bool create, char *buf, size_t cap,
 {
 	char real[PATH_MAX];
 
-	if (create && mkdir_p_at(AT_FDCWD, state_dir, 0711, (uid_t)-1, 0, e) < 0)
-		return err_wrap(e, "state directory");
+	if (create && state_subdir(state_dir, "images", 0755, real, sizeof(real), e) < 0)
+		return -1;
 	if (!realpath(state_dir, real)) {
 		if (!create && errno == ENOENT) {
 			snprintf(buf, cap, "%s/images", state_dir);
@@ -131,8 +133,6 @@ static int images_dir(const char *state_dir, bool create, char *buf, size_t cap,
 	}
 	if ((size_t)snprintf(buf, cap, "%s/images", strcmp(real, "/") ? real : "") >= cap)
 		return err_set(e, ENAMETOOLONG, "state directory '%s'", state_dir);
-	if (create && mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return err_set(e, errno, "mkdir '%s'", buf);
 	return 0;
 }
 
@@ -616,38 +616,19 @@ static bool installed_anything(int buildfd)
 /* Lease a build slot: its uid range is the build's alone while *ret_fd
  * (the flock) stays open; the kernel drops the lock if proctor dies, and the
  * build's processes die with it. */
-static int lease_builder(const char *images, int *ret_fd, uid_t *ret_base, struct err *e)
+static int lease_builder(int *ret_fd, uid_t *ret_base, struct err *e)
 {
-	char path[PATH_MAX];
-	int dir, fd;
+	unsigned n;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/.builders", images) >= sizeof(path))
-		return err_set(e, ENAMETOOLONG, "'%s'", images);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return err_set(e, errno, "mkdir '%s'", path);
-	dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dir < 0)
-		return err_set(e, errno, "open '%s'", path);
-	for (unsigned n = 0; n < IMAGE_BUILD_SLOTS; n++) {
-		char name[16];
-		snprintf(name, sizeof(name), "%u.lock", n);
-		fd = openat(dir, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0) {
-			int saved = errno;
-			close(dir);
-			return err_set(e, saved, "open '%s/%s'", path, name);
-		}
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-			close(dir);
-			*ret_fd = fd;
-			*ret_base = (uid_t)(IMAGE_BUILD_UID_BASE + n * IMAGE_BUILD_IDS);
-			return 0;
-		}
-		close(fd);
+	/* Host-wide: the uid ranges are the host's, whatever the state dir. */
+	if (host_lease("builders", IMAGE_BUILD_SLOTS, &n, ret_fd, e) < 0) {
+		if (e->errnum == EBUSY)
+			return err_set(e, 0, "all %u build slots are busy (builds running at once)",
+				       IMAGE_BUILD_SLOTS);
+		return err_wrap(e, "lease a build slot");
 	}
-	close(dir);
-	return err_set(e, 0, "all %u build slots are busy (builds running at once)",
-		       IMAGE_BUILD_SLOTS);
+	*ret_base = (uid_t)(IMAGE_BUILD_UID_BASE + n * IMAGE_BUILD_IDS);
+	return 0;
 }
 
 /* The build itself, in the build directory (locked, empty but for
@@ -797,7 +778,7 @@ int image_build(const char *state_dir, const char *recipe_path, struct image_inf
 		err_set(e, errno, "image build: create build.log");
 		goto out;
 	}
-	if (lease_builder(images, &slotfd, &base, e) < 0) {
+	if (lease_builder(&slotfd, &base, e) < 0) {
 		err_wrap(e, "image build");
 		goto out;
 	}

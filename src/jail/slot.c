@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/lease.h"
+#include "host/statedir.h"
 #include "util.h"
 
 void slot_unmount_scratch(struct slot *s)
@@ -49,51 +51,46 @@ static int clean_slot(struct slot *s, struct err *e)
 int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct slot *ret,
 	       struct err *e)
 {
-	char path[PATH_MAX];
+	char slots[PATH_MAX];
+	unsigned i;
 
-	if (mkdir_p_at(AT_FDCWD, state_dir, 0711, (uid_t)-1, 0, e) < 0)
-		return err_wrap(e, "state directory");
-	if ((size_t)snprintf(path, sizeof(path), "%s/slots", state_dir) >= sizeof(path))
-		return err_set(e, ENAMETOOLONG, "state directory '%s'", state_dir);
-	if (mkdir(path, 0711) < 0 && errno != EEXIST)
-		return err_set(e, errno, "mkdir '%s'", path);
-
-	for (unsigned i = 0; i < max_slots; i++) {
-		struct slot s = {.index = i, .uid = uid_base + i, .gid = uid_base + i};
-		snprintf(path, sizeof(path), "%s/slots/%u.lock", state_dir, i);
-		s.lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (s.lock_fd < 0)
-			return err_set(e, errno, "open slot lock '%s'", path);
-		if (flock(s.lock_fd, LOCK_EX | LOCK_NB) < 0) {
-			int saved = errno;
-			close(s.lock_fd);
-			if (saved == EWOULDBLOCK)
-				continue;
-			return err_set(e, saved, "lock '%s'", path);
-		}
-
-		snprintf(s.dir, sizeof(s.dir), "%s/slots/%u", state_dir, i);
-		if (mkdir(s.dir, 0711) < 0 && errno != EEXIST) {
-			err_set(e, errno, "mkdir '%s'", s.dir);
-			close(s.lock_fd);
-			return -1;
-		}
-		s.dir_fd = open(s.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		if (s.dir_fd < 0) {
-			err_set(e, errno, "open '%s'", s.dir);
-			close(s.lock_fd);
-			return -1;
-		}
-		if (clean_slot(&s, e) < 0) {
-			close(s.dir_fd);
-			close(s.lock_fd);
-			return -1;
-		}
-		*ret = s;
-		return 0;
+	if (state_subdir(state_dir, "slots", 0711, slots, sizeof(slots), e) < 0)
+		return -1;
+	struct slot s = {.lock_fd = -1, .dir_fd = -1};
+	if (host_lease("slots", max_slots, &i, &s.lock_fd, e) < 0) {
+		if (e->errnum == EBUSY)
+			return err_set(e, EBUSY,
+				       "all %u sandbox slots of this host are busy (raise --slots)",
+				       max_slots);
+		return err_wrap(e, "lease a sandbox slot");
 	}
-	return err_set(e, EBUSY, "all %u sandbox slots in '%s' are busy (raise --slots)",
-		       max_slots, state_dir);
+	s.index = i;
+	s.uid = s.gid = uid_base + i;
+	if ((size_t)snprintf(s.dir, sizeof(s.dir), "%s/%u", slots, i) >= sizeof(s.dir)) {
+		err_set(e, ENAMETOOLONG, "state directory '%s'", state_dir);
+		goto out_unlock;
+	}
+	if (mkdir(s.dir, 0711) < 0 && errno != EEXIST) {
+		err_set(e, errno, "mkdir '%s'", s.dir);
+		goto out_unlock;
+	}
+	s.dir_fd = open(s.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (s.dir_fd < 0) {
+		err_set(e, errno, "open '%s'", s.dir);
+		goto out_unlock;
+	}
+	/* The lease is host-wide, so nobody, under any state directory, uses
+	 * slot i now: what this state directory's slot i holds is debris. */
+	if (clean_slot(&s, e) < 0)
+		goto out_close_dir;
+	*ret = s;
+	return 0;
+
+out_close_dir:
+	close(s.dir_fd);
+out_unlock:
+	close(s.lock_fd);
+	return -1;
 }
 
 void slot_release(struct slot *s)

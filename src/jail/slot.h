@@ -10,17 +10,19 @@
 /*
  * A slot is the identity a sandbox borrows: an index, a uid/gid, permanent
  * cgroups and a directory <state>/slots/<index>/ holding the scratch mount
- * point (scratch/) and the new root's mount point (root/).  A slot is held
- * by an exclusive flock(2) on <state>/slots/<index>.lock, which the kernel
- * drops when its owner dies, so "lock acquired" is exactly "the previous
- * owner is gone": only then is its debris cleaned up.  Live slots of other
- * proctor processes are never touched.
+ * point (scratch/) and the new root's mount point (root/).  The uid and the
+ * cgroups are host-wide, so a slot is held by a host-wide lease
+ * (host/lease.h: /run/proctor/slots/<index>.lock), whatever the state
+ * directory: two proctors with different state directories never get the
+ * same index.  The kernel drops the lock when its owner dies, so "lock
+ * acquired" is exactly "the previous owner is gone": only then is its debris
+ * cleaned up.  Live slots of other proctor processes are never touched.
  */
 struct slot {
 	unsigned index;
 	uid_t uid;
 	gid_t gid;
-	int lock_fd;
+	int lock_fd;              /* the host-wide lease */
 	int dir_fd;               /* <state>/slots/<index> */
 	char dir[PATH_MAX];
 };

@@ -74,6 +74,7 @@
 #include "jail/cgroup.h"
 #include "jail/jail.h"
 #include "jail/slot.h"
+#include "host/statedir.h"
 #include "util.h"
 #include "vm/kit.h"
 #include "vm/proto.h"
@@ -327,8 +328,7 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 	snprintf(shafile, sizeof(shafile), "%s/initramfs.sha256", ret);
 	if (read_file_at(AT_FDCWD, shafile, kit_sha, 65, e) == 0 && strlen(kit_sha) == 64)
 		return 0;
-	snprintf(lock, sizeof(lock), "%s/vm/kits", state);
-	if (mkdir_p_at(AT_FDCWD, lock, 0755, 0, 0, e) < 0)
+	if (state_subdir(state, "vm/kits", 0755, lock, sizeof(lock), e) < 0)
 		return -1;
 	snprintf(lock, sizeof(lock), "%s.lock", ret);
 	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -674,8 +674,7 @@ static int make_run_dir(struct vm *v, const char *state, struct err *e)
 	char parent[PATH_MAX];
 	int fd;
 
-	snprintf(parent, sizeof(parent), "%s/vm/run", state);
-	if (mkdir_p_at(AT_FDCWD, parent, 0755, 0, 0, e) < 0)
+	if (state_subdir(state, "vm/run", 0755, parent, sizeof(parent), e) < 0)
 		return -1;
 	snprintf(v->run_dir, sizeof(v->run_dir), "%s/%u", parent, v->slot.index);
 	/* A dead owner's leftovers: the slot lease says it is gone. */
@@ -730,8 +729,7 @@ static int plan(const struct sandbox_options *opts, struct vm_plan *p, struct er
 		0 ||
 	    snapshot_key(&p->h, &p->im, p->kit_sha, p->ram_mib, p->key, e) < 0)
 		return -1;
-	snprintf(snap_dir, sizeof(snap_dir), "%s/vm/snapshots", opts->state_dir);
-	if (mkdir_p_at(AT_FDCWD, snap_dir, 0755, 0, 0, e) < 0)
+	if (state_subdir(opts->state_dir, "vm/snapshots", 0755, snap_dir, sizeof(snap_dir), e) < 0)
 		return -1;
 	snprintf(p->state, sizeof(p->state), "%s/%.40s.state", snap_dir, p->key);
 	snprintf(p->lock, sizeof(p->lock), "%s/%.40s.lock", snap_dir, p->key);

@@ -1,0 +1,276 @@
+/* Integration tests: Proctor on a host: a fresh state directory, and two proctors side by side. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#ifndef EXAMPLES_DIR
+#error "EXAMPLES_DIR must name the examples/ directory (meson passes it)"
+#endif
+
+#define PY_ASSIGNMENT EXAMPLES_DIR "/python-pytest"
+#define PY_CORRECT    PY_ASSIGNMENT "/submissions/correct"
+#define IO_ASSIGNMENT EXAMPLES_DIR "/io-sum"
+
+static int setup_root(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		if (harness_can_skip())
+			skip();
+		fail_msg("these tests need root (PROCTOR_MUST_WORK=1 forbids skipping)");
+	}
+	return 0;
+}
+
+static void rm_tree(const char *path)
+{
+	char *cmd;
+	if (asprintf(&cmd, "rm -rf -- '%s'", path) < 0)
+		fail_msg("out of memory");
+	if (system(cmd) != 0)
+		print_message("could not remove %s\n", path);
+	free(cmd);
+}
+
+static void assert_no_mount_below(const char *dir)
+{
+	char line[8192];
+	size_t dl = strlen(dir);
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f)) {
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 4; i++)
+			tok = strtok_r(NULL, " ", &save);
+		if (tok && strncmp(tok, dir, dl) == 0 && tok[dl] == '/')
+			fail_msg("a mount is left below %s: %s", dir, tok);
+	}
+	fclose(f);
+}
+
+/* Every command, on a state directory that does not exist yet, under the
+ * strictest umask an operator's shell may have: each makes what it needs
+ * with the modes the slots need, and works the first time. */
+static void test_every_command_works_on_a_fresh_state_dir(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), dir[PATH_MAX], env[PATH_MAX + 32], out[PATH_MAX];
+	struct proc_out o;
+	struct stat st;
+	struct {
+		const char *what;
+		char *args[12];
+		int want_exit;
+	} cmds[] = {
+		{"grade", {"grade", "--json", PY_ASSIGNMENT, PY_CORRECT, NULL}, 0},
+		{"class", {"class", "-j", "1", "--out", out, IO_ASSIGNMENT, IO_ASSIGNMENT "/submissions",
+			   NULL},
+		 0},
+		{"run", {"run", "--json", "--", "/bin/true", NULL}, 0},
+		{"image ls", {"image", "ls", NULL}, 0},
+		{"doctor", {"doctor", NULL}, 0},
+	};
+	snprintf(out, sizeof out, "%s/grades.csv", tmp);
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		/* A new state directory two levels below an existing one, per command. */
+		snprintf(dir, sizeof dir, "%s/state%zu/proctor", tmp, i);
+		snprintf(env, sizeof env, "PROCTOR_STATE_DIR=%s", dir);
+		char *extra[] = {env, NULL};
+		mode_t old = umask(077);
+		harness_run(&o, extra, 300, cmds[i].args);
+		umask(old);
+		if (o.exit_status != cmds[i].want_exit)
+			fail_msg("%s on a fresh state dir: exit %d, want %d\nstdout: %.2000s\nstderr: "
+				 "%.2000s",
+				 cmds[i].what, o.exit_status, cmds[i].want_exit, o.out, o.err);
+		if (!strcmp(cmds[i].what, "grade"))
+			assert_string_equal(jstr(&o, "status"), "graded");
+		if (!strcmp(cmds[i].what, "run"))
+			assert_string_equal(jstr(&o, "status"), "ok");
+		proc_out_free(&o);
+		assert_no_mount_below(dir);
+		/* Commands that sandboxed something made the state dir 0711
+		 * (slot uids traverse it) whatever the umask. */
+		if (stat(dir, &st) == 0)
+			assert_int_equal(st.st_mode & 07777, 0711);
+		else if (strcmp(cmds[i].what, "image ls") && strcmp(cmds[i].what, "doctor"))
+			fail_msg("%s did not create its state directory %s", cmds[i].what, dir);
+	}
+	rm_tree(tmp);
+	free(tmp);
+	harness_assert_clean();
+}
+
+/* An existing state directory made by mkdtemp (0700, root's) only lacks
+ * the traverse bits; one another user can write is refused by name. */
+static void test_state_dir_modes_are_checked(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), dir[PATH_MAX], env[PATH_MAX + 32];
+	struct proc_out o;
+	struct stat st;
+	char *args[] = {"run", "--json", "--", "/bin/true", NULL};
+
+	snprintf(dir, sizeof dir, "%s/state", tmp);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(env, sizeof env, "PROCTOR_STATE_DIR=%s", dir);
+	char *extra[] = {env, NULL};
+	harness_run(&o, extra, 60, args);
+	assert_int_equal(o.exit_status, 0);
+	proc_out_free(&o);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0711, 0711);
+
+	assert_int_equal(chmod(dir, 0777), 0);
+	harness_run(&o, extra, 60, args);
+	assert_int_equal(o.exit_status, 3);
+	if (!strstr(o.err, dir) || !strstr(o.err, "writable only by it"))
+		fail_msg("want a message naming %s and the rule, got: %s", dir, o.err);
+	proc_out_free(&o);
+	rm_tree(tmp);
+	free(tmp);
+	harness_assert_clean();
+}
+
+/* A proctor started in the background, its stdout in a file. */
+struct bg {
+	pid_t pid;
+	char out[PATH_MAX];
+};
+
+static void bg_start(struct bg *b, const char *tmp, const char *name, const char *state_dir,
+		     char *const *args)
+{
+	char *argv[32];
+	size_t n = 0;
+
+	argv[n++] = (char *)harness_proctor();
+	for (; *args && n < 30; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	snprintf(b->out, sizeof b->out, "%s/%s.out", tmp, name);
+	b->pid = fork();
+	assert_true(b->pid >= 0);
+	if (b->pid == 0) {
+		int fd = open(b->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || null < 0 || dup2(fd, 1) < 0 || dup2(null, 0) < 0)
+			_exit(127);
+		setenv("PROCTOR_STATE_DIR", state_dir, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+}
+
+/* Wait for it (at most timeout_s; then it is killed by pid) and return its
+ * stdout parsed as JSON. */
+static json_t *bg_wait(struct bg *b, int timeout_s, int *ret_status)
+{
+	int status = 0;
+	for (int i = 0; i < timeout_s * 10; i++) {
+		pid_t r = waitpid(b->pid, &status, WNOHANG);
+		if (r == b->pid)
+			break;
+		assert_true(r == 0);
+		if (i == timeout_s * 10 - 1) {
+			kill(b->pid, SIGKILL);
+			waitpid(b->pid, &status, 0);
+			fail_msg("proctor %d did not finish in %d s", (int)b->pid, timeout_s);
+		}
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	*ret_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	json_error_t je;
+	json_t *j = json_load_file(b->out, 0, &je);
+	if (!j) {
+		char *text = harness_slurp(b->out, 4096, NULL);
+		fail_msg("proctor's output is not JSON (%s): %s", je.text, text ? text : "");
+	}
+	return j;
+}
+
+/*
+ * A service worker and a CLI on one host are the common case: two proctors
+ * with different state directories, sandboxes alive at the same time.
+ * Each must keep its own: a long run in one must end "ok", not killed by
+ * the other taking "its" slot, and the other's gradings get their right
+ * verdicts meanwhile.
+ */
+static void test_two_state_dirs_side_by_side(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), a[PATH_MAX], b[PATH_MAX], env[PATH_MAX + 32];
+	struct bg long_run;
+	int status;
+
+	snprintf(a, sizeof a, "%s/state-a", tmp);
+	snprintf(b, sizeof b, "%s/state-b", tmp);
+	char *sleeper[] = {"run", "--json", "--wall", "30", "--", "/bin/sleep", "4", NULL};
+	bg_start(&long_run, tmp, "long", a, sleeper);
+	/* Let it lease its slot and start the program. */
+	struct timespec ts = {1, 0};
+	nanosleep(&ts, NULL);
+
+	snprintf(env, sizeof env, "PROCTOR_STATE_DIR=%s", b);
+	char *extra[] = {env, NULL};
+	for (int round = 0; round < 2; round++) {
+		struct proc_out o;
+		char *grade[] = {"grade", "--json", PY_ASSIGNMENT, PY_CORRECT, NULL};
+		harness_run(&o, extra, 120, grade);
+		if (o.exit_status != 0)
+			fail_msg("grade beside another proctor: exit %d: %s", o.exit_status, o.err);
+		assert_string_equal(jstr(&o, "status"), "graded");
+		proc_out_free(&o);
+		char *quick[] = {"run", "--json", "--", "/bin/true", NULL};
+		harness_run(&o, extra, 60, quick);
+		assert_int_equal(o.exit_status, 0);
+		assert_string_equal(jstr(&o, "status"), "ok");
+		proc_out_free(&o);
+	}
+
+	json_t *j = bg_wait(&long_run, 60, &status);
+	const char *st = json_string_value(json_object_get(j, "status"));
+	if (status != 0 || !st || strcmp(st, "ok") != 0) {
+		char *text = json_dumps(j, JSON_COMPACT);
+		fail_msg("the first proctor's sandbox was disturbed: exit %d, %s", status, text);
+	}
+	json_decref(j);
+	assert_no_mount_below(a);
+	assert_no_mount_below(b);
+	rm_tree(tmp);
+	free(tmp);
+	harness_assert_clean();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_every_command_works_on_a_fresh_state_dir, setup_root),
+		cmocka_unit_test_setup(test_state_dir_modes_are_checked, setup_root),
+		cmocka_unit_test_setup(test_two_state_dirs_side_by_side, setup_root),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
