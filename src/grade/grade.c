@@ -1,6 +1,7 @@
 /* Grading one submission: sandbox, intake, build, test, report, verdict, score. */
 #include "grade/grade.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <nettle/hmac.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,6 +48,7 @@ struct attempt {
 	const char *submission;
 	struct sandbox *sb;
 	char staging[PATH_MAX];
+	int staging_fd; /* the staging directory, flock'ed while this attempt lives; -1 */
 	char report_dir[64]; /* in the sandbox, with a per-attempt nonce */
 	json_t *steps, *tests, *sub;
 	char *const *extra_env; /* added to grade_env for the test step (the pytest guard) */
@@ -197,31 +200,101 @@ static json_t *step_json(const char *name, struct run_result *r)
 
 /* ---- staging on the host ----------------------------------------------------- */
 
+/*
+ * Staging directories belong to live gradings.  Each is flock'ed by its
+ * attempt for as long as it exists, so one whose lock can be taken belongs
+ * to a grading that died (SIGKILL, a crash, a power cut) and holds a copy
+ * of a submission nobody will remove: the next grading on this state
+ * directory sweeps it, as slot leases clean a dead owner's slot.
+ * staging/.lock closes the window between mkdtemp and the flock: creators
+ * hold it shared across that window, the sweeper exclusively.
+ */
+#define STAGING_LOCK ".lock"
+
+static void staging_sweep(int base_fd, int lock_fd)
+{
+	struct err ignored;
+	struct dirent *de;
+
+	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return; /* someone is creating or sweeping: next time */
+	int dfd = dup(base_fd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		xclose(dfd);
+		flock(lock_fd, LOCK_UN);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		int fd = openat(base_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			/* Its grading is gone. */
+			rm_rf_children(fd, &ignored);
+			unlinkat(base_fd, de->d_name, AT_REMOVEDIR);
+		}
+		close(fd);
+	}
+	closedir(d);
+	flock(lock_fd, LOCK_UN);
+}
+
 static int staging_create(struct attempt *at, struct err *e)
 {
 	char base[PATH_MAX];
+	int base_fd, lock_fd, rc = -1;
 
 	if (state_subdir(at->o->sandbox.state_dir, "staging", 0711, base, sizeof(base), e) < 0)
 		return -1;
+	base_fd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (base_fd < 0)
+		return err_set(e, errno, "open '%s'", base);
+	lock_fd = openat(base_fd, STAGING_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lock_fd < 0) {
+		err_set(e, errno, "open '%s/%s'", base, STAGING_LOCK);
+		goto out_close_base;
+	}
+	staging_sweep(base_fd, lock_fd);
+	if (flock(lock_fd, LOCK_SH) < 0) {
+		err_set(e, errno, "lock '%s/%s'", base, STAGING_LOCK);
+		goto out_close_lock;
+	}
 	snprintf(at->staging, sizeof(at->staging), "%s/XXXXXX", base);
-	if (!mkdtemp(at->staging))
-		return err_set(e, errno, "mkdtemp in '%s'", base);
-	return 0;
+	if (!mkdtemp(at->staging)) {
+		err_set(e, errno, "mkdtemp in '%s'", base);
+		at->staging[0] = '\0';
+		goto out_close_lock;
+	}
+	at->staging_fd = open(at->staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (at->staging_fd < 0 || flock(at->staging_fd, LOCK_EX | LOCK_NB) < 0) {
+		err_set(e, errno, "lock '%s'", at->staging);
+		goto out_close_lock;
+	}
+	rc = 0;
+out_close_lock:
+	close(lock_fd); /* drops the shared lock */
+out_close_base:
+	close(base_fd);
+	return rc;
 }
 
 static void staging_remove(struct attempt *at)
 {
 	struct err ignored;
 
-	if (!at->staging[0])
-		return;
-	int fd = open(at->staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		rm_rf_children(fd, &ignored);
-		close(fd);
+	if (at->staging[0]) {
+		int fd = open(at->staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			rm_rf_children(fd, &ignored);
+			close(fd);
+		}
+		rmdir(at->staging);
+		at->staging[0] = '\0';
 	}
-	rmdir(at->staging);
-	at->staging[0] = '\0';
+	at->staging_fd = xclose(at->staging_fd); /* after the removal: never swept while we work */
 }
 
 /* A subdirectory of staging; `owner` may write it (the untrusted uid). */
@@ -1126,7 +1199,8 @@ int grade_submission(const struct assignment *a, const char *submission,
 		     const struct grade_options *o, json_t **ret, struct err *e)
 {
 	struct grade_options oi = *o;
-	struct attempt at = {.a = a, .o = &oi, .submission = submission, .time_factor = 1.0};
+	struct attempt at = {
+	    .a = a, .o = &oi, .submission = submission, .staging_fd = -1, .time_factor = 1.0};
 	unsigned attempts = 0;
 	struct err aerr = {0};
 	struct image_info img;

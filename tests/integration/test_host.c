@@ -265,12 +265,86 @@ static void test_two_state_dirs_side_by_side(void **state)
 	harness_assert_clean();
 }
 
+/* How many entries (other than dot files) a directory holds; -1 if it
+ * cannot be read. */
+static int count_entries(const char *path)
+{
+	char *cmd;
+	int n = -1;
+	if (asprintf(&cmd, "ls -A1 -- '%s' 2>/dev/null | grep -vc '^\\.'", path) < 0)
+		fail_msg("out of memory");
+	FILE *f = popen(cmd, "r");
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	free(cmd);
+	return n;
+}
+
+/*
+ * A grading killed with SIGKILL leaves its staging directory (a copy of
+ * the submission) behind; the next grading on the state directory sweeps
+ * it, and never a live grading's.
+ */
+static void test_killed_grading_staging_is_swept(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), dir[PATH_MAX], staging[PATH_MAX + 16], env[PATH_MAX + 32];
+	struct bg victim;
+	int status, n = 0;
+
+	snprintf(dir, sizeof dir, "%s/state", tmp);
+	snprintf(staging, sizeof staging, "%s/staging", dir);
+	/* Busy for seconds: its test step spins to the CPU limit. */
+	char *slow[] = {"grade", "--json", EXAMPLES_DIR "/c-tap",
+			EXAMPLES_DIR "/c-tap/submissions/infinite_loop", NULL};
+	bg_start(&victim, tmp, "victim", dir, slow);
+	for (int i = 0; i < 200 && (n = count_entries(staging)) < 1; i++) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(n, 1);
+	struct timespec ts = {0, 500 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	assert_int_equal(kill(victim.pid, SIGKILL), 0);
+	assert_int_equal(waitpid(victim.pid, &status, 0), victim.pid);
+	assert_int_equal(count_entries(staging), 1); /* the debris */
+
+	/* A live grading's staging survives the sweep: start one, let the
+	 * next sweep run beside it. */
+	bg_start(&victim, tmp, "live", dir, slow);
+	for (int i = 0; i < 200 && count_entries(staging) < 2; i++) {
+		struct timespec t2 = {0, 50 * 1000 * 1000};
+		nanosleep(&t2, NULL);
+	}
+	snprintf(env, sizeof env, "PROCTOR_STATE_DIR=%s", dir);
+	char *extra[] = {env, NULL};
+	struct proc_out o;
+	char *quick[] = {"grade", "--json", EXAMPLES_DIR "/io-sum",
+			 EXAMPLES_DIR "/io-sum/submissions/correct", NULL};
+	harness_run(&o, extra, 120, quick);
+	assert_int_equal(o.exit_status, 0);
+	assert_string_equal(jstr(&o, "status"), "graded");
+	proc_out_free(&o);
+	json_t *j = bg_wait(&victim, 120, &status);
+	assert_int_equal(status, 0);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "timeout");
+	json_decref(j);
+	/* The dead grading's copy is gone; the live one finished and removed its own. */
+	assert_int_equal(count_entries(staging), 0);
+	rm_tree(tmp);
+	free(tmp);
+	harness_assert_clean();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_every_command_works_on_a_fresh_state_dir, setup_root),
 		cmocka_unit_test_setup(test_state_dir_modes_are_checked, setup_root),
 		cmocka_unit_test_setup(test_two_state_dirs_side_by_side, setup_root),
+		cmocka_unit_test_setup(test_killed_grading_staging_is_swept, setup_root),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
