@@ -2,6 +2,14 @@
 #include "runlimits.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -143,4 +151,67 @@ int limits_set(struct limits *l, const char *name, const char *raw, struct err *
 	}
 	}
 	return err_set(e, EINVAL, "--%s", name);
+}
+
+static bool have_sys_resource(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct d[2] = {{0}};
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return (d[CAP_SYS_RESOURCE / 32].effective >> (CAP_SYS_RESOURCE % 32)) & 1;
+}
+
+/* The highest hard limit of `resource` a root proctor can set here. */
+static uint64_t host_ceiling(int resource, bool privileged)
+{
+	struct rlimit rl;
+	char buf[32];
+
+	if (resource == RLIMIT_NOFILE && privileged) {
+		uint64_t nr_open = 0;
+		int fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+				n--;
+			if (parse_u64(buf, (size_t)n, &nr_open) == 0)
+				return nr_open;
+		}
+		return 1048576; /* the kernel's default fs.nr_open */
+	}
+	if (privileged)
+		return UINT64_MAX;
+	if (getrlimit(resource, &rl) < 0 || rl.rlim_max == RLIM_INFINITY)
+		return UINT64_MAX;
+	return rl.rlim_max;
+}
+
+int limits_check_host(const struct limits *l, struct err *e)
+{
+	bool priv = have_sys_resource();
+	const char *why = priv ? "" : " (proctor has no CAP_SYS_RESOURCE to raise it)";
+	uint64_t c;
+
+	if (l->nofile > (c = host_ceiling(RLIMIT_NOFILE, priv)))
+		return err_set(e, 0,
+			       "nofile: %llu open files is more than this host can grant: its limit "
+			       "is %llu%s",
+			       (unsigned long long)l->nofile, (unsigned long long)c, why);
+	if (l->fsize_bytes > (c = host_ceiling(RLIMIT_FSIZE, priv)))
+		return err_set(e, 0,
+			       "fsize: %llu MiB is more than this host can grant: its limit is %llu "
+			       "MiB%s",
+			       (unsigned long long)(l->fsize_bytes >> 20),
+			       (unsigned long long)(c >> 20), why);
+	/* creds.c sets RLIMIT_NPROC to pids + 16. */
+	if (l->pids + 16 > (c = host_ceiling(RLIMIT_NPROC, priv)))
+		return err_set(e, 0,
+			       "pids: %llu processes is more than this host can grant: its process "
+			       "limit is %llu, and the sandbox needs pids + 16%s",
+			       (unsigned long long)l->pids, (unsigned long long)c, why);
+	return 0;
 }

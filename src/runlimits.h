@@ -44,6 +44,18 @@ const struct limit_desc *limits_table(unsigned *count);
  * Errors name the option and the accepted range. */
 int limits_set(struct limits *l, const char *name, const char *text, struct err *e);
 
+/*
+ * Whether this host can grant the per-process limits in `l` (the ones set
+ * as rlimits: nofile, fsize, and pids through RLIMIT_NPROC).  Proctor sets
+ * them as root before dropping privilege, but root without
+ * CAP_SYS_RESOURCE (a container, a restricted service) cannot raise a hard
+ * limit above its own, and root with it not above fs.nr_open for nofile.
+ * A limit the host cannot grant fails here, naming the limit, the value
+ * and the host's ceiling, so it is refused before any sandbox is made
+ * instead of failing every run.
+ */
+int limits_check_host(const struct limits *l, struct err *e);
+
 /* Parse a decimal number of seconds with at most three decimals ("2", "0.25")
  * into milliseconds.  Rejects signs, exponents, spaces, empty and overflow. */
 int parse_seconds_ms(const char *text, uint64_t *ret_ms);

@@ -288,6 +288,10 @@ static int parse_limits(struct yaml_ctx *c, const struct yaml_field *f, struct l
 			return yaml_fail(c, lf.line, lf.path, "expected %s, got '%s'", what, text);
 		if (limits_set(l, d->name, text, &le) < 0)
 			return yaml_fail(c, lf.line, lf.path, "%s", le.msg);
+		/* A limit this host cannot grant would fail every submission's
+		 * run: refused now, naming the line. */
+		if (limits_check_host(l, &le) < 0)
+			return yaml_fail(c, lf.line, lf.path, "%s", le.msg);
 	}
 	return 0;
 }

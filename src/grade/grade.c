@@ -60,6 +60,8 @@ struct attempt {
 	double score;
 	size_t passed;
 	bool student_ran; /* the submission's code has run in this attempt */
+	bool create_failed; /* a sandbox could not be made (no free slot, the host): never
+			       the submission's doing, whatever ran before */
 	double time_factor; /* the backend's slowdown: time limits are scaled by it */
 };
 
@@ -875,6 +877,18 @@ static char *read_host_file(const char *path, uint64_t cap, size_t *ret_len, str
 	return buf;
 }
 
+/* A new sandbox.  Failing to make one (every slot of the host busy past
+ * the wait, a host fault) is Proctor's, even after the submission ran. */
+static int attempt_create(struct attempt *at, const struct sandbox_options *so,
+			  struct sandbox **ret, struct err *e)
+{
+	if (at->o->ops->create(so, ret, e) < 0) {
+		at->create_failed = true;
+		return -1;
+	}
+	return 0;
+}
+
 /* A fresh sandbox for one case, holding the built tree. */
 static int case_sandbox(struct attempt *at, const char *built, const struct limits *l,
 			struct sandbox **ret, struct err *e)
@@ -882,7 +896,7 @@ static int case_sandbox(struct attempt *at, const char *built, const struct limi
 	struct sandbox_options so = at->o->sandbox;
 
 	so.disk_bytes = l->disk_bytes;
-	if (at->o->ops->create(&so, ret, e) < 0)
+	if (attempt_create(at, &so, ret, e) < 0)
 		return -1;
 	if (sandbox_put(*ret, built, "/work", 0, e) < 0) {
 		sandbox_destroy(*ret);
@@ -904,7 +918,7 @@ static int run_checker(struct attempt *at, const struct io_case *c, const char *
 	int verdict = -1;
 
 	so.disk_bytes = a->checker.limits.disk_bytes;
-	if (at->o->ops->create(&so, &sb, e) < 0)
+	if (attempt_create(at, &so, &sb, e) < 0)
 		return -1;
 	if ((a->tests_dir && sandbox_put(sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0) ||
 	    (c->stdin_path && sandbox_put(sb, c->stdin_path, "/work/.case/input", SANDBOX_PUT_PROTECTED, e) < 0) ||
@@ -987,6 +1001,10 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 	at->stdin_path = NULL;
 	at->sb = saved;
 	free_argv(argv);
+	/* The case's sandbox is done: its slot is free before the checker's
+	 * sandbox takes one, so a grading holds one slot at a time. */
+	sandbox_destroy(sb);
+	sb = NULL;
 	if (rc < 0)
 		goto out;
 
@@ -1051,6 +1069,10 @@ static int io_mode(struct attempt *at, struct err *e)
 	snprintf(built, sizeof(built), "%s/built", at->staging);
 	if (sandbox_get(at->sb, "/work", built, e) < 0)
 		return err_wrap(e, "copy the built program out");
+	/* One slot at a time: the build's goes back before the cases take
+	 * theirs (holding it made every case need a second slot). */
+	sandbox_destroy(at->sb);
+	at->sb = NULL;
 	json_array_clear(at->tests);
 	at->student_ran = true;
 	for (size_t i = 0; i < at->a->n_cases; i++)
@@ -1099,7 +1121,7 @@ static int attempt_run(struct attempt *at, struct err *e)
 	so.disk_bytes = max_disk(a);
 	if (staging_create(at, e) < 0)
 		return -1;
-	if (at->o->ops->create(&so, &at->sb, e) < 0)
+	if (attempt_create(at, &so, &at->sb, e) < 0)
 		return -1;
 	if (a->setup.present) {
 		char **argv = step_argv(&a->setup, "/tmp", NULL, 0);
@@ -1193,6 +1215,7 @@ static void attempt_reset(struct attempt *at)
 	at->score = 0;
 	at->passed = 0;
 	at->student_ran = false;
+	at->create_failed = false;
 }
 
 int grade_submission(const struct assignment *a, const char *submission,
@@ -1236,7 +1259,7 @@ int grade_submission(const struct assignment *a, const char *submission,
 			continue;
 		/* Out of retries.  A failure after the submission's code ran is
 		 * charged to the submission, so it cannot buy endless retries. */
-		if (at.student_ran)
+		if (at.student_ran && !at.create_failed)
 			set_verdict(&at, "crashed",
 				    "the sandbox failed %u times while running the submission: %s",
 				    attempts, aerr.msg);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A root-owned directory nobody else can write, made whatever the umask. */
@@ -27,15 +28,11 @@ static int lease_dir(const char *path, struct err *e)
 	return 0;
 }
 
-int host_lease(const char *kind, unsigned max, unsigned *ret_index, int *ret_fd, struct err *e)
+/* One pass over the numbers: 0 leased, 1 all busy, -1 failure. */
+static int try_all(const char *dir, unsigned max, unsigned *ret_index, int *ret_fd, struct err *e)
 {
-	char dir[256], path[300];
+	char path[300];
 
-	if (lease_dir(HOST_LEASE_DIR, e) < 0)
-		return -1;
-	snprintf(dir, sizeof(dir), "%s/%s", HOST_LEASE_DIR, kind);
-	if (lease_dir(dir, e) < 0)
-		return -1;
 	for (unsigned i = 0; i < max; i++) {
 		snprintf(path, sizeof(path), "%s/%u.lock", dir, i);
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -51,5 +48,29 @@ int host_lease(const char *kind, unsigned max, unsigned *ret_index, int *ret_fd,
 		if (saved != EWOULDBLOCK)
 			return err_set(e, saved, "lock '%s'", path);
 	}
-	return err_set(e, EBUSY, "all %u %s in '%s' are leased by running proctors", max, kind, dir);
+	return 1;
+}
+
+int host_lease(const char *kind, unsigned max, unsigned wait_ms, unsigned *ret_index, int *ret_fd,
+	       struct err *e)
+{
+	char dir[256];
+	unsigned waited = 0, pause = 5;
+	int rc;
+
+	if (lease_dir(HOST_LEASE_DIR, e) < 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/%s", HOST_LEASE_DIR, kind);
+	if (lease_dir(dir, e) < 0)
+		return -1;
+	while ((rc = try_all(dir, max, ret_index, ret_fd, e)) == 1 && waited < wait_ms) {
+		struct timespec ts = {0, (long)pause * 1000000L};
+		nanosleep(&ts, NULL);
+		waited += pause;
+		pause = pause < 100 ? pause * 2 : 100;
+	}
+	if (rc == 1)
+		return err_set(e, EBUSY, "all %u %s in '%s' were leased by running proctors for %u s",
+			       max, kind, dir, wait_ms / 1000);
+	return rc;
 }

@@ -17,11 +17,14 @@
 #define HOST_LEASE_DIR "/run/proctor"
 
 /*
- * Lease the lowest free number below max of `kind` ("slots", "builders").
+ * Lease the lowest free number below max of `kind` ("slots", "builders"),
+ * waiting up to wait_ms for one to come free when all are busy (another
+ * proctor's sandbox ends; polled with a growing back-off up to 100 ms).
  * On success *ret_index is the number and *ret_fd the lock, owned by the
- * caller (closing it ends the lease).  All numbers busy: -1 with errnum
- * EBUSY and a message naming the count.
+ * caller (closing it ends the lease).  Still all busy after the wait: -1
+ * with errnum EBUSY and a message naming the count.
  */
-int host_lease(const char *kind, unsigned max, unsigned *ret_index, int *ret_fd, struct err *e);
+int host_lease(const char *kind, unsigned max, unsigned wait_ms, unsigned *ret_index, int *ret_fd,
+	       struct err *e);
 
 #endif

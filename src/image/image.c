@@ -621,7 +621,7 @@ static int lease_builder(int *ret_fd, uid_t *ret_base, struct err *e)
 	unsigned n;
 
 	/* Host-wide: the uid ranges are the host's, whatever the state dir. */
-	if (host_lease("builders", IMAGE_BUILD_SLOTS, &n, ret_fd, e) < 0) {
+	if (host_lease("builders", IMAGE_BUILD_SLOTS, 0, &n, ret_fd, e) < 0) {
 		if (e->errnum == EBUSY)
 			return err_set(e, 0, "all %u build slots are busy (builds running at once)",
 				       IMAGE_BUILD_SLOTS);

@@ -57,11 +57,12 @@ int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct
 	if (state_subdir(state_dir, "slots", 0711, slots, sizeof(slots), e) < 0)
 		return -1;
 	struct slot s = {.lock_fd = -1, .dir_fd = -1};
-	if (host_lease("slots", max_slots, &i, &s.lock_fd, e) < 0) {
+	if (host_lease("slots", max_slots, SLOT_WAIT_MS, &i, &s.lock_fd, e) < 0) {
 		if (e->errnum == EBUSY)
 			return err_set(e, EBUSY,
-				       "all %u sandbox slots of this host are busy (raise --slots)",
-				       max_slots);
+				       "all %u sandbox slots of this host stayed busy for %u s (raise "
+				       "--slots)",
+				       max_slots, SLOT_WAIT_MS / 1000);
 		return err_wrap(e, "lease a sandbox slot");
 	}
 	s.index = i;

@@ -27,7 +27,13 @@ struct slot {
 	char dir[PATH_MAX];
 };
 
-/* Lease the first free slot of max_slots and clean what a dead owner left. */
+/* How long a lease waits for a slot when all are busy: a sandbox of another
+ * proctor on the host (or another worker) will end; failing at once would
+ * make the wait somebody's verdict. */
+#define SLOT_WAIT_MS 120000u
+
+/* Lease the first free slot of max_slots (waiting up to SLOT_WAIT_MS while
+ * all are busy) and clean what a dead owner left. */
 int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct slot *ret,
 	       struct err *e);
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -338,6 +339,106 @@ static void test_killed_grading_staging_is_swept(void **state)
 	harness_assert_clean();
 }
 
+/*
+ * Waiting for a slot is never the student's fault.  With one slot on the
+ * host an I/O-mode grading still gets its verdict (its build, cases and
+ * checker each take the slot in turn), also while another proctor holds
+ * that slot for a while: the grading waits for it.
+ */
+static void test_io_mode_grades_with_one_slot_while_another_holds_it(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), dir[PATH_MAX], env[PATH_MAX + 32];
+	struct bg holder;
+	struct proc_out o;
+	int status;
+
+	snprintf(dir, sizeof dir, "%s/state", tmp);
+	snprintf(env, sizeof env, "PROCTOR_STATE_DIR=%s", dir);
+	char *extra[] = {env, NULL};
+	char *grade[] = {"grade", "--json", "--slots", "1", IO_ASSIGNMENT,
+			 IO_ASSIGNMENT "/submissions/correct", NULL};
+	harness_run(&o, extra, 300, grade);
+	if (o.exit_status != 0 || strcmp(jstr(&o, "status"), "graded") != 0 ||
+	    jint(&o, "passed") != jint(&o, "total"))
+		fail_msg("I/O grading with one slot: exit %d\n%.3000s\n%.2000s", o.exit_status, o.out,
+			 o.err);
+	proc_out_free(&o);
+
+	/* Every slot busy (one, held by another proctor's 3 s sandbox). */
+	char *sleeper[] = {"run", "--json", "--slots", "1", "--", "/bin/sleep", "3", NULL};
+	bg_start(&holder, tmp, "holder", dir, sleeper);
+	struct timespec ts = {1, 0};
+	nanosleep(&ts, NULL);
+	harness_run(&o, extra, 300, grade);
+	if (o.exit_status != 0 || strcmp(jstr(&o, "status"), "graded") != 0 ||
+	    jint(&o, "passed") != jint(&o, "total"))
+		fail_msg("I/O grading while the only slot was busy: exit %d\n%.3000s\n%.2000s",
+			 o.exit_status, o.out, o.err);
+	proc_out_free(&o);
+	json_t *j = bg_wait(&holder, 60, &status);
+	assert_int_equal(status, 0);
+	json_decref(j);
+	rm_tree(tmp);
+	free(tmp);
+	harness_assert_clean();
+}
+
+static bool has_cap_sys_resource(void)
+{
+	char line[256];
+	unsigned long long eff = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	return (eff >> 24) & 1; /* CAP_SYS_RESOURCE */
+}
+
+/* A limit the host cannot grant is refused when the assignment loads,
+ * naming the file, line and limit, instead of failing every submission. */
+static void test_assignment_limit_the_host_cannot_grant_is_refused(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), cmd[3 * PATH_MAX], yaml[PATH_MAX + 32];
+	struct rlimit rl;
+	struct proc_out o;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	/* Root without CAP_SYS_RESOURCE (this kind of host) cannot raise its
+	 * hard limit; root with it can, up to fs.nr_open, which is the
+	 * parser's own maximum (1048576): then nothing is left to refuse. */
+	if (has_cap_sys_resource() || rl.rlim_max >= 1048576) {
+		print_message("root can grant every nofile the parser accepts here\n");
+		rm_tree(tmp);
+		free(tmp);
+		skip();
+	}
+	unsigned long long want = (unsigned long long)rl.rlim_max + 1;
+	snprintf(cmd, sizeof cmd, "cp -r '%s' '%s/a'", IO_ASSIGNMENT, tmp);
+	assert_int_equal(system(cmd), 0);
+	snprintf(yaml, sizeof yaml, "%s/a/assignment.yaml", tmp);
+	/* The test step's limits line gains a nofile the host cannot grant. */
+	snprintf(cmd, sizeof cmd, "sed -i 's/memory_mb: 64, pids: 8}/memory_mb: 64, pids: 8, nofile: %llu}/' '%s' && grep -q 'nofile: %llu' '%s'",
+		 want, yaml, want, yaml);
+	assert_int_equal(system(cmd), 0);
+	char sub[PATH_MAX];
+	snprintf(sub, sizeof sub, "%s/a/submissions/correct", tmp);
+	char adir[PATH_MAX];
+	snprintf(adir, sizeof adir, "%s/a", tmp);
+	char *grade[] = {"grade", "--json", adir, sub, NULL};
+	harness_run(&o, NULL, 60, grade);
+	assert_int_equal(o.exit_status, 2);
+	if (!strstr(o.err, "assignment.yaml:") || !strstr(o.err, "nofile") ||
+	    !strstr(o.err, "more than this host can grant"))
+		fail_msg("want the file, line and limit named, got: %s", o.err);
+	proc_out_free(&o);
+	rm_tree(tmp);
+	free(tmp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +446,10 @@ int main(void)
 		cmocka_unit_test_setup(test_state_dir_modes_are_checked, setup_root),
 		cmocka_unit_test_setup(test_two_state_dirs_side_by_side, setup_root),
 		cmocka_unit_test_setup(test_killed_grading_staging_is_swept, setup_root),
+		cmocka_unit_test_setup(test_io_mode_grades_with_one_slot_while_another_holds_it,
+				       setup_root),
+		cmocka_unit_test_setup(test_assignment_limit_the_host_cannot_grant_is_refused,
+				       setup_root),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,10 +1,12 @@
 /* Unit tests of limits.c: defaults, the limit table, and parsing of user-written limits. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -568,6 +570,41 @@ static void test_parse_seconds_ms_leaves_output_alone_on_failure(void **state)
 	}
 }
 
+/* The defaults fit every host; a limit above the process's own hard limit
+ * fits only a root that may raise it (CAP_SYS_RESOURCE), never above
+ * fs.nr_open for nofile. */
+static void test_limits_check_host_refuses_what_the_host_cannot_grant(void **state)
+{
+	(void)state;
+	struct limits l;
+	struct rlimit rl;
+	struct err e;
+	char line[256];
+	unsigned long long eff = 0;
+
+	limits_default(&l);
+	assert_int_equal(limits_check_host(&l, &e), 0);
+
+	FILE *f = fopen("/proc/self/status", "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	bool privileged = (eff >> 24) & 1;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+
+	l.nofile = rl.rlim_max == RLIM_INFINITY ? 1048576 : rl.rlim_max;
+	if (l.nofile <= 1048576)
+		assert_int_equal(limits_check_host(&l, &e), 0);
+	l.nofile = privileged ? 1048576ull + 1 : (unsigned long long)rl.rlim_max + 1;
+	if (!privileged || l.nofile > 1048576) {
+		assert_int_equal(limits_check_host(&l, &e), -1);
+		assert_non_null(strstr(e.msg, "nofile"));
+		assert_non_null(strstr(e.msg, "more than this host can grant"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -606,6 +643,7 @@ int main(void)
 	    cmocka_unit_test(test_limits_rejects_unknown_name),
 	    cmocka_unit_test(test_parse_seconds_ms_converts),
 	    cmocka_unit_test(test_parse_seconds_ms_leaves_output_alone_on_failure),
+	    cmocka_unit_test(test_limits_check_host_refuses_what_the_host_cannot_grant),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
