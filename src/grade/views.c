@@ -11,6 +11,17 @@ static bool is_visible(const json_t *test)
 	return v && strcmp(v, "visible") == 0;
 }
 
+/* A step's numbers and flags that the program controls: a submission that
+ * reads hidden input (a hidden I/O case's stdin, hidden tests the build or
+ * the runner can see) could encode it in any of them, a few bits per field
+ * per submission.  The student view keeps a step's name, status and
+ * limits_hit, and nulls these. */
+static const char *const modulated[] = {
+	"exit_code",	  "signal",	      "signal_name",	   "cpu_ms",
+	"wall_ms",	  "peak_memory_kib",  "peak_pids",	   "stdout_bytes",
+	"stderr_bytes",	  "stdout_truncated", "stderr_truncated",
+};
+
 json_t *grade_student_view(const json_t *result)
 {
 	json_t *v = json_deep_copy(result), *tests, *steps, *t, *s;
@@ -19,7 +30,9 @@ json_t *grade_student_view(const json_t *result)
 	if (!v)
 		return NULL;
 	json_object_set_new(v, "view", json_string("student"));
-	/* Hidden tests keep their points and outcome but not their identity. */
+	/* Hidden tests keep their points and outcome but not their identity,
+	 * nor how they failed (an I/O case's reason is the program's choice:
+	 * timeout, runtime_error, wrong_answer...). */
 	tests = json_object_get(v, "tests");
 	steps = json_object_get(v, "steps");
 	json_array_foreach(tests, i, t) {
@@ -27,30 +40,34 @@ json_t *grade_student_view(const json_t *result)
 			continue;
 		char name[64];
 		snprintf(name, sizeof(name), "hidden test %zu", ++hidden);
-		/* I/O mode: the case's step carries its name too. */
+		/* I/O mode: a hidden case's own step goes entirely; its test
+		 * entry says passed or failed. */
 		char step_name[1100];
-		size_t k;
-		json_t *s2;
 		snprintf(step_name, sizeof(step_name), "case:%s",
 			 json_string_value(json_object_get(t, "name")));
-		json_array_foreach(steps, k, s2) {
-			const char *sn = json_string_value(json_object_get(s2, "name"));
-			if (sn && strcmp(sn, step_name) == 0) {
-				char shown[80];
-				snprintf(shown, sizeof(shown), "case:%s", name);
-				json_object_set_new(s2, "name", json_string(shown));
-			}
+		for (size_t k = 0; k < json_array_size(steps);) {
+			const char *sn =
+				json_string_value(json_object_get(json_array_get(steps, k), "name"));
+			if (sn && strcmp(sn, step_name) == 0)
+				json_array_remove(steps, k);
+			else
+				k++;
 		}
 		json_object_set_new(t, "name", json_string(name));
 		json_object_set_new(t, "classname", json_null());
 		json_object_set_new(t, "message", json_null());
+		if (json_object_get(t, "reason"))
+			json_object_set_new(t, "reason", json_null());
 	}
 	/* Raw output can hold anything the submission printed, hidden tests
-	 * included: the student sees usage and verdicts, never the bytes. */
+	 * included: the student sees verdicts, never the bytes or the numbers. */
 	json_array_foreach(steps, i, s) {
 		json_object_set_new(s, "stdout", json_null());
 		json_object_set_new(s, "stderr", json_null());
 		json_object_set_new(s, "message", json_null());
+		for (size_t k = 0; k < sizeof(modulated) / sizeof(modulated[0]); k++)
+			if (json_object_get(s, modulated[k]))
+				json_object_set_new(s, modulated[k], json_null());
 	}
 	json_t *sub = json_object_get(v, "submission");
 	if (sub)
@@ -152,12 +169,15 @@ void grade_print_summary(FILE *f, const json_t *r)
 		fputc('\n', f);
 	}
 	json_array_foreach(json_object_get(r, "steps"), i, t) {
-		fprintf(f, "  step %-12s %s, cpu %lld ms, wall %lld ms, peak %lld KiB\n",
-			json_string_value(json_object_get(t, "name")),
-			json_string_value(json_object_get(t, "status")),
-			(long long)json_integer_value(json_object_get(t, "cpu_ms")),
-			(long long)json_integer_value(json_object_get(t, "wall_ms")),
-			(long long)json_integer_value(json_object_get(t, "peak_memory_kib")));
+		fprintf(f, "  step %-12s %s", json_string_value(json_object_get(t, "name")),
+			json_string_value(json_object_get(t, "status")));
+		/* The student view has no numbers. */
+		if (json_is_integer(json_object_get(t, "wall_ms")))
+			fprintf(f, ", cpu %lld ms, wall %lld ms, peak %lld KiB",
+				(long long)json_integer_value(json_object_get(t, "cpu_ms")),
+				(long long)json_integer_value(json_object_get(t, "wall_ms")),
+				(long long)json_integer_value(json_object_get(t, "peak_memory_kib")));
+		fputc('\n', f);
 	}
 	json_t *ign = json_object_get(json_object_get(r, "submission"), "ignored");
 	if (json_array_size(ign) > 0)

@@ -185,6 +185,55 @@ static void test_student_view_hides_hidden_tests_and_output(void **state)
 	harness_assert_clean();
 }
 
+/*
+ * A hidden I/O case in the student view says passed or failed and nothing
+ * the program could modulate to leak its input: no step of its own, no
+ * reason, and no step anywhere keeps exit codes, times, memory or byte
+ * counts.
+ */
+static void test_student_view_of_hidden_case_carries_nothing_modulable(void **state)
+{
+	(void)state;
+	require_root();
+	char assignment[4096], submission[4096];
+	snprintf(assignment, sizeof(assignment), "%s/io-sum", EXAMPLES_DIR);
+	snprintf(submission, sizeof(submission), "%s/io-sum/submissions/wrong_answer", EXAMPLES_DIR);
+	char *inst[] = {"grade", "--json", assignment, submission, NULL};
+	char *stud[] = {"grade", "--json", "--view", "student", assignment, submission, NULL};
+	struct proc_out a, b;
+	harness_run(&a, NULL, 300, inst);
+	harness_run(&b, NULL, 300, stud);
+	assert_non_null(a.json);
+	assert_non_null(b.json);
+	size_t i, hidden = 0;
+	json_t *t;
+	json_array_foreach(json_object_get(a.json, "tests"), i, t) {
+		if (strcmp(json_string_value(json_object_get(t, "visibility")), "hidden") != 0)
+			continue;
+		hidden++;
+		char step[512];
+		snprintf(step, sizeof(step), "case:%s", json_string_value(json_object_get(t, "name")));
+		json_t *u = json_array_get(json_object_get(b.json, "tests"), i);
+		assert_true(json_is_null(json_object_get(u, "reason")));
+		assert_true(json_is_null(json_object_get(u, "message")));
+		assert_null(strstr(b.out, step));
+	}
+	assert_true(hidden > 0);
+	static const char *const numbers[] = {"exit_code", "cpu_ms", "wall_ms", "peak_memory_kib",
+					      "peak_pids", "stdout_bytes", "stderr_bytes"};
+	assert_true(json_array_size(json_object_get(b.json, "steps")) > 0);
+	json_array_foreach(json_object_get(b.json, "steps"), i, t) {
+		for (size_t k = 0; k < sizeof(numbers) / sizeof(numbers[0]); k++)
+			if (!json_is_null(json_object_get(t, numbers[k])))
+				fail_msg("student view: step %s keeps %s",
+					 json_string_value(json_object_get(t, "name")), numbers[k]);
+	}
+	assert_true(json_equal(json_object_get(a.json, "score"), json_object_get(b.json, "score")));
+	proc_out_free(&a);
+	proc_out_free(&b);
+	harness_assert_clean();
+}
+
 /* Gradescope output: valid shape, hidden tests marked hidden. */
 static void test_gradescope_output_follows_visibility(void **state)
 {
@@ -245,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_io_sum_example),
 		cmocka_unit_test(test_regrade_is_identical),
 		cmocka_unit_test(test_student_view_hides_hidden_tests_and_output),
+		cmocka_unit_test(test_student_view_of_hidden_case_carries_nothing_modulable),
 		cmocka_unit_test(test_gradescope_output_follows_visibility),
 		cmocka_unit_test(test_bad_assignment_and_submission_are_usage_errors),
 	};
