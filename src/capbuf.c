@@ -1,6 +1,7 @@
 /* Capped capture buffer for a program's output, and UTF-8 repair for display. */
 #include "capbuf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,4 +102,81 @@ char *utf8_sanitize(const char *in, size_t len, bool cut, size_t *ret_len)
 	out[o] = '\0';
 	*ret_len = o;
 	return out;
+}
+
+size_t utf8_fix_into(char *dst, size_t cap, const char *src, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0, i = 0;
+
+	if (cap == 0)
+		return 0;
+	while (i < len) {
+		size_t prefix, n = utf8_seq(s + i, len - i, &prefix);
+		const char *piece = n ? src + i : "\xEF\xBF\xBD";
+		size_t plen = n ? n : 3;
+		if (n == 1 && s[i] == '\0')
+			break; /* a C string ends here */
+		if (o + plen > cap - 1)
+			break; /* whole characters only */
+		memcpy(dst + o, piece, plen);
+		o += plen;
+		i += n ? n : prefix;
+	}
+	dst[o] = '\0';
+	return o;
+}
+
+/* One character of text_escape's output: the bytes at s (n of them, from
+ * utf8_seq) as kept or escaped into piece; returns the piece's length and
+ * sets *ret_used to the input bytes it stands for. */
+static size_t escape_piece(const unsigned char *s, size_t avail, char piece[16], size_t *ret_used)
+{
+	size_t prefix, n = utf8_seq(s, avail, &prefix), plen = 0;
+	bool c1 = n == 2 && s[0] == 0xC2 && s[1] <= 0x9F;
+
+	if (n == 1 && s[0] >= 0x20 && s[0] != 0x7f && s[0] != '\\') {
+		piece[plen++] = (char)s[0];
+	} else if (n > 1 && !c1) {
+		memcpy(piece, s, n);
+		plen = n;
+	} else {
+		/* A control, DEL, C1, backslash or one byte of an ill-formed
+		 * sequence: shown as \xNN, never passed on to a terminal or a
+		 * JSON encoder. */
+		if (n == 0)
+			n = 1;
+		for (size_t k = 0; k < n; k++)
+			plen += (size_t)snprintf(piece + plen, 16 - plen, "\\x%02x", s[k]);
+	}
+	*ret_used = n;
+	return plen;
+}
+
+char *text_escape(char *dst, size_t cap, const char *src, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0, total = 0, used, limit;
+	char piece[16];
+
+	if (cap == 0)
+		return dst;
+	/* Does it all fit?  Else stop where "..." still does. */
+	for (size_t i = 0; i < len && total <= cap - 1; i += used)
+		total += escape_piece(s + i, len - i, piece, &used);
+	limit = total <= cap - 1 ? cap - 1 : (cap - 1 >= 3 ? cap - 1 - 3 : 0);
+	for (size_t i = 0; i < len; i += used) {
+		size_t plen = escape_piece(s + i, len - i, piece, &used);
+		if (o + plen > limit)
+			break;
+		memcpy(dst + o, piece, plen);
+		o += plen;
+	}
+	if (total > cap - 1) {
+		size_t keep = cap - 1 - o < 3 ? cap - 1 - o : 3;
+		memcpy(dst + o, "...", keep);
+		o += keep;
+	}
+	dst[o] = '\0';
+	return dst;
 }

@@ -33,4 +33,22 @@ void capbuf_free(struct capbuf *b);
  */
 char *utf8_sanitize(const char *in, size_t len, bool cut, size_t *ret_len);
 
+/*
+ * Copy the C string at most `len` bytes of `src` into dst (cap bytes, always
+ * NUL-terminated) as valid UTF-8: ill-formed sequences become U+FFFD, and
+ * the copy is cut on a character boundary when it does not fit.  For text
+ * that is shown as it is (a reason, a message).  Returns the length.
+ */
+size_t utf8_fix_into(char *dst, size_t cap, const char *src, size_t len);
+
+/*
+ * Write `len` bytes of `src` (any bytes: a file name from a sandbox) into
+ * dst (cap bytes, always NUL-terminated) as text safe to quote in a one-line
+ * message: printable, well-formed UTF-8 is kept; controls, DEL, C1
+ * characters, backslashes and every byte of an ill-formed sequence become
+ * \xNN.  Cut on a character (or escape) boundary, ending in "..." when cut,
+ * so the result is valid UTF-8 whatever the input.  Returns dst.
+ */
+char *text_escape(char *dst, size_t cap, const char *src, size_t len);
+
 #endif

@@ -5,8 +5,33 @@
 #include <stdio.h>
 #include <string.h>
 
+/*
+ * The longest prefix of s[0, len) that does not end inside a UTF-8
+ * character.  Messages quote names from sandboxes and are cut to fit
+ * `msg`: a cut through a multibyte character would leave an ill-formed
+ * tail that no JSON encoder accepts.  (Bytes that were ill-formed to begin
+ * with are the quoting side's business: text_escape in capbuf.h.)
+ */
+static size_t char_boundary(const char *s, size_t len)
+{
+	size_t i = len, back = 0;
+
+	while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i == 0)
+		return len;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+	if (lead >= 0xC0 && back + 1 < need)
+		return i - 1; /* the last character is incomplete: drop it */
+	return len;
+}
+
 int err_set(struct err *e, int errnum, const char *fmt, ...)
 {
+	char suffix[160] = "";
 	va_list ap;
 	int n;
 
@@ -15,10 +40,15 @@ int err_set(struct err *e, int errnum, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		e->msg[0] = '\0';
-	if (errnum != 0) {
-		size_t len = strlen(e->msg);
-		snprintf(e->msg + len, sizeof(e->msg) - len, ": %s", strerror(errnum));
-	}
+	if (errnum != 0)
+		snprintf(suffix, sizeof(suffix), ": %s", strerror(errnum));
+	/* Cut the message, not the system's reason, on a character boundary. */
+	size_t len = strlen(e->msg), slen = strlen(suffix), room = sizeof(e->msg) - 1 - slen;
+	if (len > room)
+		len = room;
+	if (n >= 0 && (size_t)n > len)
+		len = char_boundary(e->msg, len);
+	memcpy(e->msg + len, suffix, slen + 1);
 	e->errnum = errnum;
 	return -1;
 }
@@ -29,17 +59,21 @@ int err_wrap(struct err *e, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	int n = vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, e->msg, sizeof(old));
 	/* Truncation keeps the outer context, which names the file or option. */
 	size_t plen = strlen(prefix);
+	if (n >= 0 && (size_t)n > plen)
+		plen = char_boundary(prefix, plen);
 	if (plen > sizeof(e->msg) - 3)
-		plen = sizeof(e->msg) - 3;
+		plen = char_boundary(prefix, sizeof(e->msg) - 3);
 	memcpy(e->msg, prefix, plen);
 	memcpy(e->msg + plen, ": ", 2);
 	size_t room = sizeof(e->msg) - plen - 3;
 	size_t olen = strnlen(old, room);
+	if (olen < strlen(old))
+		olen = char_boundary(old, olen);
 	memcpy(e->msg + plen + 2, old, olen);
 	e->msg[plen + 2 + olen] = '\0';
 	return -1;

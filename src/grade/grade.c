@@ -22,6 +22,7 @@
 #include "image/image.h"
 #include "vm/vm.h"
 #include "result.h"
+#include "capbuf.h"
 #include "host/statedir.h"
 #include "util.h"
 
@@ -169,10 +170,34 @@ static void set_verdict(struct attempt *at, const char *status, const char *fmt,
 {
 	va_list ap;
 
+	char raw[sizeof(at->reason)];
+
 	at->status = status;
 	va_start(ap, fmt);
-	vsnprintf(at->reason, sizeof(at->reason), fmt, ap);
+	int n = vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* The reason quotes sandbox messages and names: whatever their bytes,
+	 * and wherever the cap cuts, it is valid UTF-8, so it can always go
+	 * into the result document. */
+	utf8_fix_into(at->reason, sizeof(at->reason), raw,
+		      n < 0 ? 0 : (size_t)n < sizeof(raw) ? (size_t)n : sizeof(raw) - 1);
+}
+
+/* A JSON string of text that may hold any bytes (a path, a message
+ * quoting a sandbox): repaired to valid UTF-8, never NULL for a non-NULL
+ * string (jansson refuses ill-formed UTF-8, which would lose the whole
+ * result document). */
+static json_t *json_text(const char *s)
+{
+	size_t len;
+	json_t *j = json_string(s);
+
+	if (j)
+		return j;
+	char *fixed = utf8_sanitize(s, strlen(s), false, &len);
+	j = fixed ? json_string(fixed) : NULL;
+	free(fixed);
+	return j ? j : json_string("");
 }
 
 /* The step's record in the result: run_result's fields, output cut to the
@@ -642,7 +667,7 @@ static void score_report(struct attempt *at, const struct report *r)
 				  "status", test_outcome_name(out[i].outcome), "score",
 				  pass ? t->t.points : 0.0, "max_score", t->t.points, "visibility",
 				  visibility_name(t->visibility), "message",
-				  out[i].message ? json_string(out[i].message) : json_null(),
+				  out[i].message ? json_text(out[i].message) : json_null(),
 				  "reason"));
 	}
 	if (found == 0)
@@ -968,7 +993,7 @@ static void case_record(struct attempt *at, const struct io_case *c, const char 
 					"classname", "status", status, "score", pass ? c->points : 0.0,
 					"max_score", c->points, "visibility",
 					visibility_name(c->visibility), "message",
-					message ? json_string(message) : json_null(), "reason", reason));
+					message ? json_text(message) : json_null(), "reason", reason));
 }
 
 static int io_case(struct attempt *at, const char *built, const struct io_case *c, struct err *e)
@@ -1189,11 +1214,11 @@ static json_t *document(struct attempt *at, unsigned attempts)
 				json_object_set_new(t, "status", json_string("missing"));
 		}
 	}
-	json_object_set_new(at->sub, "path", json_string(at->submission));
+	json_object_set_new(at->sub, "path", json_text(at->submission));
 	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
 			 "s:{s:s, s:s}, s:s, s:i, s:s, s:f}",
 			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status",
-			 at->status, "reason", at->reason[0] ? json_string(at->reason) : json_null(),
+			 at->status, "reason", at->reason[0] ? json_text(at->reason) : json_null(),
 			 "score", at->score, "max_score", a->max_score, "passed",
 			 (json_int_t)at->passed, "total", (json_int_t)total, "tests", at->tests,
 			 "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,

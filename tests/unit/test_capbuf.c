@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "capbuf.h"
+#include "err.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -619,6 +620,82 @@ static void test_utf8_random_buffers_match_reference(void **state)
 	}
 }
 
+/* ---- text_escape, utf8_fix_into, err_set cuts --------------------------- */
+
+static void test_text_escape_keeps_printable_utf8_and_escapes_the_rest(void **state)
+{
+	(void)state;
+	char out[128];
+	const char in[] = "a\xc3\xa9\xff\xfe\x1b[2J\r\n\\\xc2\x85z";
+	text_escape(out, sizeof(out), in, sizeof(in) - 1);
+	assert_string_equal(out, "a\xc3\xa9\\xff\\xfe\\x1b[2J\\x0d\\x0a\\x5c\\xc2\\x85z");
+}
+
+static void test_text_escape_short_text_fits_without_dots(void **state)
+{
+	(void)state;
+	char out[4];
+	/* Found by fuzz_text: two bytes in a 4-byte buffer were cut to "...". */
+	text_escape(out, sizeof(out), "\"p", 2);
+	assert_string_equal(out, "\"p");
+	text_escape(out, sizeof(out), "abc", 3);
+	assert_string_equal(out, "abc");
+	text_escape(out, sizeof(out), "abcd", 4);
+	assert_string_equal(out, "...");
+}
+
+static void test_text_escape_cuts_on_a_character_boundary(void **state)
+{
+	(void)state;
+	char out[9];
+	/* Five two-byte characters do not fit in 8 bytes: whole ones, then "...". */
+	text_escape(out, sizeof(out), "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 10);
+	assert_string_equal(out, "\xc3\xa9\xc3\xa9...");
+	/* An escape is never split either. */
+	text_escape(out, sizeof(out), "\xff\xff\xff", 3);
+	assert_string_equal(out, "\\xff...");
+}
+
+static void test_utf8_fix_into_repairs_and_cuts_whole_characters(void **state)
+{
+	(void)state;
+	char out[6];
+	assert_int_equal(utf8_fix_into(out, sizeof(out), "a\xffz", 3), 5);
+	assert_string_equal(out, "a\xef\xbf\xbdz");
+	assert_int_equal(utf8_fix_into(out, sizeof(out), "ab\xe2\x82\xac", 5), 5);
+	assert_string_equal(out, "ab\xe2\x82\xac");
+	assert_int_equal(utf8_fix_into(out, sizeof(out), "abc\xe2\x82\xac", 6), 3);
+	assert_string_equal(out, "abc");
+}
+
+static void test_err_set_cuts_a_long_message_on_a_character_boundary(void **state)
+{
+	(void)state;
+	struct err e;
+	char text[2000];
+	size_t n = 0;
+	/* Two-byte characters from offset 0: the cut at 1023 bytes falls inside one. */
+	while (n + 2 < sizeof(text)) {
+		text[n++] = '\xc3';
+		text[n++] = '\xa9';
+	}
+	text[n] = '\0';
+	err_set(&e, 0, "%s", text);
+	size_t len = strlen(e.msg);
+	assert_true(len <= sizeof(e.msg) - 1);
+	assert_true((unsigned char)e.msg[len - 1] == 0xa9);
+	/* The system's reason survives a cut of the message before it. */
+	err_set(&e, 2, "%s", text);
+	len = strlen(e.msg);
+	assert_string_equal(e.msg + len - strlen(": No such file or directory"),
+			    ": No such file or directory");
+	assert_true((unsigned char)e.msg[len - strlen(": No such file or directory") - 1] == 0xa9);
+	err_wrap(&e, "%s", text);
+	len = strlen(e.msg);
+	assert_true((unsigned char)e.msg[len - 1] == 0xa9 || e.msg[len - 1] == ' ' ||
+		    (unsigned char)e.msg[len - 1] < 0x80);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -650,6 +727,11 @@ int main(void)
 	    cmocka_unit_test(test_utf8_output_length_bound_is_reached_by_all_bad_bytes),
 	    cmocka_unit_test(test_utf8_does_not_read_past_len),
 	    cmocka_unit_test(test_utf8_random_buffers_match_reference),
+	    cmocka_unit_test(test_text_escape_keeps_printable_utf8_and_escapes_the_rest),
+	    cmocka_unit_test(test_text_escape_short_text_fits_without_dots),
+	    cmocka_unit_test(test_text_escape_cuts_on_a_character_boundary),
+	    cmocka_unit_test(test_utf8_fix_into_repairs_and_cuts_whole_characters),
+	    cmocka_unit_test(test_err_set_cuts_a_long_message_on_a_character_boundary),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
