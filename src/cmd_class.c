@@ -46,7 +46,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
@@ -68,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "grade/assignment.h"
 #include "grade/grade.h"
 #include "util.h"
@@ -77,9 +77,7 @@
 #define PROCTOR_VERSION "0.1.0"
 #endif
 
-#define DEFAULT_SLOTS	64
-#define MAX_SLOTS	256
-#define MAX_JOBS	MAX_SLOTS
+#define MAX_JOBS	CLI_MAX_SLOTS
 #define MAX_SUBMISSIONS 100000
 #define RESULT_MAX	(64ull << 20) /* bytes of one result document */
 #define REASON_MAX	1024	      /* bytes of a reason kept for the gradebook */
@@ -164,46 +162,6 @@ struct class_run {
 
 /* ---- command line ------------------------------------------------------- */
 
-static void class_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: proctor class [OPTIONS] ASSIGNMENT DIR\n\n"
-		"Grade every submission in DIR against ASSIGNMENT (a directory holding\n"
-		"assignment.yaml, or that file), several at once.  A submission is a\n"
-		"subdirectory of DIR or a .zip, .tar, .tar.gz or .tgz file in it; names\n"
-		"starting with '.' and symbolic links are skipped.  Progress goes to stderr\n"
-		"(a redrawn bar on a terminal, one line per submission otherwise), the\n"
-		"summary to stdout.\n\n"
-		"options:\n"
-		"  -j, --jobs N       submissions graded at once (default: one per CPU,\n"
-		"                     at most --slots)\n"
-		"  --out FILE.csv     write a gradebook as results come (columns submission,\n"
-		"                     status, score, max_score, passed, total, reason), and\n"
-		"                     every full result to FILE.jsonl beside it\n"
-		"  --out FILE.jsonl   write one result document per line as results come\n"
-		"  --resume           continue a run whose --out files exist: keep their\n"
-		"                     results, grade the submissions without one and those\n"
-		"                     whose last result has status \"error\"\n"
-		"  --isolation NAME   auto (default), jail or vm; auto picks vm when /dev/kvm\n"
-		"                     works and the assignment pins an image, else jail; an\n"
-		"                     assignment's isolation: is used instead of auto\n"
-		"  --state-dir DIR    slot locks and scratch mounts (default %s,\n"
-		"                     or $PROCTOR_STATE_DIR)\n"
-		"  --slots N          sandboxes allowed at once on this host (default %d)\n\n"
-		"An existing --out file is never overwritten: without --resume it is an\n"
-		"error.  Every result is on disk before it is counted, so an interrupted\n"
-		"run loses only the submissions being graded at that moment.\n\n"
-		"EXIT STATUS\n"
-		"  0    every submission got a verdict, whatever its score\n"
-		"  2    usage error: bad option or value, an assignment that does not\n"
-		"       load, an unreadable DIR, an --out file that exists without --resume\n"
-		"  3    some submission ended in status \"error\" (Proctor's own failure),\n"
-		"       or the results could not be written\n"
-		"  130  interrupted by SIGINT (143: by SIGTERM); the summary covers what\n"
-		"       was graded\n",
-		DEFAULT_STATE_DIR, DEFAULT_SLOTS);
-}
-
 static void sanitize(char *dst, size_t len, const char *src);
 
 /* One line on stderr, "proctor: " first, whatever the user typed or a
@@ -229,18 +187,6 @@ static void say(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A usage error names the option or path; returns the usage exit status. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	say_v("", fmt, ap);
-	va_end(ap);
-	return 2;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), k = strlen(suffix);
@@ -248,88 +194,83 @@ static bool ends_with(const char *s, const char *suffix)
 	return n > k && strcasecmp(s + n - k, suffix) == 0;
 }
 
-static int parse_count(const char *opt, const char *arg, unsigned max, unsigned *ret)
+static int set_out(const struct cli_option *opt, char *value, struct err *e)
 {
-	uint64_t v;
-
-	if (parse_u64(arg, strlen(arg), &v) < 0 || v < 1 || v > max)
-		return usage_error("%s: '%s' is not a whole number from 1 to %u", opt, arg, max);
-	*ret = (unsigned)v;
+	if (!(ends_with(value, ".csv") || ends_with(value, ".jsonl")))
+		return err_set(e, 0, "--out: '%s' does not end in .csv or .jsonl", value);
+	*(const char **)opt->dest = value;
 	return 0;
 }
 
-enum { OPT_OUT = 256, OPT_RESUME, OPT_ISOLATION, OPT_STATE_DIR, OPT_SLOTS, OPT_HELP };
-
-/* 0: parsed; 1: --help was printed; 2: usage error printed. */
+/* CLI_OK, CLI_HELP or CLI_USAGE (its message printed). */
 static int parse_options(int argc, char **argv, struct class_options *o)
 {
-	static const struct option longopts[] = {
-	    {"jobs", required_argument, NULL, 'j'},
-	    {"out", required_argument, NULL, OPT_OUT},
-	    {"resume", no_argument, NULL, OPT_RESUME},
-	    {"isolation", required_argument, NULL, OPT_ISOLATION},
-	    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
-	    {"slots", required_argument, NULL, OPT_SLOTS},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {0},
-	};
 	bool slots_given = false;
+	const struct cli_option options[] = {
+	    {.name = "jobs",
+	     .short_name = 'j',
+	     .kind = CLI_UINT,
+	     .value_name = "N",
+	     .dest = &o->jobs,
+	     .min = 1,
+	     .max = MAX_JOBS,
+	     .help = "submissions graded at once (default: one per CPU,\nat most --slots)"},
+	    {.name = "out",
+	     .kind = CLI_CALL,
+	     .value_name = "FILE",
+	     .dest = &o->out,
+	     .call = set_out,
+	     .help = "FILE.csv: a gradebook written as results come (columns\nsubmission, status, "
+		     "score, max_score, passed, total,\nreason), and every full result to "
+		     "FILE.jsonl beside it;\nFILE.jsonl: one result document per line"},
+	    {.name = "resume",
+	     .kind = CLI_FLAG,
+	     .dest = &o->resume,
+	     .help = "continue a run whose --out files exist: keep their\nresults, grade the "
+		     "submissions without one and those\nwhose last result has status \"error\""},
+	    CLI_OPTION_ISOLATION(&o->isolation, "the assignment pins an image, else jail; an\n"
+						"assignment's isolation: is used instead of auto"),
+	    CLI_OPTION_STATE_DIR(&o->state_dir, "slot mount points and staging"),
+	    CLI_OPTION_SLOTS(&o->slots, &slots_given),
+	};
+	const struct cli_command cmd = {
+	    .name = "class",
+	    .synopsis = "ASSIGNMENT DIR",
+	    .about = "Grade every submission in DIR against ASSIGNMENT (a directory holding\n"
+		     "assignment.yaml, or that file), several at once.  A submission is a\n"
+		     "subdirectory of DIR or a .zip, .tar, .tar.gz or .tgz file in it; names\n"
+		     "starting with '.' and symbolic links are skipped.  Progress goes to stderr\n"
+		     "(a redrawn bar on a terminal, one line per submission otherwise), the\n"
+		     "summary to stdout.",
+	    .options = options,
+	    .n_options = sizeof(options) / sizeof(options[0]),
+	    .notes = "An existing --out file is never overwritten: without --resume it is an\n"
+		     "error.  Every result is on disk before it is counted, so an interrupted\n"
+		     "run loses only the submissions being graded at that moment.",
+	    .exit_status = "  0    every submission got a verdict, whatever its score\n"
+			   "  2    usage error: bad option or value, an assignment that does not\n"
+			   "       load, an unreadable DIR, an --out file that exists without --resume\n"
+			   "  3    some submission ended in status \"error\" (Proctor's own failure),\n"
+			   "       or the results could not be written\n"
+			   "  130  interrupted by SIGINT (143: by SIGTERM); the summary covers what\n"
+			   "       was graded",
+	    .operands = "ASSIGNMENT and DIR",
+	    .min_operands = 2,
+	    .max_operands = 2,
+	};
+	int n, rc = cli_parse(&cmd, argc, argv, &n);
 
-	opterr = 0;
-	optind = 1;
-	for (;;) {
-		int c = getopt_long(argc, argv, ":hj:", longopts, NULL);
-		if (c == -1)
-			break;
-		switch (c) {
-		case 'j':
-			if (parse_count("-j", optarg, MAX_JOBS, &o->jobs) != 0)
-				return 2;
-			break;
-		case OPT_OUT:
-			if (!(ends_with(optarg, ".csv") || ends_with(optarg, ".jsonl")))
-				return usage_error("--out: '%s' does not end in .csv or .jsonl",
-						   optarg);
-			o->out = optarg;
-			break;
-		case OPT_RESUME:
-			o->resume = true;
-			break;
-		case OPT_ISOLATION:
-			o->isolation = optarg;
-			break;
-		case OPT_STATE_DIR:
-			o->state_dir = optarg;
-			break;
-		case OPT_SLOTS:
-			if (parse_count("--slots", optarg, MAX_SLOTS, &o->slots) != 0)
-				return 2;
-			slots_given = true;
-			break;
-		case OPT_HELP:
-		case 'h':
-			class_usage(stdout);
-			return 1;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s' (see 'proctor class --help')",
-					   argv[optind - 1]);
-		}
-	}
-	if (argc - optind != 2)
-		return usage_error("class: expected ASSIGNMENT and DIR, got %d argument%s "
-				   "(proctor class [OPTIONS] ASSIGNMENT DIR)",
-				   argc - optind, argc - optind == 1 ? "" : "s");
+	if (rc != CLI_OK)
+		return rc;
 	if (o->resume && !o->out)
-		return usage_error("--resume: needs --out, the files of the run to continue");
+		return cli_usage_error("--resume: needs --out, the files of the run to continue");
 	if (o->jobs > o->slots)
-		return usage_error("-j: %u workers need %u sandbox slots, but %s is %u", o->jobs,
-				   o->jobs, slots_given ? "--slots" : "the default --slots",
-				   o->slots);
-	o->assignment = argv[optind];
-	o->dir = argv[optind + 1];
-	return 0;
+		return cli_usage_error("-j: %u workers need %u sandbox slots, but %s is %u", o->jobs,
+				       o->jobs, slots_given ? "--slots" : "the default --slots",
+				       o->slots);
+	o->assignment = argv[1];
+	o->dir = argv[2];
+	return CLI_OK;
 }
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -783,19 +724,19 @@ static int check_outputs(struct class_run *c)
 			continue;
 		if (lstat(paths[i], &st) == 0) {
 			if (!c->o->resume)
-				return usage_error(
+				return cli_usage_error(
 				    "--out: '%s' exists; add --resume to continue that "
 				    "run, or choose another file",
 				    paths[i]);
 			if (!S_ISREG(st.st_mode))
-				return usage_error("--out: '%s' is not a regular file", paths[i]);
+				return cli_usage_error("--out: '%s' is not a regular file", paths[i]);
 		} else if (errno != ENOENT) {
-			return usage_error("--out: cannot use '%s': %s", paths[i], strerror(errno));
+			return cli_usage_error("--out: cannot use '%s': %s", paths[i], strerror(errno));
 		}
 	}
 	if (c->o->resume && c->csv_path && lstat(c->csv_path, &st) == 0 &&
 	    lstat(c->jsonl_path, &st) < 0)
-		return usage_error("--resume: '%s' has no '%s' beside it to resume from",
+		return cli_usage_error("--resume: '%s' has no '%s' beside it to resume from",
 				   c->csv_path, c->jsonl_path);
 	const char *slash = strrchr(c->jsonl_path, '/');
 	if (!slash)
@@ -803,7 +744,7 @@ static int check_outputs(struct class_run *c)
 	else
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - c->jsonl_path + 1), c->jsonl_path);
 	if (access(dir, W_OK | X_OK) < 0)
-		return usage_error("--out: cannot write in '%s': %s", dir, strerror(errno));
+		return cli_usage_error("--out: cannot write in '%s': %s", dir, strerror(errno));
 	return 0;
 }
 
@@ -1744,7 +1685,7 @@ static int run_loop(struct class_run *c)
 
 int cmd_class(int argc, char **argv)
 {
-	struct class_options o = {.isolation = "auto", .slots = DEFAULT_SLOTS};
+	struct class_options o = {.isolation = "auto", .slots = CLI_DEFAULT_SLOTS};
 	struct class_run c = {.o = &o, .jsonl_fd = -1, .csv_fd = -1, .sig_fd = -1};
 	const struct sandbox_ops *ops;
 	sigset_t stop_set;
@@ -1752,33 +1693,31 @@ int cmd_class(int argc, char **argv)
 	struct err e;
 	int status, sig = 0, r;
 
-	o.state_dir = getenv("PROCTOR_STATE_DIR");
-	if (!o.state_dir || !*o.state_dir)
-		o.state_dir = DEFAULT_STATE_DIR;
+	o.state_dir = cli_state_dir();
 	r = parse_options(argc, argv, &o);
-	if (r != 0)
-		return r == 1 ? 0 : 2;
+	if (r != CLI_OK)
+		return cli_exit_status(r);
 	c.tty = isatty(STDERR_FILENO) == 1;
 
 	/* Everything that can be a usage error comes before any grading. */
 	status = 2;
 	if (assignment_load(o.assignment, &c.a, &e) < 0) {
-		usage_error("%s", e.msg);
+		cli_usage_error("%s", e.msg);
 		goto out;
 	}
 	if (scan_dir(&c, &e) < 0) {
-		usage_error("%s", e.msg);
+		cli_usage_error("%s", e.msg);
 		goto out;
 	}
 	if (o.out) {
 		if (out_paths(&c) < 0) {
-			usage_error("--out: out of memory");
+			cli_usage_error("--out: out of memory");
 			goto out;
 		}
 		if (check_outputs(&c) != 0)
 			goto out;
 		if (o.resume && resume_read(&c, &e) < 0) {
-			usage_error("%s", e.msg);
+			cli_usage_error("%s", e.msg);
 			goto out;
 		}
 	}
@@ -1802,7 +1741,7 @@ int cmd_class(int argc, char **argv)
 	status = 3;
 	if (grade_prepare(o.isolation, c.a, &ops, why, sizeof(why), &e) < 0) {
 		if (strncmp(e.msg, "--isolation", 11) == 0)
-			status = usage_error("%s", e.msg);
+			status = cli_usage_error("%s", e.msg);
 		else
 			say("%s", e.msg);
 		goto out;
@@ -1836,7 +1775,7 @@ int cmd_class(int argc, char **argv)
 		goto out;
 	}
 	if (o.out && open_outputs(&c, &e) < 0) {
-		status = usage_error("%s", e.msg);
+		status = cli_usage_error("%s", e.msg);
 		goto out;
 	}
 	unsigned jobs = o.jobs ? o.jobs : cpu_count();

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "image/image.h"
 #include "jail/cgroup.h"
 #include "sandbox.h"
@@ -42,37 +43,36 @@ int cmd_doctor(int argc, char **argv)
 	size_t n = 0;
 	char buf[512], path[512];
 	bool json = false;
-	const char *measure = NULL, *state_dir = getenv("PROCTOR_STATE_DIR");
+	const char *measure = NULL, *state_dir = cli_state_dir();
 	struct err e;
+	const struct cli_option options[] = {
+	    CLI_OPTION_JSON(&json, "the checks"),
+	    {.name = "measure-vm",
+	     .kind = CLI_STRING,
+	     .value_name = "PIN",
+	     .dest = &measure,
+	     .help = "measure the microVM backend's slowdown factor against\nthe jail on image PIN "
+		     "(boots a VM; takes seconds) and\nstore it in <state>/vm/factor.json; grading "
+		     "scales\ntime limits by it"},
+	    CLI_OPTION_STATE_DIR(&state_dir, "where images and the factor live"),
+	};
+	const struct cli_command cmd = {
+	    .name = "doctor",
+	    .about = "Say what this host supports and which isolation 'auto' uses.",
+	    .options = options,
+	    .n_options = sizeof(options) / sizeof(options[0]),
+	    .exit_status = "  0  some isolation backend works here (and the\n"
+			   "     measurement, if asked, succeeded)\n"
+			   "  1  none does, or the measurement failed\n"
+			   "  2  usage error",
+	    .operands = "no arguments",
+	    .min_operands = 0,
+	    .max_operands = 0,
+	};
+	int nargs, parsed = cli_parse(&cmd, argc, argv, &nargs);
 
-	if (!state_dir || !*state_dir)
-		state_dir = DEFAULT_STATE_DIR;
-
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (strcmp(argv[i], "--measure-vm") == 0 && i + 1 < argc) {
-			measure = argv[++i];
-		} else if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc) {
-			state_dir = argv[++i];
-		} else if (strcmp(argv[i], "--help") == 0) {
-			printf(
-			    "usage: proctor doctor [--json] [--measure-vm IMAGE_PIN] [--state-dir "
-			    "DIR]\n\n"
-			    "Say what this host supports and which isolation 'auto' uses.\n\n"
-			    "  --measure-vm PIN  measure the microVM backend's slowdown factor\n"
-			    "                    against the jail on image PIN (boots a VM; takes\n"
-			    "                    seconds) and store it in <state>/vm/factor.json;\n"
-			    "                    grading scales time limits by it\n\n"
-			    "EXIT STATUS\n  0  some isolation backend works here (and the\n"
-			    "     measurement, if asked, succeeded)\n"
-			    "  1  none does, or the measurement failed\n  2  usage error\n");
-			return 0;
-		} else {
-			fprintf(stderr, "proctor: doctor: unknown option '%s'\n", argv[i]);
-			return 2;
-		}
-	}
+	if (parsed != CLI_OK)
+		return cli_exit_status(parsed);
 
 	add(c, &n, "root", geteuid() == 0 ? "ok" : "missing",
 	    geteuid() == 0 ? "running as root" : "the jail needs root");

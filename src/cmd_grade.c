@@ -2,121 +2,94 @@
 #include "cmd_grade.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "grade/assignment.h"
 #include "grade/grade.h"
 #include "util.h"
 
 
+/* Parsed command line: the only mutable state of the command. */
+struct grade_cli {
+	const char *format, *view, *out, *isolation, *state_dir;
+	unsigned slots;
+};
 
-static void usage(FILE *f)
+/* --json is --format json, and the later of the two wins. */
+static int set_json(const struct cli_option *opt, char *value, struct err *e)
 {
-	fprintf(f,
-		"usage: proctor grade [OPTIONS] ASSIGNMENT SUBMISSION\n\n"
-		"Grade one SUBMISSION (a directory, .zip, .tar or .tar.gz) against ASSIGNMENT\n"
-		"(a directory holding assignment.yaml; see docs/assignment.md).\n\n"
-		"options:\n"
-		"  --json               print the result document (docs/result.md)\n"
-		"  --format F           text (default), json, or gradescope (results.json)\n"
-		"  --view V             instructor (default) or student: hidden tests and raw\n"
-		"                       output removed\n"
-		"  --out FILE           write the document to FILE instead of stdout\n"
-		"  --isolation NAME     auto (default), jail or vm; auto picks vm when /dev/kvm\n"
-		"                       works and the assignment pins an image, else jail; an\n"
-		"                       assignment's isolation: is used instead of auto\n"
-		"  --state-dir DIR      slot locks and scratch (default %s or $PROCTOR_STATE_DIR)\n"
-		"  --slots N            sandboxes allowed at once on this host (default 64)\n\n"
-		"EXIT STATUS\n"
-		"  0  a verdict was produced, whatever the score\n"
-		"  2  usage error, or the assignment is invalid\n"
-		"  3  Proctor's own failure (status \"error\"): retry later\n",
-		DEFAULT_STATE_DIR);
+	*(const char **)opt->dest = "json";
+	return 0;
 }
 
 int cmd_grade(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},	 {"format", required_argument, NULL, 'f'},
-		{"view", required_argument, NULL, 'v'},	 {"out", required_argument, NULL, 'o'},
-		{"isolation", required_argument, NULL, 'i'},
-		{"state-dir", required_argument, NULL, 's'},
-		{"slots", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	static const char *const formats[] = {"text", "json", "gradescope", NULL};
+	static const char *const views[] = {"instructor", "student", NULL};
+	struct grade_cli c = {.format = "text",
+			      .view = "instructor",
+			      .isolation = "auto",
+			      .state_dir = cli_state_dir(),
+			      .slots = CLI_DEFAULT_SLOTS};
+	const struct cli_option table[] = {
+	    {.name = "json",
+	     .kind = CLI_CALL,
+	     .dest = &c.format,
+	     .call = set_json,
+	     .help = "print the result document as JSON (docs/result.md;\nsame as --format json)"},
+	    {.name = "format",
+	     .kind = CLI_CHOICE,
+	     .value_name = "F",
+	     .dest = &c.format,
+	     .choices = formats,
+	     .help = "text (default), json, or gradescope (results.json)"},
+	    {.name = "view",
+	     .kind = CLI_CHOICE,
+	     .value_name = "V",
+	     .dest = &c.view,
+	     .choices = views,
+	     .help = "instructor (default) or student: hidden tests and raw\noutput removed"},
+	    {.name = "out",
+	     .kind = CLI_STRING,
+	     .value_name = "FILE",
+	     .dest = &c.out,
+	     .help = "write the document to FILE instead of stdout"},
+	    CLI_OPTION_ISOLATION(&c.isolation,
+				 "the assignment pins an image, else jail; an\nassignment's "
+				 "isolation: is used instead of auto"),
+	    CLI_OPTION_STATE_DIR(&c.state_dir, "slot locks and scratch"),
+	    CLI_OPTION_SLOTS(&c.slots, NULL),
 	};
-	const char *format = "text", *view = "instructor", *out = NULL, *isolation = "auto";
-	const char *state_dir = getenv("PROCTOR_STATE_DIR");
-	unsigned slots = 64;
+	const struct cli_command cmd = {
+	    .name = "grade",
+	    .synopsis = "ASSIGNMENT SUBMISSION",
+	    .about = "Grade one SUBMISSION (a directory, .zip, .tar or .tar.gz) against ASSIGNMENT\n"
+		     "(a directory holding assignment.yaml; see docs/assignment.md).",
+	    .options = table,
+	    .n_options = sizeof(table) / sizeof(table[0]),
+	    .exit_status = "  0  a verdict was produced, whatever the score\n"
+			   "  2  usage error, or the assignment is invalid\n"
+			   "  3  Proctor's own failure (status \"error\"): retry later",
+	    .operands = "ASSIGNMENT and SUBMISSION",
+	    .min_operands = 2,
+	    .max_operands = 2,
+	    .stop_at_operand = true,
+	};
+	const char *format, *view, *out;
 	struct err e;
+	int n, r = cli_parse(&cmd, argc, argv, &n);
 
-	if (!state_dir || !*state_dir)
-		state_dir = DEFAULT_STATE_DIR;
-	opterr = 0;
-	optind = 1;
-	for (;;) {
-		int c = getopt_long(argc, argv, "+h", longopts, NULL);
-		if (c == -1)
-			break;
-		switch (c) {
-		case 'j':
-			format = "json";
-			break;
-		case 'f':
-			format = optarg;
-			if (strcmp(format, "text") && strcmp(format, "json") &&
-			    strcmp(format, "gradescope")) {
-				fprintf(stderr, "proctor: --format: '%s' is not text, json or "
-						"gradescope\n", optarg);
-				return 2;
-			}
-			break;
-		case 'v':
-			view = optarg;
-			if (strcmp(view, "instructor") && strcmp(view, "student")) {
-				fprintf(stderr, "proctor: --view: '%s' is not instructor or student\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'i':
-			isolation = optarg;
-			break;
-		case 's':
-			state_dir = optarg;
-			break;
-		case 'n': {
-			uint64_t v;
-			if (parse_u64(optarg, strlen(optarg), &v) < 0 || v < 1 || v > 256) {
-				fprintf(stderr, "proctor: --slots: '%s' is not a whole number from 1 "
-						"to 256\n", optarg);
-				return 2;
-			}
-			slots = (unsigned)v;
-			break;
-		}
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "proctor: grade: unknown option or missing value '%s' "
-					"(see 'proctor grade --help')\n", argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (argc - optind != 2) {
-		fprintf(stderr, "proctor: grade: expected ASSIGNMENT and SUBMISSION (see "
-				"'proctor grade --help')\n");
-		return 2;
-	}
-	const char *apath = argv[optind], *spath = argv[optind + 1];
+	if (r != CLI_OK)
+		return cli_exit_status(r);
+	format = c.format;
+	view = c.view;
+	out = c.out;
+	const char *apath = argv[1], *spath = argv[2];
 	if (access(spath, F_OK) < 0) {
 		fprintf(stderr, "proctor: grade: submission '%s': %s\n", spath, strerror(errno));
 		return 2;
@@ -127,10 +100,10 @@ int cmd_grade(int argc, char **argv)
 		return 2;
 	}
 	struct grade_options o = {
-		.sandbox = {.state_dir = state_dir, .max_slots = slots, .uid_base = SANDBOX_UID_BASE},
+		.sandbox = {.state_dir = c.state_dir, .max_slots = c.slots, .uid_base = SANDBOX_UID_BASE},
 	};
 	char why[256];
-	if (grade_prepare(isolation, a, &o.ops, why, sizeof(why), &e) < 0) {
+	if (grade_prepare(c.isolation, a, &o.ops, why, sizeof(why), &e) < 0) {
 		fprintf(stderr, "proctor: %s\n", e.msg);
 		assignment_free(a);
 		return strncmp(e.msg, "--isolation", 11) == 0 ? 2 : 3;

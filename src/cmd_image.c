@@ -1,41 +1,57 @@
 /* `proctor image`: build, list, show and remove system images (docs/images.md). */
 #include "cmd_image.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "image/image.h"
 #include "vm/vm.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/proctor"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: proctor image COMMAND [OPTIONS]\n\n"
-		"System images: the read-only system tree a sandbox runs on, built from\n"
-		"Debian packages with mmdebstrap (see docs/images.md).\n\n"
-		"commands:\n"
-		"  build [--json] RECIPE   build RECIPE (YAML) into the next version of its name\n"
-		"  ls [--json]             list every image version\n"
-		"  show [--json] PIN       resolve a pin: NAME@VERSION, sha256:HEX or host\n"
-		"  rm NAME@VERSION         remove one version (its number is never reused)\n\n"
-		"options:\n"
-		"  --json             print JSON instead of text\n"
-		"  --state-dir DIR    images live in DIR/images (default %s,\n"
-		"                     or $PROCTOR_STATE_DIR)\n\n"
-		"EXIT STATUS\n"
-		"  0  done\n"
-		"  1  build: the build failed (mmdebstrap: an unknown package, the mirror;\n"
-		"     a setup command of the recipe)\n"
-		"  2  usage error, an invalid recipe, or a pin that names no image\n"
-		"  3  Proctor's own failure\n",
-		DEFAULT_STATE_DIR);
-}
+#define IMAGE_EXIT_STATUS                                                                          \
+	"  0  done\n"                                                                              \
+	"  1  build: the build failed (mmdebstrap: an unknown package, the mirror;\n"              \
+	"     a setup command of the recipe)\n"                                                    \
+	"  2  usage error, an invalid recipe, or a pin that names no image\n"                      \
+	"  3  Proctor's own failure"
+
+static const struct cli_command image_build_cmd = {
+    .name = "image build", .synopsis = "RECIPE", .operands = "one RECIPE"};
+static const struct cli_command image_ls_cmd = {.name = "image ls", .operands = "no arguments"};
+static const struct cli_command image_show_cmd = {
+    .name = "image show", .synopsis = "PIN", .operands = "one PIN"};
+static const struct cli_command image_rm_cmd = {
+    .name = "image rm", .synopsis = "NAME@VERSION", .operands = "one NAME@VERSION"};
+
+static int image_word(int argc, char **argv);
+
+static const struct cli_subcommand image_words[] = {
+    {"build", "build RECIPE (YAML) into the next version of its name", image_word,
+     &image_build_cmd},
+    {"ls", "list every image version", image_word, &image_ls_cmd},
+    {"show", "resolve a pin: NAME@VERSION, sha256:HEX or host", image_word, &image_show_cmd},
+    {"rm", "remove one version (its number is never reused)", image_word, &image_rm_cmd},
+};
+
+static const struct cli_command image_cmd = {
+    .name = "image",
+    .synopsis = "COMMAND [ARGS]",
+    .about = "System images: the read-only system tree a sandbox runs on, built from\n"
+	     "Debian packages with mmdebstrap (see docs/images.md).  'proctor image\n"
+	     "COMMAND --help' lists the command's options.",
+    .subcommands = image_words,
+    .n_subcommands = sizeof(image_words) / sizeof(image_words[0]),
+    .exit_status = IMAGE_EXIT_STATUS,
+    .operands = "COMMAND",
+    .min_operands = 0,
+    .max_operands = -1,
+    .stop_at_operand = true,
+};
 
 static int exit_status(int rc)
 {
@@ -87,78 +103,41 @@ static void print_info(const struct image_info *i)
 
 int cmd_image(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"state-dir", required_argument, NULL, 's'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *state_dir = getenv("PROCTOR_STATE_DIR"), *sub;
+	int status;
+
+	if (cli_dispatch(&image_cmd, argc, argv, &status))
+		return status;
+	return cli_usage_error("image: expected a COMMAND: build, ls, show or rm (see 'proctor "
+			       "image --help')");
+}
+
+/* One command word, argv[0]: its options and operands, then the work. */
+static int image_word(int argc, char **argv)
+{
+	const char *state_dir = cli_state_dir(), *sub = argv[0];
 	bool json = false;
 	struct image_info info;
 	struct err e = {0};
-	int rc;
-
-	if (!state_dir || !*state_dir)
-		state_dir = DEFAULT_STATE_DIR;
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	sub = argv[1];
-	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-		usage(stdout);
-		return 0;
-	}
-	if (strcmp(sub, "build") && strcmp(sub, "ls") && strcmp(sub, "show") && strcmp(sub, "rm")) {
-		fprintf(stderr,
-			"proctor: image: unknown command '%s' (try 'proctor image --help')\n", sub);
-		return 2;
-	}
-	/* Options after the command word: getopt sees "build --json X" as
-	 * a program named "build". */
-	int ac = argc - 1;
-	char **av = argv + 1;
-	opterr = 0;
-	optind = 1;
-	for (;;) {
-		int c = getopt_long(ac, av, "+h", longopts, NULL);
-		if (c == -1)
-			break;
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 's':
-			state_dir = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr,
-				"proctor: image %s: unknown option or missing value '%s' "
-				"(see 'proctor image --help')\n",
-				sub, av[optind - 1]);
-			return 2;
-		}
-	}
-	int nargs = ac - optind;
-	char **args = av + optind;
-	int want = strcmp(sub, "ls") == 0 ? 0 : 1;
-	if (nargs != want) {
-		fprintf(stderr, "proctor: image %s: expected %s (see 'proctor image --help')\n",
-			sub,
-			!strcmp(sub, "ls")	? "no arguments"
-			: !strcmp(sub, "build") ? "one RECIPE"
-			: !strcmp(sub, "show")	? "one PIN"
-						: "one NAME@VERSION");
-		return 2;
-	}
-	if (json && !strcmp(sub, "rm")) {
-		fprintf(stderr, "proctor: image rm: --json is not an option of rm\n");
-		return 2;
-	}
+	int rc, nargs;
+	bool rm = !strcmp(sub, "rm");
+	const struct cli_option options[] = {
+	    CLI_OPTION_STATE_DIR(&state_dir, "images live in DIR/images"),
+	    CLI_OPTION_JSON(&json, "the result"),
+	};
+	const struct cli_command *word = !strcmp(sub, "build") ? &image_build_cmd
+					 : !strcmp(sub, "ls")  ? &image_ls_cmd
+					 : !strcmp(sub, "show") ? &image_show_cmd
+								: &image_rm_cmd;
+	struct cli_command cmd = *word;
+	cmd.about = "A command of 'proctor image' (see 'proctor image --help').";
+	cmd.options = options;
+	cmd.n_options = rm ? 1 : 2; /* rm prints nothing to put in JSON */
+	cmd.exit_status = IMAGE_EXIT_STATUS;
+	cmd.min_operands = cmd.max_operands = !strcmp(sub, "ls") ? 0 : 1;
+	rc = cli_parse(&cmd, argc, argv, &nargs);
+	if (rc != CLI_OK)
+		return cli_exit_status(rc);
+	char **args = argv + 1;
 
 	if (!strcmp(sub, "build")) {
 		rc = image_build(state_dir, args[0], &info, &e);

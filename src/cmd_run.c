@@ -3,24 +3,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "image/image.h"
 #include "result.h"
 #include "runlimits.h"
 #include "sandbox.h"
 #include "util.h"
 
-#define DEFAULT_SLOTS 64
-#define MAX_SLOTS     256
-#define MAX_LIST      256
+#define MAX_LIST 256
 
 /* Parsed command line: the only mutable state of the command. */
 struct run_options {
@@ -40,86 +37,6 @@ struct run_options {
 	size_t n_get;
 	char **argv;
 };
-
-enum {
-	OPT_ISOLATION = 256,
-	OPT_ENV,
-	OPT_STDIN,
-	OPT_PUT,
-	OPT_GET,
-	OPT_JSON,
-	OPT_STATE_DIR,
-	OPT_SLOTS,
-	OPT_IMAGE,
-	OPT_PRIVILEGED,
-	OPT_HELP,
-	OPT_LIMIT_BASE = 512, /* + index into the limit table */
-};
-
-static void run_usage(FILE *f)
-{
-	unsigned n;
-	const struct limit_desc *t = limits_table(&n);
-	struct limits d;
-
-	limits_default(&d);
-	fprintf(f, "usage: proctor run [OPTIONS] -- PROGRAM [ARGS...]\n\n"
-		   "Run PROGRAM in a fresh sandbox and report how it ended.\n\nlimits:\n");
-	const uint64_t defaults[] = {d.cpu_ms,
-				     d.wall_ms,
-				     d.memory_bytes >> 20,
-				     d.pids,
-				     d.fsize_bytes >> 20,
-				     d.disk_bytes >> 20,
-				     d.output_bytes >> 10,
-				     d.nofile};
-	for (unsigned i = 0; i < n; i++) {
-		if (t[i].unit == LIMIT_UNIT_SECONDS)
-			fprintf(f, "  --%-7s S     %s (default %g)\n", t[i].name, t[i].help,
-				(double)defaults[i] / 1000);
-		else
-			fprintf(f, "  --%-7s N     %s (default %llu)\n", t[i].name, t[i].help,
-				(unsigned long long)defaults[i]);
-	}
-	fprintf(f,
-		"\noptions:\n"
-		"  --isolation NAME   auto (default), jail or vm; auto picks vm when /dev/kvm\n"
-		"                     works and --image pins an image, else jail\n"
-		"  --image PIN        system tree: host (default), NAME@VERSION or sha256:HEX\n"
-		"                     (proctor image ls)\n"
-		"  --env NAME=VALUE   add to the sandbox environment (repeatable)\n"
-		"  --stdin FILE       program's stdin (default: empty)\n"
-		"  --put HOST:SANDBOX copy a host file or directory in (repeatable)\n"
-		"  --get SANDBOX:HOST copy a regular file out after the run (repeatable)\n"
-		"  --json             print the result as JSON (docs/run-result.md)\n"
-		"  --privileged       run PROGRAM as root inside a microVM guest (with\n"
-		"                     /sys and cgroup2), to test Proctor itself in a\n"
-		"                     guest; --isolation vm only, never for submissions\n"
-		"  --state-dir DIR    slot locks and scratch mounts (default %s,\n"
-		"                     or $PROCTOR_STATE_DIR)\n"
-		"  --slots N          sandboxes allowed at once on this host (default %d)\n\n"
-		"SANDBOX paths are relative to /work, or absolute below /work or /tmp.\n\n"
-		"EXIT STATUS\n"
-		"  0  the program exited with 0 and hit no limit\n"
-		"  1  the program failed, was killed or hit a limit\n"
-		"  2  usage error: bad option, value or path\n"
-		"  3  Proctor's own failure (status \"error\")\n",
-		DEFAULT_STATE_DIR, DEFAULT_SLOTS);
-}
-
-/* One line on stderr naming the option or path; the usage exit status. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("proctor: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 2;
-}
 
 static bool valid_env_name(const char *kv)
 {
@@ -149,111 +66,156 @@ static int split_pair(char *arg, bool first, char *ret[2])
 	return 0;
 }
 
-static int parse_options(int argc, char **argv, struct run_options *o)
+/* ---- option handlers: dest is the struct limits or the run_options ---- */
+
+static int set_limit(const struct cli_option *opt, char *value, struct err *e)
+{
+	return limits_set(opt->dest, opt->name, value, e);
+}
+
+static int add_env(const struct cli_option *opt, char *value, struct err *e)
+{
+	struct run_options *o = opt->dest;
+
+	if (!valid_env_name(value))
+		return err_set(e, 0,
+			       "--env: '%s' is not NAME=VALUE with NAME made of letters, digits "
+			       "and '_'",
+			       value);
+	if (o->n_env == MAX_LIST)
+		return err_set(e, 0, "--env: more than %d variables", MAX_LIST);
+	o->env[o->n_env++] = value;
+	return 0;
+}
+
+static int add_put(const struct cli_option *opt, char *value, struct err *e)
+{
+	struct run_options *o = opt->dest;
+
+	if (o->n_put == MAX_LIST)
+		return err_set(e, 0, "--put: more than %d files", MAX_LIST);
+	if (split_pair(value, false, o->put[o->n_put]) < 0)
+		return err_set(e, 0, "--put: '%s' is not HOST:SANDBOX", value);
+	o->n_put++;
+	return 0;
+}
+
+static int add_get(const struct cli_option *opt, char *value, struct err *e)
+{
+	struct run_options *o = opt->dest;
+
+	if (o->n_get == MAX_LIST)
+		return err_set(e, 0, "--get: more than %d files", MAX_LIST);
+	if (split_pair(value, true, o->get[o->n_get]) < 0)
+		return err_set(e, 0, "--get: '%s' is not SANDBOX:HOST", value);
+	o->n_get++;
+	return 0;
+}
+
+#define MAX_LIMITS 16
+#define RUN_OPTIONS 16 /* room for the options besides the limits */
+
+/* The limits, from the limit table, then the rest; `help` holds the limits'
+ * help texts with their defaults. */
+static size_t run_table(struct run_options *o, struct cli_option *t, char help[][128])
 {
 	unsigned n;
-	const struct limit_desc *t = limits_table(&n);
-	struct option longopts[32];
+	const struct limit_desc *d = limits_table(&n);
+	struct limits def;
 	size_t k = 0;
-	struct err e;
 
-	for (unsigned i = 0; i < n; i++)
-		longopts[k++] =
-		    (struct option){t[i].name, required_argument, NULL, (int)(OPT_LIMIT_BASE + i)};
-	longopts[k++] = (struct option){"isolation", required_argument, NULL, OPT_ISOLATION};
-	longopts[k++] = (struct option){"env", required_argument, NULL, OPT_ENV};
-	longopts[k++] = (struct option){"stdin", required_argument, NULL, OPT_STDIN};
-	longopts[k++] = (struct option){"put", required_argument, NULL, OPT_PUT};
-	longopts[k++] = (struct option){"get", required_argument, NULL, OPT_GET};
-	longopts[k++] = (struct option){"json", no_argument, NULL, OPT_JSON};
-	longopts[k++] = (struct option){"state-dir", required_argument, NULL, OPT_STATE_DIR};
-	longopts[k++] = (struct option){"slots", required_argument, NULL, OPT_SLOTS};
-	longopts[k++] = (struct option){"image", required_argument, NULL, OPT_IMAGE};
-	longopts[k++] = (struct option){"privileged", no_argument, NULL, OPT_PRIVILEGED};
-	longopts[k++] = (struct option){"help", no_argument, NULL, OPT_HELP};
-	longopts[k] = (struct option){0};
-
-	opterr = 0;
-	optind = 1;
-	for (;;) {
-		int longindex = -1;
-		int c = getopt_long(argc, argv, "+h", longopts, &longindex);
-		if (c == -1)
-			break;
-		if (c >= OPT_LIMIT_BASE && c < OPT_LIMIT_BASE + (int)n) {
-			if (limits_set(&o->limits, t[c - OPT_LIMIT_BASE].name, optarg, &e) < 0)
-				return usage_error("%s%s", e.msg, "");
-			continue;
-		}
-		switch (c) {
-		case OPT_ISOLATION:
-			o->isolation = optarg;
-			break;
-		case OPT_ENV:
-			if (!valid_env_name(optarg))
-				return usage_error(
-				    "--env: '%s' is not NAME=VALUE with NAME made of "
-				    "letters, digits and '_'%s",
-				    optarg, "");
-			if (o->n_env == MAX_LIST)
-				return usage_error("--env: more than %s variables%s", "256", "");
-			o->env[o->n_env++] = optarg;
-			break;
-		case OPT_STDIN:
-			o->stdin_path = optarg;
-			break;
-		case OPT_PRIVILEGED:
-			o->privileged = true;
-			break;
-		case OPT_PUT:
-			if (o->n_put == MAX_LIST)
-				return usage_error("--put: more than %s files%s", "256", "");
-			if (split_pair(optarg, false, o->put[o->n_put]) < 0)
-				return usage_error("--put: '%s' is not HOST:SANDBOX%s", optarg, "");
-			o->n_put++;
-			break;
-		case OPT_GET:
-			if (o->n_get == MAX_LIST)
-				return usage_error("--get: more than %s files%s", "256", "");
-			if (split_pair(optarg, true, o->get[o->n_get]) < 0)
-				return usage_error("--get: '%s' is not SANDBOX:HOST%s", optarg, "");
-			o->n_get++;
-			break;
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_IMAGE:
-			o->image = optarg;
-			break;
-		case OPT_STATE_DIR:
-			o->state_dir = optarg;
-			break;
-		case OPT_SLOTS: {
-			uint64_t v;
-			if (parse_u64(optarg, strlen(optarg), &v) < 0 || v < 1 || v > MAX_SLOTS)
-				return usage_error("--slots: '%s' is not a whole number from 1 to "
-						   "%s",
-						   optarg, "256");
-			o->slots = (unsigned)v;
-			break;
-		}
-		case OPT_HELP:
-		case 'h':
-			run_usage(stdout);
-			exit(0);
-		case ':':
-			return usage_error("option '%s' needs a value%s", argv[optind - 1], "");
-		default:
-			return usage_error("unknown option '%s' (see 'proctor run --help')%s",
-					   argv[optind - 1], "");
-		}
+	limits_default(&def);
+	const uint64_t defaults[] = {def.cpu_ms,	     def.wall_ms,	  def.memory_bytes >> 20,
+				     def.pids,		     def.fsize_bytes >> 20, def.disk_bytes >> 20,
+				     def.output_bytes >> 10, def.nofile};
+	for (unsigned i = 0; i < n && i < MAX_LIMITS; i++) {
+		bool secs = d[i].unit == LIMIT_UNIT_SECONDS;
+		if (secs)
+			snprintf(help[i], 128, "%s (default %g)", d[i].help,
+				 (double)defaults[i] / 1000);
+		else
+			snprintf(help[i], 128, "%s (default %llu)", d[i].help,
+				 (unsigned long long)defaults[i]);
+		t[k++] = (struct cli_option){.name = d[i].name,
+					     .kind = CLI_CALL,
+					     .value_name = secs ? "S" : "N",
+					     .help = help[i],
+					     .heading = i == 0 ? "limits" : NULL,
+					     .dest = &o->limits,
+					     .call = set_limit};
 	}
-	if (optind >= argc)
-		return usage_error("run: no program given (proctor run [OPTIONS] -- PROGRAM "
-				   "[ARGS...])%s%s",
-				   "", "");
-	o->argv = argv + optind;
-	return 0;
+	const struct cli_option rest[] = {
+	    CLI_OPTION_ISOLATION(&o->isolation, "--image pins an image, else jail"),
+	    {.name = "image",
+	     .kind = CLI_STRING,
+	     .value_name = "PIN",
+	     .dest = &o->image,
+	     .help = "system tree: host (default), NAME@VERSION or sha256:HEX\n(proctor image ls)"},
+	    {.name = "env",
+	     .kind = CLI_CALL,
+	     .value_name = "NAME=VALUE",
+	     .dest = o,
+	     .call = add_env,
+	     .help = "add to the sandbox environment (repeatable)"},
+	    {.name = "stdin",
+	     .kind = CLI_STRING,
+	     .value_name = "FILE",
+	     .dest = &o->stdin_path,
+	     .help = "program's stdin (default: empty)"},
+	    {.name = "put",
+	     .kind = CLI_CALL,
+	     .value_name = "HOST:SANDBOX",
+	     .dest = o,
+	     .call = add_put,
+	     .help = "copy a host file or directory in (repeatable)"},
+	    {.name = "get",
+	     .kind = CLI_CALL,
+	     .value_name = "SANDBOX:HOST",
+	     .dest = o,
+	     .call = add_get,
+	     .help = "copy a regular file out after the run (repeatable)"},
+	    CLI_OPTION_JSON(&o->json, "the result (docs/run-result.md)"),
+	    {.name = "privileged",
+	     .kind = CLI_FLAG,
+	     .dest = &o->privileged,
+	     .help = "run PROGRAM as root inside a microVM guest (with\n/sys and cgroup2), to test "
+		     "Proctor itself in a\nguest; --isolation vm only, never for submissions"},
+	    CLI_OPTION_STATE_DIR(&o->state_dir, "slot locks and scratch mounts"),
+	    CLI_OPTION_SLOTS(&o->slots, NULL),
+	};
+	_Static_assert(sizeof(rest) / sizeof(rest[0]) <= RUN_OPTIONS, "raise RUN_OPTIONS");
+	for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++)
+		t[k++] = rest[i];
+	t[n < MAX_LIMITS ? n : MAX_LIMITS].heading = "options";
+	return k;
+}
+
+static int parse_options(int argc, char **argv, struct run_options *o)
+{
+	struct cli_option table[MAX_LIMITS + RUN_OPTIONS];
+	char help[MAX_LIMITS][128];
+	const struct cli_command cmd = {
+	    .name = "run",
+	    .synopsis = "-- PROGRAM [ARGS...]",
+	    .about = "Run PROGRAM in a fresh sandbox and report how it ended.",
+	    .options = table,
+	    .n_options = run_table(o, table, help),
+	    .notes = "SANDBOX paths are relative to /work, or absolute below /work or /tmp.",
+	    .exit_status = "  0  the program exited with 0 and hit no limit\n"
+			   "  1  the program failed, was killed or hit a limit\n"
+			   "  2  usage error: bad option, value or path\n"
+			   "  3  Proctor's own failure (status \"error\")",
+	    .operands = "PROGRAM [ARGS...]",
+	    .min_operands = 1,
+	    .max_operands = -1,
+	    .stop_at_operand = true,
+	};
+	int n;
+	int rc = cli_parse(&cmd, argc, argv, &n);
+
+	if (rc == CLI_OK)
+		o->argv = argv + 1;
+	return rc;
 }
 
 /* Checks that need no sandbox, so a typo costs nothing and leaves nothing. */
@@ -264,25 +226,24 @@ static int check_paths(struct run_options *o, int *ret_stdin)
 
 	for (size_t i = 0; i < o->n_put; i++) {
 		if (access(o->put[i][0], R_OK) < 0)
-			return usage_error("--put: cannot read '%s': %s", o->put[i][0],
+			return cli_usage_error("--put: cannot read '%s': %s", o->put[i][0],
 					   strerror(errno));
 		if (sandbox_path_rel(o->put[i][1], rel, sizeof(rel), &e) < 0)
-			return usage_error("--put: %s%s", e.msg, "");
+			return cli_usage_error("--put: %s", e.msg);
 	}
 	for (size_t i = 0; i < o->n_get; i++)
 		if (sandbox_path_rel(o->get[i][0], rel, sizeof(rel), &e) < 0)
-			return usage_error("--get: %s%s", e.msg, "");
+			return cli_usage_error("--get: %s", e.msg);
 	*ret_stdin = -1;
 	if (o->stdin_path) {
 		struct stat st;
 		int fd = open(o->stdin_path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			return usage_error("--stdin: cannot read '%s': %s", o->stdin_path,
+			return cli_usage_error("--stdin: cannot read '%s': %s", o->stdin_path,
 					   strerror(errno));
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			close(fd);
-			return usage_error("--stdin: '%s' is not a regular file%s", o->stdin_path,
-					   "");
+			return cli_usage_error("--stdin: '%s' is not a regular file", o->stdin_path);
 		}
 		*ret_stdin = fd;
 	}
@@ -325,24 +286,26 @@ static int internal_error(const struct run_options *o, struct run_result *r, con
 
 int cmd_run(int argc, char **argv)
 {
-	struct run_options o = {.isolation = "auto", .slots = DEFAULT_SLOTS, .image = "host"};
+	struct run_options o = {.isolation = "auto", .slots = CLI_DEFAULT_SLOTS, .image = "host"};
 	const struct sandbox_ops *ops;
 	struct sandbox *sb = NULL;
 	struct run_result res;
 	struct err e;
 	char why[256];
-	int stdin_fd = -1, status;
+	int stdin_fd = -1, status, r;
 	json_t *get_errors = NULL;
 
 	limits_default(&o.limits);
-	o.state_dir = getenv("PROCTOR_STATE_DIR");
-	if (!o.state_dir || !*o.state_dir)
-		o.state_dir = DEFAULT_STATE_DIR;
-	if (parse_options(argc, argv, &o) != 0)
-		return 2;
+	o.state_dir = cli_state_dir();
+	r = parse_options(argc, argv, &o);
+	if (r != CLI_OK)
+		return cli_exit_status(r);
 	if (o.privileged && strcmp(o.isolation, "vm") != 0)
-		return usage_error(
-		    "--privileged needs --isolation vm (the guest is the boundary)%s", "");
+		return cli_usage_error("--privileged needs --isolation vm (the guest is the boundary)");
+	/* A limit this host cannot grant would fail in sandbox setup: it is
+	 * the user's to change, named now. */
+	if (limits_check_host(&o.limits, &e) < 0)
+		return cli_usage_error("--%s", e.msg);
 	if (check_paths(&o, &stdin_fd) != 0)
 		return 2;
 	if (run_result_init(&res, (size_t)o.limits.output_bytes) < 0) {
@@ -351,7 +314,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (sandbox_select(o.isolation, strcmp(o.image, "host") != 0, &ops, why, sizeof(why), &e) <
 	    0) {
-		status = strncmp(e.msg, "--isolation", 11) == 0 ? usage_error("%s%s", e.msg, "")
+		status = strncmp(e.msg, "--isolation", 11) == 0 ? cli_usage_error("%s", e.msg)
 								: internal_error(&o, &res, e.msg);
 		goto out;
 	}
@@ -363,7 +326,7 @@ int cmd_run(int argc, char **argv)
 	struct image_info img;
 	int irc = image_resolve(o.state_dir, o.image, &img, &e);
 	if (irc == IMAGE_BAD_INPUT) {
-		status = usage_error("--image: %s", e.msg);
+		status = cli_usage_error("--image: %s", e.msg);
 		goto out;
 	} else if (irc != 0) {
 		status = internal_error(&o, &res, e.msg);
@@ -385,7 +348,7 @@ int cmd_run(int argc, char **argv)
 		if (sandbox_put(sb, o.put[i][0], o.put[i][1], 0, &e) < 0) {
 			/* The host side was checked up front; a failure here is a
 			 * file that did not fit or could not be read. */
-			status = usage_error("--put: %s%s", e.msg, "");
+			status = cli_usage_error("--put: %s", e.msg);
 			goto out;
 		}
 	}
