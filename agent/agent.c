@@ -21,10 +21,14 @@
  * no_new_privs, and execs.  The agent stays outside in cgroup "agent" with
  * a high cpu.weight, nice -20 and oom_score_adj -1000, so a fork bomb or a
  * memory hog ends in a verdict instead of a dead agent.  It samples CPU
- * (cpu.stat), anonymous memory (memory.stat) and wall clock every 10 ms,
+ * (cpu.stat), memory (what the cgroup holds beyond reclaimable cache and
+ * the writable tree's files, as the jail does) and wall clock every 10 ms,
  * kills the whole run cgroup (cgroup.kill) at a limit or when the program
  * exits (no daemon survives a run), streams capped output as P_OUT and ends
- * with P_EXIT: the raw facts; the host decides the verdict.
+ * with P_EXIT: the raw facts; the host decides the verdict.  Limits are
+ * the jail's, measured the same way, so that a program gets the same
+ * verdict on both backends (docs/run-result.md, "Verdicts by limit"); the
+ * guest always overcommits, so only the cgroup limits memory.
  *
  * The host kills the VM when it stops answering; the agent never needs to
  * be asked twice.  Only libc: this is linked statically.
@@ -34,7 +38,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/filter.h>
 #include <linux/openat2.h>
+#include <linux/seccomp.h>
 #include <linux/random.h>
 #include <poll.h>
 #include <signal.h>
@@ -57,6 +63,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scratch.h"
+#include "seccomp_table.h" /* generated at build time from src/jail/seccomp.c */
 #include "vm/proto.h"
 
 #define AGENT_VERSION "proctor-agent 0.1.0"
@@ -364,6 +372,13 @@ static void setup_cgroups(void)
 	write_str(CG "/agent/cpu.weight", "10000");
 	write_str("/proc/self/oom_score_adj", "-1000");
 	setpriority(PRIO_PROCESS, 0, -20);
+	/* Memory is limited by the run's cgroup, as in the jail, never by the
+	 * guest's size: with the default heuristic a small guest refuses one
+	 * allocation larger than its RAM (Python's MemoryError, exit 1) where
+	 * the host grants it and the limit then trips (memory_limit).  Always
+	 * overcommit: the allocation succeeds, and touching it meets the limit. */
+	if (write_str("/proc/sys/vm/overcommit_memory", "1") < 0)
+		halt("set vm.overcommit_memory");
 }
 
 static void make_tree(void);
@@ -497,7 +512,7 @@ static void do_setup(uint32_t len)
 	uint64_t now_ns, disk;
 	const unsigned char *seed;
 	size_t seed_len;
-	char opts[128];
+	char opts[160];
 
 	preader_init(&r, ib, len);
 	now_ns = preader_u64(&r);
@@ -525,7 +540,8 @@ static void do_setup(uint32_t len)
 		return send_err("set the clock: %s", strerror(errno));
 
 	disk_bytes = disk;
-	snprintf(opts, sizeof(opts), "size=%llu", (unsigned long long)disk);
+	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu", (unsigned long long)disk,
+		 (unsigned long long)scratch_inodes(disk));
 	if (mount(NULL, "/rw", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
 		return send_err("size the writable tree: %s", strerror(errno));
 	rootfd = open(ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -545,12 +561,24 @@ static void chown_for(int fd, uint32_t flags, mode_t mode)
 	}
 }
 
+/*
+ * The jail's rule (jail/files.c), so a put leaves the same tree on both
+ * backends.  A directory this request creates belongs to the program (uid
+ * 1000, mode) or, protected, to root (mode: 0755 for a directory of a
+ * protected tree, 01777 for a parent of a protected file).  An existing
+ * directory is left as it is, except under a protected put: one the
+ * program owns is taken back (root, 01777), so it cannot be used to delete
+ * or rename what is put in it, and a parent (mode with the sticky bit)
+ * becomes root's 01777 whoever made it.
+ */
 static void do_mkdir(uint32_t len)
 {
 	struct preader r;
 	char path[PROTO_MAX_STR], last[PROTO_MAX_STR];
 	uint32_t mode, flags;
-	int pfd, fd;
+	struct stat st;
+	bool created;
+	int pfd, fd, rc = 0;
 
 	preader_init(&r, ib, len);
 	preader_str(&r, path, sizeof(path));
@@ -560,21 +588,30 @@ static void do_mkdir(uint32_t len)
 		return send_err("malformed MKDIR");
 	if ((pfd = open_parent(path, last, sizeof(last))) < 0)
 		return send_err("mkdir %s: %s", path, strerror(errno));
-	if (mkdirat(pfd, last, 0700) < 0 && errno != EEXIST) {
+	created = mkdirat(pfd, last, 0700) == 0;
+	if (!created && errno != EEXIST) {
 		close(pfd);
 		return send_err("mkdir %s: %s", path, strerror(errno));
 	}
 	close(pfd);
-	if ((fd = open_below(path, O_RDONLY | O_DIRECTORY, 0)) < 0)
-		return send_err("mkdir %s: %s", path, strerror(errno));
-	if (flags & PROTO_PUT_PROTECTED) {
-		/* As in the jail: the program keeps creating files in a directory
-		 * that holds protected files, but cannot delete or rename them. */
-		fchown(fd, 0, 0);
-		fchmod(fd, 01777);
-	} else
-		chown_for(fd, flags, mode);
+	if ((fd = open_below(path, O_RDONLY | O_DIRECTORY, 0)) < 0 || fstat(fd, &st) < 0) {
+		int saved = errno;
+		if (fd >= 0)
+			close(fd);
+		return send_err("mkdir %s: %s", path, strerror(saved));
+	}
+	if (!(flags & PROTO_PUT_PROTECTED)) {
+		if (created)
+			rc = fchown(fd, STUDENT_ID, STUDENT_ID) < 0 || fchmod(fd, mode & 0777) < 0;
+	} else if (created) {
+		rc = fchown(fd, 0, 0) < 0 || fchmod(fd, mode & 01777) < 0;
+	} else if ((mode & S_ISVTX) || st.st_uid != 0) {
+		rc = fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0;
+	}
+	int saved = errno;
 	close(fd);
+	if (rc)
+		return send_err("mkdir %s: set owner and mode: %s", path, strerror(saved));
 	send_ok();
 }
 
@@ -811,14 +848,34 @@ static _Noreturn void child(const struct run_req *q, int out, int err, int in, i
 	setrlimit(RLIMIT_FSIZE, &rl);
 	rl.rlim_cur = rl.rlim_max = q->l.nofile;
 	setrlimit(RLIMIT_NOFILE, &rl);
-	/* A backstop only: CPU is counted over the whole cgroup. */
-	rl.rlim_cur = rl.rlim_max = q->l.cpu_ms / 1000 + 2;
+	/* The rest as the jail sets them (jail/creds.c).  CPU is a backstop
+	 * only: it is counted over the whole cgroup. */
+	rl.rlim_cur = q->l.cpu_ms / 1000 + 2;
+	rl.rlim_max = rl.rlim_cur + 1;
 	setrlimit(RLIMIT_CPU, &rl);
+	rl.rlim_cur = rl.rlim_max = q->l.pids + 16;
+	setrlimit(RLIMIT_NPROC, &rl);
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	setrlimit(RLIMIT_MSGQUEUE, &rl);
 	if (!(q->l.flags & PROTO_RUN_PRIVILEGED) &&
 	    (setgroups(0, NULL) < 0 || setresgid(STUDENT_ID, STUDENT_ID, STUDENT_ID) < 0 ||
 	     setresuid(STUDENT_ID, STUDENT_ID, STUDENT_ID) < 0 ||
 	     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0))
 		goto fail;
+	/* SECURITY: the jail's system-call filter (src/jail/seccomp.c), last
+	 * before execve: the same calls are refused or fatal in both backends,
+	 * and a signal that reports a limit (SIGSYS, SIGXCPU, SIGXFSZ) comes
+	 * only from the limit.  A privileged run (Proctor's own tests in the
+	 * guest) needs mounts and namespaces, so it goes without. */
+	if (!(q->l.flags & PROTO_RUN_PRIVILEGED)) {
+		struct sock_fprog prog = {
+		    .len = sizeof(seccomp_program) / sizeof(seccomp_program[0]),
+		    .filter = (struct sock_filter *)seccomp_program,
+		};
+		if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+			goto fail;
+	}
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -848,6 +905,50 @@ static int mount_system(void)
 		return -1;
 	done = true;
 	return 0;
+}
+
+/* Bytes of files in the writable tree, and whether it is full (the disk
+ * limit, by the rule the jail uses: scratch.h). */
+static uint64_t tree_used(bool *full)
+{
+	struct statfs sf;
+
+	if (statfs("/rw", &sf) < 0) {
+		*full = false;
+		return 0;
+	}
+	*full = scratch_full((uint64_t)sf.f_bavail * (uint64_t)sf.f_bsize, sf.f_ffree);
+	return (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+}
+
+/*
+ * The program's memory, measured as the jail measures it (jail.c,
+ * check_budgets): what the run's cgroup is charged and reclaim cannot take
+ * back -- anonymous memory, shared memory (memfd, shared mappings, SysV
+ * shm) and kernel memory (socket buffers, pipes, page tables), i.e.
+ * memory.current less the page cache that is not shmem -- less the files
+ * of the writable tree, which the disk limit governs.
+ */
+static uint64_t run_memory(void)
+{
+	char stat[8192];
+	uint64_t cur = read_u64(CG "/run/memory.current"), file = 0, shmem = 0;
+	bool full;
+
+	if (read_text(CG "/run/memory.stat", stat, sizeof(stat)) >= 0) {
+		for (char *p = stat; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+			if (strncmp(p, "file ", 5) == 0)
+				file = strtoull(p + 5, NULL, 10);
+			else if (strncmp(p, "shmem ", 6) == 0)
+				shmem = strtoull(p + 6, NULL, 10);
+		}
+	}
+	uint64_t reclaimable = file > shmem ? file - shmem : 0;
+	uint64_t held = cur > reclaimable ? cur - reclaimable : 0;
+	uint64_t files = tree_used(&full);
+	if (files > shmem)
+		files = shmem;
+	return held > files ? held - files : 0;
 }
 
 static void kill_run(void)
@@ -966,12 +1067,11 @@ static void do_run(uint32_t len)
 			peak_pids = cur;
 		if (!killed) {
 			uint64_t cpu_us = stat_key(CG "/run/cpu.stat", "usage_usec");
-			uint64_t anon = stat_key(CG "/run/memory.stat", "anon");
-			if (cpu_us / 1000 > q.l.cpu_ms)
+			if (cpu_us / 1000 >= q.l.cpu_ms)
 				x.killed_for |= HIT_CPU;
 			else if (!exited && now - t0 > q.l.wall_ms)
 				x.killed_for |= HIT_WALL;
-			else if (anon > q.l.memory_bytes)
+			else if (!exited && run_memory() > q.l.memory_bytes)
 				x.killed_for |= HIT_MEMORY;
 			if (x.killed_for || exited) {
 				/* The program is done (or out of a limit): no daemon
@@ -1008,8 +1108,9 @@ static void do_run(uint32_t len)
 		x.flags |= PROTO_EXIT_OOM_KILL;
 	if (stat_key(CG "/run/pids.events", "max") > 0)
 		x.flags |= PROTO_EXIT_PIDS_HIT;
-	struct statfs sf;
-	if (statfs("/rw", &sf) == 0 && sf.f_bavail == 0)
+	bool full;
+	tree_used(&full);
+	if (full)
 		x.flags |= PROTO_EXIT_DISK_FULL;
 send:
 	for (int i = 0; i < 2; i++) {

@@ -25,8 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct fuzz_env {
 	char root[64];
 	char dest[96];
-	char input[64]; /* /proc/self/fd/N of the memfd */
-	int memfd;
+	int memfd; /* the input, handed to intake as its descriptor */
 };
 
 static struct fuzz_env fe; /* set up once by env(), read-only afterwards */
@@ -46,6 +45,7 @@ static void env_cleanup(void)
 static struct fuzz_env *env(void)
 {
 	struct err e;
+	char dir[96];
 
 	if (fe.root[0])
 		return &fe;
@@ -54,13 +54,12 @@ static struct fuzz_env *env(void)
 	if (!mkdtemp(fe.root))
 		abort();
 	snprintf(fe.dest, sizeof(fe.dest), "%s/a/b/dest", fe.root);
-	snprintf(fe.input, sizeof(fe.input), "%s/a/b", fe.root);
-	if (mkdir_p_at(AT_FDCWD, fe.input, 0755, (uid_t)-1, (gid_t)-1, &e) < 0)
+	snprintf(dir, sizeof(dir), "%s/a/b", fe.root);
+	if (mkdir_p_at(AT_FDCWD, dir, 0755, (uid_t)-1, (gid_t)-1, &e) < 0)
 		abort();
 	fe.memfd = memfd_create("fuzz_intake_input", MFD_CLOEXEC);
 	if (fe.memfd < 0)
 		abort();
-	snprintf(fe.input, sizeof(fe.input), "/proc/self/fd/%d", fe.memfd);
 	atexit(env_cleanup);
 	return &fe;
 }
@@ -166,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (destfd < 0)
 		abort();
 
-	rc = intake_submission(fz->input, destfd, &rules, &r, &e);
+	rc = intake_submission(fz->memfd, destfd, &rules, &r, &e);
 	/* -1 is Proctor's own failure; no input may cause one. */
 	if (rc != 0) {
 		fprintf(stderr, "intake_submission: %s\n", e.msg);

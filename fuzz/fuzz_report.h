@@ -21,19 +21,25 @@ static void fuzz_caps(struct report_caps *caps)
 	caps->max_entries = 64;
 	caps->max_depth = 16;
 	caps->max_message = 100;
+	caps->max_attrs = 8;
+	caps->max_name = 16;
+	caps->max_ns = 4;
+}
+
+static bool valid_utf8(const char *s)
+{
+	size_t len = strlen(s), n;
+	char *copy = utf8_sanitize(s, len, false, &n);
+	bool ok = copy && n == len && memcmp(copy, s, len) == 0;
+
+	free(copy);
+	return ok;
 }
 
 static void check_string(const char *s, const struct report_caps *caps)
 {
-	size_t len = strlen(s), n;
-	char *copy;
-
-	if (len > caps->max_message)
+	if (strlen(s) > caps->max_message || !valid_utf8(s))
 		abort();
-	copy = utf8_sanitize(s, len, false, &n);
-	if (!copy || n != len || memcmp(copy, s, len) != 0)
-		abort(); /* not valid UTF-8 */
-	free(copy);
 }
 
 /* Parse with `parse`; on success check the report and its JSON round trip. */
@@ -48,7 +54,8 @@ static void fuzz_report(int (*parse)(const char *, size_t, const struct report_c
 
 	fuzz_caps(&caps);
 	if (parse((const char *)data, size, &caps, &r, &e) < 0) {
-		if (e.msg[0] == '\0' || !memchr(e.msg, '\0', sizeof(e.msg)))
+		/* The helper sends the message in JSON: it must be text. */
+		if (e.msg[0] == '\0' || !memchr(e.msg, '\0', sizeof(e.msg)) || !valid_utf8(e.msg))
 			abort();
 		return;
 	}

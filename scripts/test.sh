@@ -1,7 +1,8 @@
 #!/bin/bash
 # The whole test suite: install dependencies, build with ASan+UBSan and
-# warnings as errors, run unit and integration tests (including the shared
-# hostile corpus) and print one closing line: "N passed, N failed".
+# warnings as errors, run unit and integration tests (including the hostile
+# corpus of tests/corpus, and ../shared/corpus as well when it exists) and
+# print one closing line: "N passed, N failed".
 # Needs root (namespaces, cgroups, mounts).  CI=true turns skips into failures.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,22 +15,35 @@ fi
 ./scripts/install-deps.sh || exit 2
 
 build=build-test
-# A writable copy of the shared corpus, with its generated cases.
-corpus_src="$top/../shared/corpus"
+# A writable copy of a corpus (`cp -r` keeps its symlinks), with the cases
+# its generate.sh makes.
+corpus_copy() {
+	rm -rf "$2" && cp -r "$1" "$2" && chmod -R u+w "$2" &&
+		(cd "$2" && ./generate.sh >/dev/null) ||
+		{ echo "scripts/test.sh: generate.sh of $1 failed" >&2; exit 2; }
+}
+# The project's own hostile corpus, always.
 corpus="$top/$build-corpus"
-if [ -d "$corpus_src" ]; then
-	rm -rf "$corpus" && cp -r "$corpus_src" "$corpus" && chmod -R u+w "$corpus"
-	(cd "$corpus" && ./generate.sh >/dev/null) || { echo "corpus generate.sh failed" >&2; exit 2; }
+corpus_copy "$top/tests/corpus" "$corpus"
+# An extra corpus in the same format beside the checkout, when there is one:
+# its suites (test_corpus_shared, test_grade_corpus_shared) exist only then.
+shared="$top/$build-corpus-shared"
+if [ -d "$top/../shared/corpus" ]; then
+	corpus_copy "$top/../shared/corpus" "$shared"
 else
-	echo "scripts/test.sh: no ../shared/corpus; corpus tests will skip" >&2
-	corpus=""
+	rm -rf "$shared"
+	shared=""
 fi
 
 if [ ! -d "$build" ]; then
 	meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dc_args=-fno-sanitize-recover=all -Dcorpus_dir="$corpus" >/dev/null || exit 2
+		-Dc_args=-fno-sanitize-recover=all -Dcorpus_dir="$corpus" \
+		-Dshared_corpus_dir="$shared" >/dev/null || exit 2
 else
-	meson configure "$build" -Dcorpus_dir="$corpus" >/dev/null || exit 2
+	# --reconfigure, not `meson configure`: it also learns options added to
+	# meson_options.txt since the build directory was made.
+	meson setup --reconfigure "$build" -Dcorpus_dir="$corpus" \
+		-Dshared_corpus_dir="$shared" >/dev/null || exit 2
 fi
 meson compile -C "$build" >/dev/null || { meson compile -C "$build"; exit 2; }
 

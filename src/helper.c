@@ -9,7 +9,12 @@
  * crash or a hang here is a verdict about the input, never a privilege.
  *
  *   proctor-helper parse-report junit|tap|gradescope   < report   > report.json
- *   proctor-helper intake   (request JSON on stdin; fd 3: destination dir) > result.json
+ *   proctor-helper intake   (request JSON on stdin; fd 3: destination dir;
+ *                            fd 4: the submission) > result.json
+ *
+ * The submission comes as a descriptor proctor opened, never as a path
+ * (this uid may not be able to reach it): an archive's open file, or a
+ * socket to proctor's opener for a directory (src/grade/opener.h).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -18,12 +23,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capbuf.h"
 #include "grade/intake.h"
 #include "grade/report.h"
 
+/* All of fd, or *ret_over once more than `cap` bytes came: at most cap + 1
+ * bytes are ever read. */
 static char *read_all(int fd, size_t cap, size_t *ret_len, bool *ret_over)
 {
-	size_t len = 0, size = 65536;
+	size_t len = 0, size = 65536 < cap + 1 ? 65536 : cap + 1;
 	char *buf = malloc(size + 1);
 
 	*ret_over = false;
@@ -35,13 +43,14 @@ static char *read_all(int fd, size_t cap, size_t *ret_len, bool *ret_over)
 				*ret_over = true;
 				break;
 			}
-			char *nb = realloc(buf, size * 2 + 1);
+			size_t nsize = size < (cap + 1) / 2 ? size * 2 : cap + 1;
+			char *nb = realloc(buf, nsize + 1);
 			if (!nb) {
 				free(buf);
 				return NULL;
 			}
 			buf = nb;
-			size *= 2;
+			size = nsize;
 		}
 		ssize_t n = read(fd, buf + len, size - len);
 		if (n < 0 && errno == EINTR)
@@ -57,15 +66,28 @@ static char *read_all(int fd, size_t cap, size_t *ret_len, bool *ret_over)
 
 static int emit(json_t *j)
 {
-	int rc = json_dumpf(j, stdout, JSON_COMPACT) == 0 && fflush(stdout) == 0 ? 0 : 1;
+	int rc = j && json_dumpf(j, stdout, JSON_COMPACT) == 0 && fflush(stdout) == 0 ? 0 : 1;
 
 	json_decref(j);
 	return rc;
 }
 
+/*
+ * Refuse the input, saying why.  The reason may quote the input (a parser's
+ * message naming a tag, libxml2's own text): it is repaired to valid UTF-8
+ * here, because JSON cannot carry anything else, and a helper that cannot
+ * answer is taken for a broken helper (Proctor's failure, retried) instead
+ * of a refused input (the submission's).
+ */
 static int fail(const char *why)
 {
-	return emit(json_pack("{s:s}", "error", why));
+	char text[sizeof(((struct err *)0)->msg)];
+
+	utf8_fix_into(text, sizeof(text), why, strlen(why));
+	json_t *j = json_pack("{s:s}", "error", text);
+	if (!j)
+		j = json_pack("{s:s}", "error", "the input is unusable (no message)");
+	return emit(j);
 }
 
 static int parse_report(const char *format)
@@ -116,7 +138,6 @@ static int intake(void)
 {
 	json_error_t jerr;
 	json_t *req = json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr), *g, *r;
-	const char *path;
 	const char *globs[256], *required[256];
 	struct intake_rules rules = {.globs = globs, .required = required};
 	json_int_t max_bytes, max_entries, max_expanded;
@@ -124,9 +145,9 @@ static int intake(void)
 	struct err e;
 	size_t i;
 
-	if (!req || json_unpack(req, "{s:s, s:o, s:o, s:I, s:I, s:I}", "path", &path, "globs", &g,
-				"required", &r, "max_bytes", &max_bytes, "max_entries",
-				&max_entries, "max_expanded", &max_expanded) < 0 ||
+	if (!req || json_unpack(req, "{s:o, s:o, s:I, s:I, s:I}", "globs", &g, "required", &r,
+				"max_bytes", &max_bytes, "max_entries", &max_entries,
+				"max_expanded", &max_expanded) < 0 ||
 	    !json_is_array(g) || !json_is_array(r) || json_array_size(g) > 256 ||
 	    json_array_size(r) > 256) {
 		json_decref(req);
@@ -147,7 +168,7 @@ static int intake(void)
 	rules.max_bytes = (uint64_t)max_bytes;
 	rules.max_entries = (uint64_t)max_entries;
 	rules.max_expanded = (uint64_t)max_expanded;
-	if (intake_submission(path, 3, &rules, &res, &e) < 0) {
+	if (intake_submission(4, 3, &rules, &res, &e) < 0) {
 		json_decref(req);
 		return fail(e.msg);
 	}

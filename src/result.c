@@ -187,7 +187,9 @@ void run_result_classify(struct run_result *res, const struct limits *l, unsigne
 			snprintf(res->message, sizeof(res->message),
 				 "file size limit of %llu MiB exceeded",
 				 (unsigned long long)(l->fsize_bytes >> 20));
-		} else if (res->signal == SIGXCPU) {
+		} else if (res->signal == SIGXCPU && res->cpu_ms >= l->cpu_ms) {
+			/* RLIMIT_CPU's backstop; below the limit, a SIGXCPU is not
+			 * the limit's (the filter keeps programs from raising it). */
 			res->status = RUN_TIMEOUT;
 			res->limits_hit |= LIMIT_HIT_CPU;
 		}

@@ -78,7 +78,9 @@ struct sandbox_ops {
 	 * sandboxes and before it starts any thread. */
 	int (*prepare)(struct err *e);
 	int (*create)(const struct sandbox_options *opts, struct sandbox **ret, struct err *e);
-	/* Copy a host file or directory to a path in the writable tree. */
+	/* Copy a host file or directory to a path in the writable tree, by
+	 * the one rule of tree_put() (host/tree.h): regular files and
+	 * directories only; anything else below a directory fails the put. */
 	int (*put)(struct sandbox *sb, const char *host_path, const char *sandbox_path,
 		   unsigned flags, struct err *e);
 	int (*run)(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,

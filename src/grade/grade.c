@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "grade/compare.h"
+#include "grade/opener.h"
 #include "grade/pytest_guard.h"
 #include "grade/report.h"
 #include "grade/unpriv.h"
@@ -409,66 +410,60 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
 }
 
 /*
- * The intake helper reads the submission as the sandbox's unprivileged uid,
- * so the path must be world-searchable and the submission world-readable.
- * Checked up front: an instructor's 0700 directory is Proctor's setup
- * problem, not something to charge every student for.
+ * Take the submission through the unprivileged helper into staging/sub,
+ * then copy it into /work.  A refused submission is a verdict.
+ *
+ * The helper is never given the path, which its uid may not even reach (a
+ * 0700 home or mkdtemp directory): proctor opens the submission here and
+ * hands over a descriptor, the archive's open file or a socket to an
+ * opener that looks entries up below the directory opened here
+ * (grade/opener.h).  A symlink swapped into the path afterwards changes
+ * nothing.
  */
-static int check_readable(const char *path, struct err *e)
-{
-	char buf[PATH_MAX];
-	struct stat st;
-
-	if (!realpath(path, buf))
-		return err_set(e, errno, "submission '%s'", path);
-	if (stat(buf, &st) < 0)
-		return err_set(e, errno, "submission '%s'", path);
-	mode_t need = S_ISDIR(st.st_mode) ? (S_IROTH | S_IXOTH) : S_IROTH;
-	if ((st.st_mode & need) != need)
-		return err_set(e, 0, "submission '%s' is not world-readable; the unprivileged "
-				     "intake helper cannot read it (chmod o+r%s)",
-			       path, S_ISDIR(st.st_mode) ? "X -R" : "");
-	for (char *slash = strrchr(buf, '/'); slash && slash != buf; slash = strrchr(buf, '/')) {
-		*slash = '\0';
-		if (stat(buf, &st) < 0 || !(st.st_mode & S_IXOTH))
-			return err_set(e, 0, "directory '%s' is not world-searchable; the "
-					     "unprivileged intake helper cannot reach the submission "
-					     "(chmod o+x)",
-				       buf);
-	}
-	return 0;
-}
-
-/* Take the submission through the unprivileged helper into staging/sub,
- * then copy it into /work.  A refused submission is a verdict. */
 static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e)
 {
 	char sub[PATH_MAX + 8], helper[PATH_MAX];
 	const struct assignment *a = at->a;
+	struct opener_stat sst;
 	json_t *req, *ans = NULL;
 	struct err herr;
+	int src = -1, sock = -1, dest = -1;
+	pid_t opener = -1;
 
 	*ret_rejected = false;
-	if (check_readable(at->submission, e) < 0 || helper_path(at->o, helper, sizeof(helper), e) < 0 ||
+	if (helper_path(at->o, helper, sizeof(helper), e) < 0 ||
 	    staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
 		return -1;
-	int dest = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dest < 0)
-		return err_set(e, errno, "open '%s'", sub);
+	if (opener_open_root(at->submission, &sst, &src, e) < 0)
+		return err_wrap(e, "submission");
+	if (src < 0) {
+		set_verdict(at, "rejected", "submission is not a directory or a regular file");
+		*ret_rejected = true;
+		return 0;
+	}
+	if (S_ISDIR(sst.mode) && opener_start(src, &opener, &sock, e) < 0) {
+		close(src);
+		return -1;
+	}
+	dest = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dest < 0) {
+		err_set(e, errno, "open '%s'", sub);
+		goto out_stop;
+	}
 	json_t *globs = json_array(), *required = json_array();
 	for (size_t i = 0; i < a->n_files; i++)
 		json_array_append_new(globs, json_string(a->files[i]));
 	for (size_t i = 0; i < a->n_required; i++)
 		json_array_append_new(required, json_string(a->required[i]));
-	req = json_pack("{s:s, s:o, s:o, s:I, s:I, s:I}", "path", at->submission, "globs", globs,
-			"required", required, "max_bytes", (json_int_t)a->max_bytes,
-			"max_entries", (json_int_t)a->max_entries, "max_expanded",
+	req = json_pack("{s:o, s:o, s:I, s:I, s:I}", "globs", globs, "required", required,
+			"max_bytes", (json_int_t)a->max_bytes, "max_entries",
+			(json_int_t)a->max_entries, "max_expanded",
 			(json_int_t)(a->max_bytes * 16 + (64u << 20)));
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (!text) {
-		close(dest);
-		return err_set(e, ENOMEM, "intake request");
+		err_set(e, ENOMEM, "intake request");
+		goto out_stop;
 	}
 	char *argv[] = {(char *)"intake", NULL};
 	char slots_dir[PATH_MAX];
@@ -482,11 +477,15 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 				   .stdin_fd = -1,
 				   .input = text,
 				   .fd3 = dest,
+				   .fd4 = sock >= 0 ? sock : src,
 				   .timeout_s = HELPER_TIMEOUT_S,
 				   .hide_dir = slots_dir};
 	int rc = unpriv_run(&call, &ans, &herr);
 	free(text);
 	close(dest);
+	xclose(sock);
+	opener_stop(opener);
+	close(src);
 	if (rc < 0)
 		return err_set(e, 0, "intake helper: %s", herr.msg);
 	if (rc > 0) {
@@ -519,6 +518,12 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	if (sandbox_put(at->sb, sub, "/work", 0, e) < 0)
 		return err_wrap(e, "copy the submission in");
 	return 0;
+out_stop:
+	xclose(dest);
+	xclose(sock);
+	opener_stop(opener);
+	close(src);
+	return -1;
 }
 
 static int put_hidden(struct attempt *at, struct err *e)
@@ -616,6 +621,7 @@ static int parse_report_file(struct attempt *at, const char *host, enum report_f
 				   .uid = at->sb->untrusted_uid,
 				   .stdin_fd = fd,
 				   .fd3 = -1,
+				   .fd4 = -1,
 				   .timeout_s = HELPER_TIMEOUT_S,
 				   .hide_dir = slots_dir};
 	json_t *ans = NULL;
@@ -728,20 +734,36 @@ static int staging_file(struct attempt *at, const char *name, const void *data, 
 	return rc < 0 ? err_set(e, saved, "write '%s'", path) : 0;
 }
 
-/*
- * Arm the guard for the test step: the plugin goes in root-owned, a
- * one-time key goes into the fresh report directory (read and deleted by
- * the plugin before any test, hence before the submission is imported),
- * and the environment loads the plugin.  The build step, which also ran
- * the submission's code, came and went before the key existed.
- */
-static int guard_prepare(struct attempt *at, char key[65], char env[4][PATH_MAX + 64],
-			 struct err *e)
-{
-	unsigned char rnd[32];
-	char path[PATH_MAX + 32], dir[PATH_MAX + 32], dst[PATH_MAX];
+/* What a guarded test step adds to grade_env (guard_prepare). */
+#define GUARD_ENV 6
 
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+/* Proctor's pytest configuration for a guarded run, used unless the hidden
+ * tests bring a pytest.ini of their own. */
+static const char guard_ini[] = "# Proctor's pytest configuration: none (docs/grading.md).\n"
+				"[pytest]\n";
+
+/*
+ * Arm the guard for the test step.  The plugin and Proctor's pytest.ini go
+ * into a directory made now under a fresh random name, root-owned, so
+ * neither the submission nor the build (which came and went before it
+ * existed) can have put anything beside them; a one-time key goes into
+ * the fresh report directory (read and deleted by the plugin before any
+ * test, hence before the submission is imported).  The environment makes
+ * that directory all of Python's start-up path: PYTHONSAFEPATH keeps the
+ * working directory off sys.path (`python -m` would put it first, ahead of
+ * PYTHONPATH), PYTHONNOUSERSITE keeps ~/.local (HOME is /work) and its
+ * .pth files out, and pytest reads only the configuration given by -c
+ * (the hidden tests' pytest.ini, else Proctor's empty one) with rootdir
+ * and confcutdir /work, never an ini file or conftest.py outside it.
+ */
+static int guard_prepare(struct attempt *at, char key[65], char env[GUARD_ENV][256], struct err *e)
+{
+	unsigned char rnd[32], nonce[8];
+	char path[PATH_MAX + 32], dir[PATH_MAX + 32], dst[PATH_MAX], sbdir[64], ini[96];
+	struct stat st;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) ||
+	    getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
 		return err_set(e, errno, "getrandom");
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(key + 2 * i, 3, "%02x", rnd[i]);
@@ -750,17 +772,32 @@ static int guard_prepare(struct attempt *at, char key[65], char env[4][PATH_MAX 
 	snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
 	if (sandbox_put(at->sb, path, dst, 0, e) < 0)
 		return err_wrap(e, "guard key");
+	snprintf(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-");
+	for (size_t i = 0; i < sizeof(nonce); i++)
+		snprintf(sbdir + strlen(sbdir), 3, "%02x", nonce[i]);
 	snprintf(dir, sizeof(dir), "%s/guard", at->staging);
 	if (mkdir(dir, 0755) < 0)
 		return err_set(e, errno, "mkdir '%s'", dir);
 	if (staging_file(at, "guard/proctor_guard.py", pytest_guard_source,
 			 strlen(pytest_guard_source), 0, path, sizeof(path), e) < 0 ||
-	    sandbox_put(at->sb, dir, "/work/.proctor-guard", SANDBOX_PUT_PROTECTED, e) < 0)
+	    staging_file(at, "guard/pytest.ini", guard_ini, strlen(guard_ini), 0, path,
+			 sizeof(path), e) < 0 ||
+	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "guard plugin");
-	snprintf(env[0], sizeof(env[0]), "PYTHONPATH=/work/.proctor-guard");
-	snprintf(env[1], sizeof(env[1]), "PYTEST_ADDOPTS=-p proctor_guard");
-	snprintf(env[2], sizeof(env[2]), "PROCTOR_GUARD_KEY_FILE=%s/.key", at->report_dir);
-	snprintf(env[3], sizeof(env[3]), "PROCTOR_GUARD_OUT=%s/guard.json", at->report_dir);
+	/* The hidden tests' own pytest.ini is root-owned in /work: theirs. */
+	snprintf(ini, sizeof(ini), "%s/pytest.ini", sbdir);
+	if (at->a->tests_dir) {
+		snprintf(path, sizeof(path), "%s/pytest.ini", at->a->tests_dir);
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+			snprintf(ini, sizeof(ini), "/work/pytest.ini");
+	}
+	snprintf(env[0], sizeof(env[0]), "PYTHONPATH=%s", sbdir);
+	snprintf(env[1], sizeof(env[1]), "PYTHONSAFEPATH=1");
+	snprintf(env[2], sizeof(env[2]), "PYTHONNOUSERSITE=1");
+	snprintf(env[3], sizeof(env[3]),
+		 "PYTEST_ADDOPTS=-p proctor_guard -c %s --rootdir=/work --confcutdir=/work", ini);
+	snprintf(env[4], sizeof(env[4]), "PROCTOR_GUARD_KEY_FILE=%s/.key", at->report_dir);
+	snprintf(env[5], sizeof(env[5]), "PROCTOR_GUARD_OUT=%s/guard.json", at->report_dir);
 	return 0;
 }
 
@@ -827,16 +864,18 @@ static int runner_mode(struct attempt *at, struct err *e)
 {
 	const struct assignment *a = at->a;
 	struct run_result r;
-	char **argv, key[65] = "", env_buf[4][PATH_MAX + 64];
-	char *env[4] = {env_buf[0], env_buf[1], env_buf[2], env_buf[3]};
+	char **argv, key[65] = "", env_buf[GUARD_ENV][256];
+	char *env[GUARD_ENV];
 
 	if (make_report_dir(at, e) < 0)
 		return -1;
 	if (a->pytest_guard) {
 		if (guard_prepare(at, key, env_buf, e) < 0)
 			return -1;
+		for (size_t i = 0; i < GUARD_ENV; i++)
+			env[i] = env_buf[i];
 		at->extra_env = env;
-		at->n_extra_env = 4;
+		at->n_extra_env = GUARD_ENV;
 	}
 	argv = step_argv(&a->test, at->report_dir, NULL, 0);
 	if (!argv)

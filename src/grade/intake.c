@@ -21,6 +21,15 @@
  *    actually produced (max_expanded: a header may lie), bytes taken, path
  *    length, directory depth.
  *
+ * 4. Only what proctor opened is read.  Intake gets a descriptor, never a
+ *    path: an archive's open file, or a directory's, or (in the helper)
+ *    the socket of proctor's opener, which looks entries up below the
+ *    directory proctor opened (opener.h).  Every lookup is by relative
+ *    path below that root, without symlinks or mount crossings, so a
+ *    symlink swapped into the submission's path or tree after proctor
+ *    opened it changes nothing, and the submission may sit where the
+ *    helper's uid could never reach it (a 0700 home directory).
+ *
  * Both kinds are read twice.  The first pass writes nothing: it counts,
  * refuses bad names and types, lists, and (for an archive) budgets declared
  * sizes and decides the top-level directory, the allowlist and name
@@ -47,6 +56,7 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "grade/opener.h"
 #include "util.h"
 
 /* Internal return convention: 0 go on, REJECTED the submission was refused
@@ -85,6 +95,10 @@ struct intake {
 	const struct intake_rules *rules;
 	struct intake_result *res; /* rejected and reason are written here */
 	int staging;		   /* fd of the staging directory */
+	int tree_fd;	      /* a directory submission: its directory, or the opener's socket */
+	bool tree_remote;     /* tree_fd is the opener's socket (opener_request) */
+	const char *tree_top; /* the stripped top-level directory, or "" */
+	uint64_t pending;     /* names listed and not yet visited (list_dir) */
 	struct strv taken, ignored;
 	uint64_t entries, expanded, bytes_taken;
 	bool dry_run;	   /* directory pass 1: count, check and list, write nothing */
@@ -701,48 +715,77 @@ static int take_archive(struct intake *in, int fd, struct err *e)
 
 /* ---- directories ---- */
 
-static int walk(struct intake *in, int dirfd, const char *rel, unsigned depth, struct err *e);
-
-/* An open below the submission failed: a symlink or mount point that
- * appeared since fstatat() is ignored.  Anything else is ours: the whole
- * submission must be readable by the helper's uid (grade.c checks the top),
- * and a student is not charged for how the operator stored it. */
-static int open_failed(struct intake *in, const char *path, struct err *e)
+/*
+ * A directory is read through lookups by relative path (opener.h): below
+ * the directory descriptor itself with the caller's credentials, or, in
+ * the helper, through the socket of proctor's opener, which may read what
+ * the helper's uid may not.  Either way nothing is ever resolved outside
+ * the tree proctor opened, through a symlink or across a mount.
+ */
+static int tree_path(struct intake *in, const char *rel, char full[PATH_LEN_MAX + 1])
 {
-	if (errno == ELOOP)
-		return ignore(in, path, " (symlink)", e);
-	if (errno == EXDEV)
-		return ignore(in, path, " (other filesystem)", e);
-	if (errno == ENOENT)
-		return 0;
-	return err_set(e, errno, "cannot read '%s' of the submission", path);
+	const char *top = in->tree_top;
+
+	if ((size_t)snprintf(full, PATH_LEN_MAX + 1, "%s%s%s", top, *top && *rel ? "/" : "", rel) >
+	    PATH_LEN_MAX)
+		return reject(in, rel, "a name below is longer than %d bytes", PATH_LEN_MAX);
+	return 0;
 }
 
-static int copy_file(struct intake *in, int dirfd, const char *name, const char *path,
-		     struct err *e)
+/* What `rel` is; with ret_fd, a read-only descriptor if a regular file. */
+static int tree_lookup(struct intake *in, const char *rel, struct opener_stat *ret_st, int *ret_fd,
+		       struct err *e)
 {
-	struct stat st;
-	int src, out = -1, rc = 0;
+	char full[PATH_LEN_MAX + 1];
 
-	/* SECURITY: O_NONBLOCK so a FIFO swapped in cannot block us;
-	 * RESOLVE_NO_SYMLINKS|NO_XDEV so a swapped-in link or mount is not
-	 * followed. */
-	src = open_beneath(dirfd, name, O_RDONLY | O_NONBLOCK, 0);
-	if (src < 0)
-		return open_failed(in, path, e);
-	if (fstat(src, &st) < 0) {
-		rc = err_set(e, errno, "stat '%s'", path);
+	if (tree_path(in, rel, full))
+		return REJECTED;
+	if (in->tree_remote)
+		return opener_request(in->tree_fd, full, ret_st, ret_fd, e);
+	return opener_lookup(in->tree_fd, full, ret_st, ret_fd, e);
+}
+
+/* A lookup below the submission failed (e->errnum says why): a symlink or
+ * mount point that appeared since the listing is ignored, an entry gone
+ * since is skipped.  Anything else is ours: the helper reads through
+ * proctor's opener, and a student is not charged for how the operator
+ * stored the submission. */
+static int lookup_failed(struct intake *in, const char *path, struct err *e)
+{
+	if (e->errnum == ELOOP)
+		return ignore(in, path, " (symlink)", e);
+	if (e->errnum == EXDEV)
+		return ignore(in, path, " (other filesystem)", e);
+	if (e->errnum == ENOENT)
+		return 0;
+	return err_wrap(e, "cannot read '%s' of the submission", path);
+}
+
+static int copy_file(struct intake *in, const char *path, struct err *e)
+{
+	struct opener_stat st;
+	int src = -1, out = -1, rc;
+
+	/* The descriptor is of the inode the lookup described, opened only
+	 * if it is a regular file: a FIFO, device or directory swapped in
+	 * since the listing is described, never opened. */
+	rc = tree_lookup(in, path, &st, &src, e);
+	if (rc)
+		return rc == REJECTED ? rc : lookup_failed(in, path, e);
+	if (S_ISLNK(st.mode)) {
+		rc = ignore(in, path, " (symlink)", e);
 		goto out_close;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = reject(in, path, "%s", type_refusal(st.st_mode));
+	if (!S_ISREG(st.mode) || src < 0) {
+		const char *why = type_refusal(st.mode);
+		rc = reject(in, path, "%s", why ? why : "changed while being read");
 		goto out_close;
 	}
-	if (st.st_mode & (S_ISUID | S_ISGID)) {
+	if (st.mode & (S_ISUID | S_ISGID)) {
 		rc = reject(in, path, "setuid/setgid files are not accepted");
 		goto out_close;
 	}
-	rc = take_create(in, path, st.st_mode & 0111, &out, e);
+	rc = take_create(in, path, st.mode & 0111, &out, e);
 	while (rc == 0) {
 		ssize_t n = read(src, in->buf, BUF_SIZE);
 		if (n < 0 && errno == EINTR)
@@ -757,17 +800,20 @@ static int copy_file(struct intake *in, int dirfd, const char *name, const char 
 	}
 	xclose(out);
 out_close:
-	close(src);
+	xclose(src);
 	return rc;
 }
 
-static int visit(struct intake *in, int dirfd, const char *name, const char *rel, unsigned depth,
+static int walk(struct intake *in, const char *rel, unsigned depth, struct err *e);
+
+static int visit(struct intake *in, const char *name, const char *rel, unsigned depth,
 		 struct err *e)
 {
 	char path[PATH_LEN_MAX + 2], clean[PATH_LEN_MAX + 1];
-	struct stat st;
-	int rc, sub;
+	struct opener_stat st;
+	int rc;
 
+	in->pending--;
 	if (++in->entries > in->rules->max_entries)
 		return reject(in, NULL, "more than %" PRIu64 " entries", in->rules->max_entries);
 	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", name) >=
@@ -776,96 +822,108 @@ static int visit(struct intake *in, int dirfd, const char *name, const char *rel
 	rc = check_name(in, path, clean);
 	if (rc)
 		return rc;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : err_set(e, errno, "stat '%s'", path);
-	if (S_ISLNK(st.st_mode))
+	rc = tree_lookup(in, path, &st, NULL, e);
+	if (rc)
+		return rc == REJECTED ? rc : lookup_failed(in, path, e);
+	if (S_ISLNK(st.mode))
 		return ignore(in, path, " (symlink)", e);
-	if (S_ISREG(st.st_mode)) {
-		if (st.st_mode & (S_ISUID | S_ISGID))
+	if (S_ISREG(st.mode)) {
+		if (st.mode & (S_ISUID | S_ISGID))
 			return reject(in, path, "setuid/setgid files are not accepted");
 		if (!matches(in->rules, path))
 			return ignore(in, path, NULL, e);
 		if (!in->dry_run)
-			return copy_file(in, dirfd, name, path, e);
+			return copy_file(in, path, e);
 		if (strv_push(&in->taken, path, NULL) < 0)
 			return err_set(e, ENOMEM, "list taken '%s'", path);
-		return add_taken(in, path, (uint64_t)st.st_size);
+		return add_taken(in, path, st.size);
 	}
-	if (!S_ISDIR(st.st_mode))
-		return reject(in, path, "%s", type_refusal(st.st_mode));
+	if (!S_ISDIR(st.mode))
+		return reject(in, path, "%s", type_refusal(st.mode));
 	if (!may_match_below(in->rules, path))
 		return ignore(in, path, "/", e);
 	if (depth >= DEPTH_MAX)
 		return reject(in, path, "nested deeper than %d directories", DEPTH_MAX);
-	sub = open_beneath(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
-	if (sub < 0)
-		return open_failed(in, path, e);
-	rc = walk(in, sub, path, depth + 1, e);
-	close(sub);
-	return rc;
+	return walk(in, path, depth + 1, e);
 }
 
-static int walk(struct intake *in, int dirfd, const char *rel, unsigned depth, struct err *e)
+static int push_name(const char *name, void *arg, struct err *e)
 {
-	/* A new open file description, so readdir starts at the beginning. */
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct dirent *de;
-	DIR *d;
-	int rc = 0;
+	if (strv_push(arg, name, NULL) < 0)
+		return err_set(e, ENOMEM, "list");
+	return 0;
+}
 
-	if (fd < 0)
-		return err_set(e, errno, "open directory '%s'", rel);
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return err_set(e, errno, "open directory '%s'", rel);
+/* The names in directory `rel`, read all at once so that no descriptor is
+ * held while the entries are visited: at most one more than the entry
+ * budget leaves room for, which is enough for visit() to refuse the
+ * submission at the right entry. */
+static int list_dir(struct intake *in, const char *rel, struct strv *names, struct err *e)
+{
+	const uint64_t max = in->rules->max_entries, used = in->entries + in->pending;
+	const uint64_t left = used >= max ? 0 : max - used;
+	const size_t room = left >= SIZE_MAX ? SIZE_MAX : (size_t)left + 1;
+	char full[PATH_LEN_MAX + 1];
+	int rc;
+
+	if (tree_path(in, rel, full))
+		return REJECTED;
+	if (in->tree_remote)
+		rc = opener_request_list(in->tree_fd, full, room, push_name, names, e);
+	else
+		rc = opener_list(in->tree_fd, full, room, push_name, names, e);
+	if (rc < 0) {
+		strv_free(names);
+		if (*rel == '\0')
+			return err_wrap(e, "read the submission");
+		/* Replaced since it was looked at. */
+		if (e->errnum == ENOTDIR)
+			return reject(in, rel, "changed while being read");
+		return lookup_failed(in, rel, e);
 	}
-	for (;;) {
-		errno = 0;
-		de = readdir(d);
-		if (!de) {
-			if (errno)
-				rc = err_set(e, errno, "read directory '%s'", rel);
-			break;
-		}
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		rc = visit(in, dirfd, de->d_name, rel, depth, e);
-		if (rc)
-			break;
-	}
-	closedir(d);
+	in->pending += names->n;
+	return 0;
+}
+
+static int walk(struct intake *in, const char *rel, unsigned depth, struct err *e)
+{
+	struct strv names = {0};
+	int rc = list_dir(in, rel, &names, e);
+	size_t i = 0;
+
+	while (rc == 0 && i < names.n)
+		rc = visit(in, names.v[i++], rel, depth, e);
+	in->pending -= names.n - i; /* the ones a stop left unvisited */
+	strv_free(&names);
 	return rc;
 }
 
 /* A directory submission: strip a lone top-level directory, then walk. */
-static int take_directory(struct intake *in, int rootfd, struct err *e)
+static int take_directory(struct intake *in, struct err *e)
 {
 	char top[NAME_LEN_MAX + 1] = "", clean[PATH_LEN_MAX + 1];
-	int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct strv names = {0};
 	size_t others = 0;
 	uint64_t base;
 	bool junk = false;
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int rc, sub = -1;
+	struct opener_stat st;
+	struct err ignored;
+	int rc;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		xclose(fd);
-		return err_set(e, errno, "open the submission directory");
-	}
-	while ((de = readdir(d)) != NULL && others < 2) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (strcmp(de->d_name, MACOS_JUNK) == 0)
+	in->tree_top = "";
+	rc = list_dir(in, "", &names, e);
+	in->pending = 0;
+	for (size_t i = 0; rc == 0 && i < names.n; i++) {
+		if (strcmp(names.v[i], MACOS_JUNK) == 0)
 			junk = true;
 		else if (others++ == 0)
-			snprintf(top, sizeof(top), "%s", de->d_name);
+			snprintf(top, sizeof(top), "%s", names.v[i]);
 	}
-	closedir(d);
-	if (others == 1 && fstatat(rootfd, top, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISDIR(st.st_mode) && !glob_names_dir(in->rules, top, strlen(top))) {
+	strv_free(&names);
+	if (rc)
+		return rc;
+	if (others == 1 && tree_lookup(in, top, &st, NULL, &ignored) == 0 && S_ISDIR(st.mode) &&
+	    !glob_names_dir(in->rules, top, strlen(top))) {
 		in->entries += 1 + junk;
 		if (in->entries > in->rules->max_entries)
 			return reject(in, NULL, "more than %" PRIu64 " entries",
@@ -875,16 +933,13 @@ static int take_directory(struct intake *in, int rootfd, struct err *e)
 			rc = ignore(in, MACOS_JUNK, "/", e);
 		if (rc)
 			return rc;
-		sub = open_beneath(rootfd, top, O_RDONLY | O_DIRECTORY, 0);
-		if (sub < 0)
-			return open_failed(in, top, e);
-		rootfd = sub;
+		in->tree_top = top;
 	}
 	/* Pass 1 writes nothing, so a refused submission costs no writes;
 	 * pass 2 checks everything again as it copies. */
 	base = in->entries;
 	in->dry_run = true;
-	rc = walk(in, rootfd, "", 0, e);
+	rc = walk(in, "", 0, e);
 	if (rc == 0)
 		rc = check_required(in);
 	strv_free(&in->taken);
@@ -893,8 +948,8 @@ static int take_directory(struct intake *in, int rootfd, struct err *e)
 	in->dry_run = false;
 	in->ignored_done = true;
 	if (rc == 0)
-		rc = walk(in, rootfd, "", 0, e);
-	xclose(sub);
+		rc = walk(in, "", 0, e);
+	in->tree_top = "";
 	return rc;
 }
 
@@ -994,36 +1049,30 @@ static int publish(struct intake *in, int dest, struct err *e)
 	return 0;
 }
 
-int intake_submission(const char *path, int dest_dirfd, const struct intake_rules *rules,
+int intake_submission(int src_fd, int dest_dirfd, const struct intake_rules *rules,
 		      struct intake_result *ret, struct err *e)
 {
 	struct intake_result res = {0};
-	struct intake in = {.rules = rules, .res = &res, .staging = -1};
+	struct intake in = {
+	    .rules = rules, .res = &res, .staging = -1, .tree_fd = src_fd, .tree_top = ""};
 	char staging_name[64];
 	struct stat st;
-	int fd, rc;
+	int rc;
 
-	/* The path is the operator's, so it may be a symlink; O_NONBLOCK so a
-	 * FIFO handed in does not block. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return err_set(e, errno, "open submission '%s'", path);
-	if (fstat(fd, &st) < 0) {
-		rc = err_set(e, errno, "stat submission '%s'", path);
-		close(fd);
-		return rc;
-	}
+	/* Only the descriptor: intake never resolves a path of the
+	 * submission's own (it may not even be able to reach it). */
+	if (fstat(src_fd, &st) < 0)
+		return err_set(e, errno, "the submission's descriptor");
+	in.tree_remote = S_ISSOCK(st.st_mode);
 	in.buf = malloc(BUF_SIZE);
-	if (!in.buf) {
-		close(fd);
+	if (!in.buf)
 		return err_set(e, ENOMEM, "intake buffer");
-	}
 	rc = staging_create(dest_dirfd, staging_name, sizeof(staging_name), &in.staging, e);
 	if (rc == 0) {
-		if (S_ISDIR(st.st_mode))
-			rc = take_directory(&in, fd, e);
+		if (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))
+			rc = take_directory(&in, e);
 		else if (S_ISREG(st.st_mode))
-			rc = take_archive(&in, fd, e);
+			rc = take_archive(&in, src_fd, e);
 		else
 			rc = reject(&in, NULL, "submission is not a directory or a regular file");
 	}
@@ -1043,7 +1092,6 @@ int intake_submission(const char *path, int dest_dirfd, const struct intake_rule
 		}
 		close(in.staging);
 	}
-	close(fd);
 	free(in.buf);
 	if (rc < 0 || rc == REJECTED) {
 		strv_free(&in.taken);

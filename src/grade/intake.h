@@ -31,14 +31,22 @@ struct intake_result {
 };
 
 /*
- * Take a submission from `path`: a directory, or a .zip, .tar, .tar.gz/.tgz
- * file (libarchive, by content; any other file is refused).  If everything
- * sits in one top-level directory (macOS's __MACOSX beside it aside), that
- * directory is stripped, unless a glob starts with its name ("src/..."), so
- * an assignment that expects src/ gets it.  Only regular files whose
- * relative path matches a glob are written, below dest_dirfd, with openat2
- * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), mode 0644 or 0755, creating
- * subdirectories as needed.
+ * Take a submission from the open descriptor src_fd (still the caller's
+ * afterwards; intake never resolves a path of the submission's own):
+ *
+ *   a regular file: a .zip, .tar, .tar.gz/.tgz archive (libarchive, by
+ *     content; read from offset 0, twice, so it must be seekable);
+ *   a directory: read below it with the caller's credentials;
+ *   a socket: the helper's end of proctor's opener (opener_start()), a
+ *     directory read below the root proctor opened, with its credentials;
+ *   anything else is refused.
+ *
+ * If everything sits in one top-level directory (macOS's __MACOSX beside
+ * it aside), that directory is stripped, unless a glob starts with its
+ * name ("src/..."), so an assignment that expects src/ gets it.  Only
+ * regular files whose relative path matches a glob are written, below
+ * dest_dirfd, with openat2 (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), mode
+ * 0644 or 0755, creating subdirectories as needed.
  *
  * Refused (rejected = true, nothing needs cleaning by the caller beyond
  * dest_dirfd): absolute paths, ".." components, names that are not valid
@@ -57,11 +65,11 @@ struct intake_result {
  * dest_dirfd and renamed into place (never over an existing name) only if
  * the submission is accepted.  On rejection dest_dirfd is left as it was,
  * and taken/ignored are empty.  Returns -1 only for Proctor's own failures
- * (I/O on the destination, out of memory, a part of the submission the
- * caller's uid cannot read), leaving *ret untouched; a bad submission is a
- * verdict, not an error.
+ * (I/O on the destination, out of memory, the opener failing, a part of
+ * the submission the reading credentials cannot read), leaving *ret
+ * untouched; a bad submission is a verdict, not an error.
  */
-int intake_submission(const char *path, int dest_dirfd, const struct intake_rules *rules,
+int intake_submission(int src_fd, int dest_dirfd, const struct intake_rules *rules,
 		      struct intake_result *ret, struct err *e);
 
 void intake_result_free(struct intake_result *r);

@@ -7,6 +7,7 @@
 #include <libxml/parser.h>
 #include <libxml/xmlerror.h>
 
+#include "capbuf.h"
 #include "grade/report.h"
 
 /*
@@ -27,7 +28,307 @@
  * a failing `todo` test as both, and a TODO failure is not a failure (as in
  * TAP).  The message is that child's `message` attribute, else its text
  * (jest-junit and JUnit 5's <skipped> have no attribute), trimmed.
+ *
+ * Time.  libxml2 2.9 (Debian 12's) checks the attributes of a start tag for
+ * duplicates pairwise, and resolves every element and prefixed attribute
+ * by walking all namespace declarations in scope: one <testcase> with
+ * 700,000 attributes took it a minute.  So before libxml2 sees a document,
+ * one linear pass (prescan) finds its markup the way the XML grammar does
+ * and refuses it when an element has more than caps->max_attrs attributes,
+ * a name is longer than caps->max_name bytes, elements nest deeper than
+ * caps->max_depth or more than caps->max_ns namespace declarations are in
+ * scope.  Within those bounds libxml2's work per byte is bounded, and a
+ * parse costs time in proportion to the document's size.
+ *
+ * The pass and libxml2 need only agree where the document is well formed.
+ * Past its first error libxml2 carries on and may read markup where the
+ * pass saw none (a comment holding a bad character is resumed as content,
+ * and its "<a ...>" parsed as a tag), so libxml2 reads the document through
+ * a callback (feed_read) a few KiB at a time and gets nothing more once it
+ * has reported an error: what it parses unchecked is what it had buffered.
+ * Markup the pass cannot read is not well-formed: libxml2 then gets the
+ * document only up to 4 KiB past that point, enough to name the error in
+ * its own words, and the document is refused whatever libxml2 says.
  */
+
+/* ---- prescan: the markup's shape, in one linear pass ---- */
+
+/* How much of a document libxml2 still reads past markup the pass could
+ * not read: where it says what is wrong, not where it could do much work. */
+#define PRESCAN_SLACK	  4096u
+#define PRESCAN_MAX_DEPTH 4096u
+/* What libxml2 gets per read: it asks for more when under 250 bytes are
+ * left, so it never holds more than this and a little unparsed. */
+#define FEED_CHUNK 4096u
+
+enum prescan_result {
+	PRESCAN_OK,	   /* every bound holds */
+	PRESCAN_REFUSED,   /* a bound does not: e says which, and where */
+	PRESCAN_MALFORMED, /* markup it cannot read, where it stopped: e says what */
+};
+
+struct prescan {
+	const char *buf;
+	size_t len, pos;
+	const struct report_caps *caps;
+	size_t depth, max_depth;
+	size_t ns;     /* namespace declarations in scope */
+	size_t *ns_at; /* [depth]: declared by the open element at that depth */
+	struct err *e;
+};
+
+static bool xml_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static size_t line_at(const char *buf, size_t pos)
+{
+	size_t line = 1;
+
+	for (const char *p = buf, *end = buf + pos; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+		line++;
+	return line;
+}
+
+static enum prescan_result refuse(struct prescan *ps, const char *what)
+{
+	err_set(ps->e, 0, "%s at line %zu", what, line_at(ps->buf, ps->pos));
+	return PRESCAN_REFUSED;
+}
+
+static enum prescan_result malformed(struct prescan *ps, const char *what)
+{
+	err_set(ps->e, 0, "not well-formed XML at line %zu: %s", line_at(ps->buf, ps->pos), what);
+	return PRESCAN_MALFORMED;
+}
+
+static size_t skip_space(struct prescan *ps)
+{
+	size_t from = ps->pos;
+
+	while (ps->pos < ps->len && xml_space(ps->buf[ps->pos]))
+		ps->pos++;
+	return ps->pos - from;
+}
+
+/* Whether c can be part of a name as the pass reads one. */
+static bool name_byte(char c)
+{
+	switch (c) {
+	case ' ':
+	case '\t':
+	case '\n':
+	case '\r':
+	case '<':
+	case '>':
+	case '/':
+	case '=':
+	case '"':
+	case '\'':
+		return false;
+	default:
+		return true;
+	}
+}
+
+/*
+ * The name at pos: the bytes up to a space or one of <>/="'.  No XML name
+ * holds any of those, and in well-formed markup a name is followed by one,
+ * so this is the XML name wherever the document is well formed.
+ * Returns its length (0: none), or SIZE_MAX when it is over max_name.
+ */
+static size_t name_at(struct prescan *ps)
+{
+	size_t n = 0, left = ps->len - ps->pos;
+	const char *s = ps->buf + ps->pos;
+
+	while (n < left && name_byte(s[n])) {
+		if (++n > ps->caps->max_name)
+			return SIZE_MAX;
+	}
+	return n;
+}
+
+static bool is_ns_decl(const char *s, size_t n)
+{
+	return (n == 5 && memcmp(s, "xmlns", 5) == 0) || (n > 6 && memcmp(s, "xmlns:", 6) == 0);
+}
+
+/* After a markup opener: skip past the first `close` from ps->pos. */
+static enum prescan_result skip_to(struct prescan *ps, const char *close, const char *what)
+{
+	const char *end = memmem(ps->buf + ps->pos, ps->len - ps->pos, close, strlen(close));
+
+	if (!end)
+		return malformed(ps, what);
+	ps->pos = (size_t)(end - ps->buf) + strlen(close);
+	return PRESCAN_OK;
+}
+
+/* '<' Name (S Attribute)* S? '/'? '>', at ps->pos. */
+static enum prescan_result start_tag(struct prescan *ps)
+{
+	size_t n, attrs = 0, ns = 0;
+	bool empty = false;
+
+	ps->pos++;
+	n = name_at(ps);
+	if (n == SIZE_MAX)
+		return refuse(ps, "an element name is too long");
+	if (n == 0)
+		return malformed(ps, "'<' not followed by a name");
+	ps->pos += n;
+	for (;;) {
+		size_t space = skip_space(ps);
+
+		if (ps->pos >= ps->len)
+			return malformed(ps, "a start tag is not closed");
+		if (ps->buf[ps->pos] == '>') {
+			ps->pos++;
+			break;
+		}
+		if (ps->buf[ps->pos] == '/') {
+			if (ps->pos + 1 >= ps->len || ps->buf[ps->pos + 1] != '>')
+				return malformed(ps, "'/' in a start tag");
+			ps->pos += 2;
+			empty = true;
+			break;
+		}
+		if (space == 0)
+			return malformed(ps, "no space before an attribute");
+		n = name_at(ps);
+		if (n == SIZE_MAX)
+			return refuse(ps, "an attribute name is too long");
+		if (n == 0)
+			return malformed(ps, "an attribute without a name");
+		if (++attrs > ps->caps->max_attrs) {
+			char what[80];
+
+			snprintf(what, sizeof(what), "an element has more than %zu attributes",
+				 ps->caps->max_attrs);
+			return refuse(ps, what);
+		}
+		if (is_ns_decl(ps->buf + ps->pos, n) && ps->ns + ++ns > ps->caps->max_ns) {
+			char what[80];
+
+			snprintf(what, sizeof(what),
+				 "more than %zu XML namespace declarations in scope",
+				 ps->caps->max_ns);
+			return refuse(ps, what);
+		}
+		ps->pos += n;
+		skip_space(ps);
+		if (ps->pos >= ps->len || ps->buf[ps->pos] != '=')
+			return malformed(ps, "an attribute without a value");
+		ps->pos++;
+		skip_space(ps);
+		if (ps->pos >= ps->len || (ps->buf[ps->pos] != '"' && ps->buf[ps->pos] != '\''))
+			return malformed(ps, "an attribute value without quotes");
+		const char *v = ps->buf + ps->pos + 1,
+			   *close = memchr(v, ps->buf[ps->pos], ps->len - ps->pos - 1), *lt;
+		if (!close)
+			return malformed(ps, "an attribute value is not closed");
+		lt = memchr(v, '<', (size_t)(close - v));
+		if (lt) {
+			ps->pos = (size_t)(lt - ps->buf);
+			return malformed(ps, "'<' in an attribute value");
+		}
+		ps->pos = (size_t)(close - ps->buf) + 1;
+	}
+	if (ps->depth + 1 > ps->max_depth) {
+		err_set(ps->e, 0, "XML nested deeper than %zu elements", ps->max_depth);
+		return PRESCAN_REFUSED;
+	}
+	if (!empty) {
+		ps->ns_at[++ps->depth] = ns;
+		ps->ns += ns;
+	}
+	return PRESCAN_OK;
+}
+
+/* '</' Name S? '>', at ps->pos.  Whether it matches is libxml2's to say. */
+static enum prescan_result end_tag(struct prescan *ps)
+{
+	size_t n;
+
+	ps->pos += 2;
+	n = name_at(ps);
+	if (n == SIZE_MAX)
+		return refuse(ps, "an element name is too long");
+	if (n == 0)
+		return malformed(ps, "'</' not followed by a name");
+	ps->pos += n;
+	skip_space(ps);
+	if (ps->pos >= ps->len || ps->buf[ps->pos] != '>')
+		return malformed(ps, "an end tag is not closed");
+	if (ps->depth == 0)
+		return malformed(ps, "an end tag without a start tag");
+	ps->pos++;
+	ps->ns -= ps->ns_at[ps->depth--];
+	return PRESCAN_OK;
+}
+
+static enum prescan_result prescan_markup(struct prescan *ps)
+{
+	const char *s = ps->buf + ps->pos;
+	size_t left = ps->len - ps->pos;
+
+	if (left >= 4 && memcmp(s, "<!--", 4) == 0) {
+		ps->pos += 4;
+		return skip_to(ps, "-->", "a comment is not closed");
+	}
+	if (left >= 9 && memcmp(s, "<![CDATA[", 9) == 0) {
+		ps->pos += 9;
+		return skip_to(ps, "]]>", "a CDATA section is not closed");
+	}
+	if (left >= 9 && memcmp(s, "<!DOCTYPE", 9) == 0) {
+		err_set(ps->e, 0, "a DOCTYPE is not allowed in a test report");
+		return PRESCAN_REFUSED;
+	}
+	if (left >= 2 && s[1] == '!')
+		return malformed(ps, "'<!' not followed by a comment or CDATA");
+	if (left >= 2 && s[1] == '?') {
+		ps->pos += 2;
+		return skip_to(ps, "?>", "a processing instruction is not closed");
+	}
+	if (left >= 2 && s[1] == '/')
+		return end_tag(ps);
+	return start_tag(ps);
+}
+
+/*
+ * One pass over the document's markup: tags, comments, CDATA sections and
+ * processing instructions; text and references are left to libxml2.  On
+ * PRESCAN_MALFORMED, *ret_stop is where the pass stopped reading.
+ */
+static enum prescan_result prescan(const char *buf, size_t len, const struct report_caps *caps,
+				   size_t *ret_stop, struct err *e)
+{
+	struct prescan ps = {.buf = buf, .len = len, .caps = caps, .e = e};
+	enum prescan_result rc = PRESCAN_OK;
+
+	/* (libxml2 itself stops at 256 levels without XML_PARSE_HUGE.) */
+	ps.max_depth = caps->max_depth < PRESCAN_MAX_DEPTH ? caps->max_depth : PRESCAN_MAX_DEPTH;
+	ps.ns_at = calloc(ps.max_depth + 1, sizeof(*ps.ns_at));
+	if (!ps.ns_at) {
+		err_set(e, ENOMEM, "XML prescan");
+		return PRESCAN_REFUSED;
+	}
+	while (rc == PRESCAN_OK && ps.pos < len) {
+		const char *lt = memchr(buf + ps.pos, '<', len - ps.pos);
+
+		if (!lt)
+			break;
+		ps.pos = (size_t)(lt - buf);
+		rc = prescan_markup(&ps);
+	}
+	free(ps.ns_at);
+	*ret_stop = ps.pos;
+	return rc;
+}
+
+/* ---- the SAX parse ---- */
 
 enum result_kind { RESULT_NONE, RESULT_FAILURE, RESULT_SKIPPED, RESULT_ERROR };
 
@@ -40,6 +341,8 @@ struct junit_state {
 	struct err err;
 	struct err xml_err; /* libxml2's first error */
 	bool have_xml_err;
+	const char *feed; /* what feed_read gives libxml2 */
+	size_t feed_len, feed_pos;
 
 	/* The <testcase> being read, when tc_depth != 0. */
 	size_t tc_depth;
@@ -306,23 +609,48 @@ static void on_doctype(void *ctx, const xmlChar *name, const xmlChar *external_i
 	stop(st);
 }
 
-/* Keep libxml2's first error, on one line with no control characters. */
+/*
+ * Keep libxml2's first error, on one line with no control characters, as
+ * valid UTF-8: it quotes names from the document, and a cut must not split
+ * a character (the message travels in JSON).  From here feed_read gives
+ * libxml2 no more input.  (xmlStopParser() is no way to stop it here: in
+ * libxml2 2.9 it frees the input under the function that is reporting the
+ * error, which may still read it.)
+ */
 static void on_error(void *ctx, xmlErrorPtr error)
 {
 	struct junit_state *st = state_of(ctx);
+	const char *text;
 	char msg[200];
 	size_t i;
 
 	if (st->have_xml_err || !error || error->level < XML_ERR_ERROR)
 		return;
 	st->have_xml_err = true;
-	snprintf(msg, sizeof(msg), "%s", error->message ? error->message : "unknown error");
-	for (i = 0; msg[i] != '\0' && msg[i] != '\n'; i++) {
+	text = error->message ? error->message : "unknown error";
+	utf8_fix_into(msg, sizeof(msg), text, strcspn(text, "\n"));
+	for (i = 0; msg[i] != '\0'; i++) {
 		if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
 			msg[i] = ' ';
 	}
-	msg[i] = '\0';
 	err_set(&st->xml_err, 0, "not well-formed XML at line %d: %s", error->line, msg);
+}
+
+/* libxml2's input: at most FEED_CHUNK bytes a call, none after an error. */
+static int feed_read(void *ctx, char *out, int len)
+{
+	struct junit_state *st = ctx;
+	size_t n = st->feed_len - st->feed_pos;
+
+	if (st->have_xml_err || st->stopped || len <= 0)
+		return 0;
+	if (n > (size_t)len)
+		n = (size_t)len;
+	if (n > FEED_CHUNK)
+		n = FEED_CHUNK;
+	memcpy(out, st->feed + st->feed_pos, n);
+	st->feed_pos += n;
+	return (int)n;
 }
 
 static void state_free(struct junit_state *st)
@@ -341,7 +669,10 @@ int junit_parse(const char *buf, size_t len, const struct report_caps *caps, str
 	struct report_caps defaults;
 	struct junit_state st = {0};
 	xmlSAXHandler sax = {0};
+	enum prescan_result shape;
+	struct err scan_err;
 	xmlDocPtr doc;
+	size_t stop;
 	int rc = -1;
 
 	if (!caps) {
@@ -353,6 +684,19 @@ int junit_parse(const char *buf, size_t len, const struct report_caps *caps, str
 			       caps->max_bytes);
 	if (len == 0)
 		return err_set(e, 0, "JUnit report is empty");
+	shape = prescan(buf, len, caps, &stop, &scan_err);
+	if (shape == PRESCAN_REFUSED) {
+		*e = scan_err;
+		return -1;
+	}
+	st.feed = buf;
+	st.feed_len = len;
+	if (shape == PRESCAN_MALFORMED && len > PRESCAN_SLACK && stop < len - PRESCAN_SLACK)
+		st.feed_len = stop + PRESCAN_SLACK;
+	/* libxml2 skips a UTF-8 byte order mark only in what it holds when
+	 * the encoding is set, and through feed_read it holds nothing yet. */
+	if (st.feed_len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+		st.feed_pos = 3;
 
 	/* Only the callbacks below: no tree, no comments or PIs kept. */
 	sax.initialized = XML_SAX2_MAGIC;
@@ -370,14 +714,18 @@ int junit_parse(const char *buf, size_t len, const struct report_caps *caps, str
 		return err_set(e, ENOMEM, "XML parser");
 	*st.ctxt->sax = sax;
 	st.ctxt->_private = &st;
-	doc = xmlCtxtReadMemory(st.ctxt, buf, (int)len, NULL, "UTF-8",
-				XML_PARSE_NONET | XML_PARSE_IGNORE_ENC);
+	doc = xmlCtxtReadIO(st.ctxt, feed_read, NULL, &st, NULL, "UTF-8",
+			    XML_PARSE_NONET | XML_PARSE_IGNORE_ENC);
 	xmlFreeDoc(doc);
 
 	if (st.stopped)
 		*e = st.err;
-	else if (!st.ctxt->wellFormed || st.have_xml_err)
-		*e = st.have_xml_err ? st.xml_err : (struct err){.msg = "not well-formed XML"};
+	else if (st.have_xml_err)
+		*e = st.xml_err;
+	else if (shape == PRESCAN_MALFORMED)
+		*e = scan_err; /* whatever libxml2 made of it: the pass could not read it */
+	else if (!st.ctxt->wellFormed)
+		*e = (struct err){.msg = "not well-formed XML"};
 	else
 		rc = 0;
 	xmlFreeParserCtxt(st.ctxt);

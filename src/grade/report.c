@@ -28,6 +28,9 @@ void report_caps_default(struct report_caps *c)
 	    .max_entries = 10000,
 	    .max_depth = 64,
 	    .max_message = 4096,
+	    .max_attrs = 256,
+	    .max_name = 256,
+	    .max_ns = 64,
 	};
 }
 

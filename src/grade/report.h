@@ -37,15 +37,20 @@ struct report {
 	size_t alloc;   /* entries allocated (private to report.c) */
 };
 
-/* Caps for parsing hostile input; a report over max_bytes is refused. */
+/* Caps for parsing hostile input; a report over max_bytes is refused, and
+ * so is an XML document over max_depth, max_attrs, max_name or max_ns. */
 struct report_caps {
 	size_t max_bytes;   /* whole document */
 	size_t max_entries; /* tests kept */
 	size_t max_depth;   /* XML element / JSON nesting depth */
 	size_t max_message; /* bytes kept of each message */
+	size_t max_attrs;   /* attributes of one XML element, namespace declarations included */
+	size_t max_name;    /* bytes of one XML element or attribute name */
+	size_t max_ns;      /* XML namespace declarations in scope at once */
 };
 
-/* Defaults: 8 MiB, 10000 entries, depth 64, messages 4 KiB. */
+/* Defaults: 8 MiB, 10000 entries, depth 64, messages 4 KiB; XML: 256
+ * attributes per element, names of 256 bytes, 64 namespace declarations. */
 void report_caps_default(struct report_caps *c);
 
 /* Parsers: 0 and a filled report, or -1 with a message saying why the

@@ -18,10 +18,61 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "jail/cgroup.h"
 #include "jail/seccomp.h"
 #include "util.h"
 
 #define ANSWER_MAX (64u << 20)
+
+/* ---- the helper's cgroup ---- */
+
+/*
+ * The helper runs outside the sandbox, so the sandbox's cgroups do not
+ * bound it: it gets a group of its own per sandbox uid (cgroup.h,
+ * cgroup_helper_open), where its CPU is accounted and held to half a CPU,
+ * its memory to what RLIMIT_AS allows and its processes to itself.  What
+ * the helper costs the host is then bounded however long a parse would
+ * take, and a parse that needs more memory is the input's doing.
+ */
+#define HELPER_CPU_QUOTA_US  50000u
+#define HELPER_CPU_PERIOD_US 100000u
+#define HELPER_MEMORY	     (1ull << 30)
+#define HELPER_PIDS	     1u
+
+static int helper_cgroup_open(const struct unpriv_call *c, struct cgroup_helper *cg, struct err *e)
+{
+	const struct cgroup_helper_limits l = {.cpu_quota_us = HELPER_CPU_QUOTA_US,
+					       .cpu_period_us = HELPER_CPU_PERIOD_US,
+					       .memory_bytes = HELPER_MEMORY,
+					       .pids = HELPER_PIDS};
+
+	if (cgroup_helper_open(cg, (unsigned long)c->uid, &l, e) < 0)
+		return err_wrap(e, "the helper's cgroup");
+	return 0;
+}
+
+/*
+ * After the helper exited with status `st`: 1 with the reason when it was
+ * killed for a limit it ran into (memory, CPU): the input made the parse
+ * that costly.  0 otherwise.  -1 when the group cannot be read.
+ */
+static int helper_cgroup_check(struct cgroup_helper *cg, int st, unsigned timeout_s, struct err *e)
+{
+	struct cgroup_helper_usage u;
+
+	if (cgroup_helper_usage(cg, &u, e) < 0)
+		return err_wrap(e, "the helper's cgroup");
+	if (u.oom_kills > 0) {
+		err_set(e, 0, "the helper ran out of memory (%llu MiB) on this input",
+			HELPER_MEMORY >> 20);
+		return 1;
+	}
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGXCPU) {
+		err_set(e, 0, "the helper used more than %u s of CPU on this input", timeout_s);
+		return 1;
+	}
+	return 0;
+}
 
 /*
  * The helper's containment, in order.  It parses hostile bytes with big
@@ -29,7 +80,8 @@
  * terminal, no network, no view of any sandbox's files, no children, no
  * privilege, the sandbox's own system-call filter.
  */
-static _Noreturn void child(const struct unpriv_call *c, pid_t parent, int in_fd, int out_fd)
+static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_helper *cg,
+			    pid_t parent, int in_fd, int out_fd)
 {
 	char *argv[16];
 	size_t n = 0;
@@ -39,6 +91,10 @@ static _Noreturn void child(const struct unpriv_call *c, pid_t parent, int in_fd
 	gid_t gid = (gid_t)c->uid;
 	struct sock_fprog filter;
 
+	/* Before anything costs: every cycle of the helper is charged to
+	 * its group and held to its quota. */
+	if (cgroup_helper_join(cg) < 0)
+		_exit(126);
 	/* SECURITY: no controlling terminal (no TIOCSTI into the operator's
 	 * shell), and stderr goes nowhere. */
 	setsid();
@@ -55,9 +111,16 @@ static _Noreturn void child(const struct unpriv_call *c, pid_t parent, int in_fd
 	if (c->hide_dir && mount("tmpfs", c->hide_dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV |
 				 MS_NOEXEC, "size=4k,mode=0755") < 0)
 		_exit(126);
-	if (c->fd3 >= 0 && dup2(c->fd3, 3) < 0)
+	/* fd3 and fd4 go above 4 first, so neither dup2 overwrites the other;
+	 * everything from the first unused number up is closed. */
+	int hi3 = c->fd3 >= 0 ? fcntl(c->fd3, F_DUPFD, 5) : -1;
+	int hi4 = c->fd4 >= 0 ? fcntl(c->fd4, F_DUPFD, 5) : -1;
+	if ((c->fd3 >= 0 && (hi3 < 0 || dup2(hi3, 3) < 0)) ||
+	    (c->fd4 >= 0 && (hi4 < 0 || dup2(hi4, 4) < 0)))
 		_exit(126);
-	syscall(SYS_close_range, c->fd3 >= 0 ? 4 : 3, ~0U, 0);
+	if (c->fd3 < 0 && c->fd4 >= 0)
+		close(3);
+	syscall(SYS_close_range, c->fd4 >= 0 ? 5 : c->fd3 >= 0 ? 4 : 3, ~0U, 0);
 	/* SECURITY: the helper reads hostile input, so it runs as the
 	 * sandbox's own unprivileged uid, with no capability, no way to gain
 	 * one, and bounded resources. */
@@ -103,10 +166,15 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, st = 0, rc = -1;
 	char *buf = NULL;
 	size_t len = 0, size = 0;
+	struct cgroup_helper cg;
 	pid_t pid;
 
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return err_set(e, errno, "pipe");
+	if (helper_cgroup_open(c, &cg, e) < 0)
+		return -1;
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		err_set(e, errno, "pipe");
+		goto out_close;
+	}
 	if (c->stdin_fd < 0 && pipe2(in, O_CLOEXEC) < 0) {
 		err_set(e, errno, "pipe");
 		goto out_close;
@@ -118,7 +186,7 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		goto out_close;
 	}
 	if (pid == 0)
-		child(c, parent, c->stdin_fd >= 0 ? c->stdin_fd : in[0], out[1]);
+		child(c, &cg, parent, c->stdin_fd >= 0 ? c->stdin_fd : in[0], out[1]);
 	out[1] = xclose(out[1]);
 	if (in[0] >= 0) {
 		in[0] = xclose(in[0]);
@@ -167,6 +235,10 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	rc = helper_cgroup_check(&cg, st, c->timeout_s, e);
+	if (rc != 0)
+		goto out_close;
+	rc = -1;
 	if (killed) {
 		err_set(e, 0, "the helper took longer than %u s", c->timeout_s);
 		rc = 1;
@@ -206,5 +278,6 @@ out_close:
 	xclose(in[1]);
 	xclose(out[0]);
 	xclose(out[1]);
+	cgroup_helper_close(&cg);
 	return rc;
 }

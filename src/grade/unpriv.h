@@ -14,18 +14,22 @@ struct unpriv_call {
 	int stdin_fd;         /* becomes fd 0, or -1 for /dev/null */
 	const char *input;    /* written to fd 0 instead, when stdin_fd is -1 and this is set */
 	int fd3;              /* becomes fd 3, or -1 */
+	int fd4;              /* becomes fd 4, or -1 */
 	unsigned timeout_s;   /* killed (by pid) after this */
 	const char *hide_dir; /* hidden under an empty tmpfs in the helper's view (the slots), or NULL */
 };
 
 /*
- * Fork, drop to uid (no supplementary groups, capabilities or new
- * privileges; address space, CPU, file size and descriptor limits), exec the
- * helper and parse what it prints as one JSON object, at most 64 MiB.
+ * Fork, move into the helper cgroup of c->uid (jail/cgroup.h: a CPU quota,
+ * memory and pids limits, CPU accounted there and not to the sandbox),
+ * drop to uid (no supplementary groups, capabilities or new privileges;
+ * address space, CPU, file size and descriptor limits), exec the helper
+ * and parse what it prints as one JSON object, at most 64 MiB.
  * Returns 0 with the object; 1 when the helper refused the input (its
- * answer had an "error" member, it ran out of time, or it answered too
- * much): the input's fault, message in e; -1 when the helper itself failed
- * (could not start, crashed, answered garbage): Proctor's side, retried.
+ * answer had an "error" member, it ran out of time, memory or CPU, or it
+ * answered too much): the input's fault, message in e; -1 when the helper
+ * itself failed (no cgroup, could not start, crashed, answered garbage):
+ * Proctor's side, retried.
  */
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e);
 

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -110,18 +111,27 @@ int cgroup_detect(enum cgroup_layout *ret, char *detail, size_t detail_len, stru
 	return 0;
 }
 
-static int open_group(const char *parent, unsigned index, struct err *e)
+/* Create or reuse <parent>/proctor/<leaf>; its directory fd. */
+static int open_leaf(const char *parent, const char *leaf, struct err *e)
 {
 	char path[4300];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/proctor/slot%u", parent, index);
+	snprintf(path, sizeof(path), "%s/proctor/%s", parent, leaf);
 	if (mkdir_p_at(AT_FDCWD, path, 0755, (uid_t)-1, 0, e) < 0)
 		return -1;
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, errno, "open cgroup '%s'", path);
 	return fd;
+}
+
+static int open_group(const char *parent, unsigned index, struct err *e)
+{
+	char leaf[32];
+
+	snprintf(leaf, sizeof(leaf), "slot%u", index);
+	return open_leaf(parent, leaf, e);
 }
 
 /* Move every process listed in dirfd's cgroup.procs into `dest` (a
@@ -212,7 +222,8 @@ int cgroup_slot_open(struct cgroup_slot *cg, unsigned index, struct err *e)
 				   .pids_fd = -1,
 				   .kill_fd = -1,
 				   .run_fd = -1,
-				   .peak_fd = -1};
+				   .peak_fd = -1,
+				   .watch_fd = -1};
 	if (cgroup_detect(&cg->layout, detail, sizeof(detail), e) < 0)
 		return -1;
 	if (cg->layout == CGROUP_V2) {
@@ -254,7 +265,9 @@ void cgroup_slot_close(struct cgroup_slot *cg)
 	xclose(cg->kill_fd);
 	xclose(cg->run_fd);
 	xclose(cg->peak_fd);
+	xclose(cg->watch_fd);
 	cg->mem_fd = cg->cpu_fd = cg->pids_fd = cg->kill_fd = cg->run_fd = cg->peak_fd = -1;
+	cg->watch_fd = -1;
 }
 
 static int read_u64_at(int dirfd, const char *file, uint64_t *ret, struct err *e)
@@ -394,16 +407,20 @@ int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
 
 	if (read_file_at(cg->mem_fd, "memory.stat", stat, sizeof(stat), e) < 0)
 		return -1;
-	if (stat_field(stat, cg->layout == CGROUP_V2 ? "anon" : "total_rss", &u->anon_bytes) < 0)
-		u->anon_bytes = 0;
+	/* v2's "file" and v1's "total_cache" both include shmem. */
+	uint64_t cache = 0, cur = 0;
+	if (stat_field(stat, cg->layout == CGROUP_V2 ? "file" : "total_cache", &cache) < 0)
+		cache = 0;
 	if (stat_field(stat, cg->layout == CGROUP_V2 ? "shmem" : "total_shmem", &u->shmem_bytes) <
 	    0)
 		u->shmem_bytes = 0;
-
-	uint64_t cur = 0;
-	read_u64_at(cg->mem_fd,
-		    cg->layout == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes", &cur,
-		    &ignored);
+	if (read_u64_at(cg->mem_fd,
+			cg->layout == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes", &cur,
+			e) < 0)
+		return -1;
+	uint64_t reclaimable = cache > u->shmem_bytes ? cache - u->shmem_bytes : 0;
+	u->charged_bytes = cur;
+	u->held_bytes = cur > reclaimable ? cur - reclaimable : 0;
 	if (cur > cg->sampled_peak_bytes)
 		cg->sampled_peak_bytes = cur;
 	if (cg->layout != CGROUP_V2) {
@@ -485,10 +502,214 @@ int cgroup_kill_all(struct cgroup_slot *cg, struct err *e)
 	return err_set(e, 0, "processes of slot %u survived SIGKILL for 5 s", cg->index);
 }
 
+#define WATCH_SLACK_BYTES (1ull << 20)
+
+void cgroup_watch_memory(struct cgroup_slot *cg, uint64_t threshold)
+{
+	char line[96];
+	struct err ignored;
+
+	/* Closing the previous eventfd unregisters its threshold. */
+	/* Registering and removing a v1 threshold each wait for an RCU grace
+	 * period (milliseconds on a busy host): keep an armed threshold that
+	 * fires no later than asked, unless it is far above what is asked. */
+	if (cg->watch_fd >= 0 && cg->watch_threshold <= threshold + WATCH_SLACK_BYTES &&
+	    cg->watch_threshold >= threshold)
+		return;
+	if (cg->watch_fd >= 0 && cg->watch_threshold < threshold && !cg->watch_fired)
+		return;
+	cg->watch_fd = xclose(cg->watch_fd);
+	cg->watch_fired = false;
+	if (cg->layout == CGROUP_V2)
+		return;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0)
+		return;
+	int ufd = openat(cg->mem_fd, "memory.usage_in_bytes", O_RDONLY | O_CLOEXEC);
+	if (ufd < 0) {
+		close(efd);
+		return;
+	}
+	snprintf(line, sizeof(line), "%d %d %llu", efd, ufd, (unsigned long long)threshold);
+	int rc = write_file_at(cg->mem_fd, "cgroup.event_control", line, &ignored);
+	close(ufd);
+	if (rc < 0) {
+		close(efd);
+		return;
+	}
+	cg->watch_fd = efd;
+	cg->watch_threshold = threshold;
+}
+
+void cgroup_watch_fired(struct cgroup_slot *cg)
+{
+	uint64_t ticks;
+
+	if (cg->watch_fd >= 0 && read(cg->watch_fd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+		cg->watch_fd = xclose(cg->watch_fd);
+	cg->watch_fired = true;
+}
+
 void cgroup_run_end(struct cgroup_slot *cg)
 {
+	cg->watch_fd = xclose(cg->watch_fd);
 	cg->run_fd = xclose(cg->run_fd);
 	cg->peak_fd = xclose(cg->peak_fd);
 	if (cg->pids_fd >= 0)
 		unlinkat(cg->pids_fd, "run", AT_REMOVEDIR);
+}
+
+/* ---- the helper's group ---- */
+
+/* Memory hard limit as cgroup_run_begin sets it, without the disk. */
+static int set_memory_max(struct cgroup_slot *cg, uint64_t bytes, struct err *e)
+{
+	char val[32];
+	struct err ignored;
+
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)bytes);
+	if (cg->layout == CGROUP_V2) {
+		if (write_file_at(cg->mem_fd, "memory.max", val, e) < 0)
+			return -1;
+		if (write_file_at(cg->mem_fd, "memory.swap.max", "0", e) < 0 && e->errnum != ENOENT)
+			return -1;
+		return 0;
+	}
+	write_file_at(cg->mem_fd, "memory.memsw.limit_in_bytes", "-1", &ignored);
+	if (write_file_at(cg->mem_fd, "memory.limit_in_bytes", val, e) < 0)
+		return -1;
+	if (faccessat(cg->mem_fd, "memory.memsw.limit_in_bytes", F_OK, 0) == 0 &&
+	    write_file_at(cg->mem_fd, "memory.memsw.limit_in_bytes", val, e) < 0)
+		return -1;
+	return 0;
+}
+
+static int helper_limits(struct cgroup_helper *h, const struct cgroup_helper_limits *l,
+			 struct err *e)
+{
+	struct err ignored;
+	char val[64];
+
+	if (set_memory_max(&h->cg, l->memory_bytes, e) < 0)
+		return err_wrap(e, "set the helper's memory limit");
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)l->pids);
+	if (write_file_at(h->cg.pids_fd, "pids.max", val, e) < 0)
+		return err_wrap(e, "set the helper's pids limit");
+	if (h->quota_fd < 0)
+		return 0;
+	if (h->cg.layout == CGROUP_V2) {
+		snprintf(val, sizeof(val), "%llu %llu", (unsigned long long)l->cpu_quota_us,
+			 (unsigned long long)l->cpu_period_us);
+		if (write_file_at(h->quota_fd, "cpu.max", val, e) < 0)
+			return err_wrap(e, "set the helper's CPU quota");
+		return 0;
+	}
+	/* The period first: a quota longer than the old period is refused. */
+	write_file_at(h->quota_fd, "cpu.cfs_quota_us", "-1", &ignored);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)l->cpu_period_us);
+	if (write_file_at(h->quota_fd, "cpu.cfs_period_us", val, e) < 0)
+		return err_wrap(e, "set the helper's CPU period");
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)l->cpu_quota_us);
+	if (write_file_at(h->quota_fd, "cpu.cfs_quota_us", val, e) < 0)
+		return err_wrap(e, "set the helper's CPU quota");
+	return 0;
+}
+
+int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
+		       const struct cgroup_helper_limits *l, struct err *e)
+{
+	char detail[512], leaf[32];
+	int dirs[CGROUP_MAX_JOIN];
+	size_t ndirs = 0;
+
+	*h = (struct cgroup_helper){.cg = {.mem_fd = -1,
+					   .cpu_fd = -1,
+					   .pids_fd = -1,
+					   .kill_fd = -1,
+					   .run_fd = -1,
+					   .peak_fd = -1,
+					   .watch_fd = -1},
+				    .quota_fd = -1};
+	for (size_t i = 0; i < CGROUP_MAX_JOIN; i++)
+		h->join_fds[i] = -1;
+	snprintf(leaf, sizeof(leaf), "helper%lu", id);
+	if (cgroup_detect(&h->cg.layout, detail, sizeof(detail), e) < 0)
+		return -1;
+	if (h->cg.layout == CGROUP_V2) {
+		char base[4096];
+		int fd;
+
+		if (v2_base(base, sizeof(base), e) < 0 || (fd = open_leaf(base, leaf, e)) < 0)
+			return -1;
+		h->cg.mem_fd = fd;
+		h->cg.cpu_fd = dup(fd);
+		h->cg.pids_fd = dup(fd);
+		/* "cpu" is delegated where the host allows (v2_prepare). */
+		if (faccessat(fd, "cpu.max", F_OK, 0) == 0)
+			h->quota_fd = dup(fd);
+		dirs[ndirs++] = fd;
+	} else {
+		if ((h->cg.mem_fd = open_leaf(CG_ROOT "/memory", leaf, e)) < 0 ||
+		    (h->cg.cpu_fd = open_leaf(CG_ROOT "/cpuacct", leaf, e)) < 0 ||
+		    (h->cg.pids_fd = open_leaf(CG_ROOT "/pids", leaf, e)) < 0)
+			goto out_close;
+		/* The cpu controller: its own hierarchy, or one shared with
+		 * cpuacct (cpu,cpuacct), where joining twice is harmless. */
+		if (exists(CG_ROOT "/cpu/cpu.cfs_quota_us") &&
+		    (h->quota_fd = open_leaf(CG_ROOT "/cpu", leaf, e)) < 0)
+			goto out_close;
+		dirs[ndirs++] = h->cg.mem_fd;
+		dirs[ndirs++] = h->cg.cpu_fd;
+		dirs[ndirs++] = h->cg.pids_fd;
+		if (h->quota_fd >= 0)
+			dirs[ndirs++] = h->quota_fd;
+	}
+	if (h->cg.cpu_fd < 0 || h->cg.pids_fd < 0) {
+		err_set(e, errno, "dup cgroup fd");
+		goto out_close;
+	}
+	if (helper_limits(h, l, e) < 0 || read_cpu_ns(&h->cg, &h->cg.cpu_base_ns, e) < 0 ||
+	    read_oom_kills(&h->cg, &h->cg.oom_base, e) < 0)
+		goto out_close;
+	for (size_t i = 0; i < ndirs; i++) {
+		h->join_fds[i] = openat(dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		if (h->join_fds[i] < 0) {
+			err_set(e, errno, "open the helper's cgroup.procs");
+			goto out_close;
+		}
+		h->n_join++;
+	}
+	return 0;
+out_close:
+	cgroup_helper_close(h);
+	return err_wrap(e, "cgroup %s", leaf);
+}
+
+int cgroup_helper_join(const struct cgroup_helper *h)
+{
+	for (size_t i = 0; i < h->n_join; i++) {
+		if (write(h->join_fds[i], "0", 1) != 1)
+			return -1;
+	}
+	return 0;
+}
+
+int cgroup_helper_usage(struct cgroup_helper *h, struct cgroup_helper_usage *ret, struct err *e)
+{
+	uint64_t cpu, oom;
+
+	if (read_cpu_ns(&h->cg, &cpu, e) < 0 || read_oom_kills(&h->cg, &oom, e) < 0)
+		return -1;
+	ret->cpu_ns = cpu > h->cg.cpu_base_ns ? cpu - h->cg.cpu_base_ns : 0;
+	ret->oom_kills = oom > h->cg.oom_base ? oom - h->cg.oom_base : 0;
+	return 0;
+}
+
+void cgroup_helper_close(struct cgroup_helper *h)
+{
+	for (size_t i = 0; i < CGROUP_MAX_JOIN; i++)
+		h->join_fds[i] = xclose(h->join_fds[i]);
+	h->n_join = 0;
+	h->quota_fd = xclose(h->quota_fd);
+	cgroup_slot_close(&h->cg);
 }

@@ -39,6 +39,9 @@ struct cgroup_slot {
 	int kill_fd;     /* group with cgroup.kill (hybrid: unified slot; v2: slot), or -1 */
 	int run_fd;      /* per-run pids group "run", -1 between runs */
 	int peak_fd;     /* v2 memory.peak opened for per-fd reset, or -1 */
+	int watch_fd;    /* v1 eventfd signalled when usage crosses a threshold, or -1 */
+	uint64_t watch_threshold; /* the charge watch_fd is armed for */
+	bool watch_fired;         /* watch_fd has fired since it was armed */
 	/* Counters at the start of the run, so usage is per run. */
 	uint64_t cpu_base_ns, oom_base;
 	uint64_t sampled_peak_bytes, sampled_peak_pids;
@@ -62,7 +65,12 @@ int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fd
 /* What the run used so far. */
 struct cgroup_usage {
 	uint64_t cpu_ns;
-	uint64_t anon_bytes;  /* anonymous memory, for the soft memory check */
+	uint64_t charged_bytes; /* everything the kernel charges to the group now */
+	/* What reclaim cannot take back: anonymous memory, shared memory
+	 * (tmpfs pages, the scratch tree's too) and kernel memory charged to
+	 * the group (socket buffers, pipes, page tables): charged_bytes less
+	 * the reclaimable page cache.  The memory check's basis. */
+	uint64_t held_bytes;
 	uint64_t shmem_bytes; /* shared memory incl. tmpfs pages (the scratch tree's too) */
 	uint64_t peak_bytes;
 	uint64_t peak_pids;
@@ -71,10 +79,67 @@ struct cgroup_usage {
 };
 int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e);
 
+/*
+ * Arm a wake-up for when the group's charge crosses `threshold` bytes:
+ * cg->watch_fd (an eventfd, replaced on each call) becomes readable then.
+ * Sampling every few milliseconds lets a fast allocator run far past the
+ * memory limit between two samples; the kernel checks thresholds as it
+ * charges, so the supervisor samples again within a page or so of the
+ * crossing.  Only v1 has usage thresholds: on v2, and wherever arming
+ * fails, watch_fd is -1 and periodic sampling is the only check.
+ */
+void cgroup_watch_memory(struct cgroup_slot *cg, uint64_t threshold);
+
+/* Note that watch_fd fired (and drain it), so the next cgroup_watch_memory()
+ * arms a new threshold whatever the old one was. */
+void cgroup_watch_fired(struct cgroup_slot *cg);
+
 /* SIGKILL every process in the slot and wait until the groups are empty. */
 int cgroup_kill_all(struct cgroup_slot *cg, struct err *e);
 
 /* Remove the run's pids group (the slot must be empty). */
 void cgroup_run_end(struct cgroup_slot *cg);
+
+/*
+ * The group proctor-helper runs in while it parses what a submission
+ * produced: <hierarchy>/proctor/helper<ID> beside the slot groups, ID being
+ * the sandbox's uid (unique to the sandbox while it lives).  Not inside the
+ * slot: the helper's memory would count against the run's memory + disk
+ * limit, and its CPU against the run's counters.  Permanent and reused, as
+ * the slot groups are.  Its CPU has a quota where the host has the cpu
+ * controller (v1: a cpu hierarchy; v2: "cpu" delegated), and is accounted
+ * everywhere; its memory and process count are capped.
+ */
+struct cgroup_helper_limits {
+	uint64_t cpu_quota_us, cpu_period_us; /* at most quota of CPU time per period */
+	uint64_t memory_bytes;		      /* hard limit: OOM kill beyond */
+	uint64_t pids;
+};
+
+struct cgroup_helper {
+	struct cgroup_slot cg;	       /* layout, mem_fd, cpu_fd (accounting), pids_fd; bases */
+	int quota_fd;		       /* group with the cpu controller, or -1 */
+	int join_fds[CGROUP_MAX_JOIN]; /* cgroup.procs of each hierarchy, O_WRONLY */
+	size_t n_join;
+};
+
+struct cgroup_helper_usage {
+	uint64_t cpu_ns;    /* since cgroup_helper_open */
+	uint64_t oom_kills; /* since cgroup_helper_open */
+};
+
+/* Create or reuse the group, set its limits and snapshot its counters.
+ * Owned fds; release with cgroup_helper_close(). */
+int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
+		       const struct cgroup_helper_limits *l, struct err *e);
+
+/* In the helper's process, between fork and exec: move itself into every
+ * hierarchy's group.  Only write(2): async-signal-safe.  -1 on failure. */
+int cgroup_helper_join(const struct cgroup_helper *h);
+
+/* What the group used since cgroup_helper_open (the helper has exited). */
+int cgroup_helper_usage(struct cgroup_helper *h, struct cgroup_helper_usage *ret, struct err *e);
+
+void cgroup_helper_close(struct cgroup_helper *h);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/tree.h"
 #include "util.h"
 
 static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *e)
@@ -72,116 +73,65 @@ static int parent_dirs(int scratch_fd, const char *rel, uid_t uid, gid_t gid, st
 	return 0;
 }
 
-static int put_file(int scratch_fd, int src, const struct stat *st, const char *host_path,
-		    const char *rel, uid_t uid, gid_t gid, struct err *e)
-{
-	mode_t mode = (st->st_mode & 0111) ? 0755 : 0644;
-	int dst = open_beneath(scratch_fd, rel, O_WRONLY | O_CREAT | O_TRUNC, mode);
+/* Where a put's entries go in the jail: below the scratch tree, owned by uid/gid. */
+struct jail_sink {
+	int scratch_fd;
+	uid_t uid;
+	gid_t gid;
+};
 
-	if (dst < 0)
-		return err_set(e, errno, "create '%s' in the sandbox", rel);
-	int rc = copy_fd(src, dst, UINT64_MAX, host_path, e);
-	if (rc == 0 && (fchown(dst, uid, gid) < 0 || fchmod(dst, mode) < 0))
-		rc = err_set(e, errno, "set owner of '%s'", rel);
-	close(dst);
-	return rc;
+static int sink_parents(void *ctx, const char *rel, struct err *e)
+{
+	struct jail_sink *k = ctx;
+
+	return parent_dirs(k->scratch_fd, rel, k->uid, k->gid, e);
 }
 
-static int put_tree(int scratch_fd, int dir_fd, const char *host_path, const char *rel, uid_t uid,
-		    gid_t gid, int depth, struct err *e)
+static int sink_dir(void *ctx, const char *rel, struct err *e)
 {
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+	struct jail_sink *k = ctx;
 
-	if (depth > 64) {
-		close(dir_fd);
-		return err_set(e, ELOOP, "'%s' is nested too deeply", host_path);
-	}
-	if (mkdir_p_at(scratch_fd, rel, 0755, uid, gid, e) < 0) {
-		close(dir_fd);
+	if (mkdir_p_at(k->scratch_fd, rel, 0755, k->uid, k->gid, e) < 0)
 		return -1;
-	}
-	if (uid == 0 && strchr(rel, '/')) {
+	if (k->uid == 0 && strchr(rel, '/')) {
 		/* A protected tree landing in a directory the program made:
 		 * take it back (see parent_dirs). */
 		struct stat st;
-		int fd = open_beneath(scratch_fd, rel, O_RDONLY | O_DIRECTORY, 0);
+		int fd = open_beneath(k->scratch_fd, rel, O_RDONLY | O_DIRECTORY, 0);
 		if (fd < 0 || fstat(fd, &st) < 0 ||
 		    (st.st_uid != 0 && (fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0))) {
 			int saved = errno;
 			xclose(fd);
-			close(dir_fd);
 			return err_set(e, saved, "protect '%s'", rel);
 		}
 		close(fd);
 	}
-	d = fdopendir(dir_fd);
-	if (!d) {
-		int saved = errno;
-		close(dir_fd);
-		return err_set(e, saved, "read directory '%s'", host_path);
-	}
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		char sub_host[PATH_MAX], sub_rel[PATH_MAX];
-		struct stat st;
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if ((size_t)snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path,
-				     de->d_name) >= sizeof(sub_host) ||
-		    (size_t)snprintf(sub_rel, sizeof(sub_rel), "%s/%s", rel, de->d_name) >=
-			    sizeof(sub_rel)) {
-			rc = err_set(e, ENAMETOOLONG, "path below '%s'", host_path);
-			break;
-		}
-		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0) {
-			rc = err_set(e, errno, "'%s'", sub_host);
-			break;
-		}
-		if (fstat(fd, &st) < 0) {
-			rc = err_set(e, errno, "stat '%s'", sub_host);
-			close(fd);
-		} else if (S_ISDIR(st.st_mode)) {
-			rc = put_tree(scratch_fd, fd, sub_host, sub_rel, uid, gid, depth + 1, e);
-		} else if (S_ISREG(st.st_mode)) {
-			rc = put_file(scratch_fd, fd, &st, sub_host, sub_rel, uid, gid, e);
-			close(fd);
-		} else {
-			rc = err_set(e, 0, "'%s' is not a regular file or directory", sub_host);
-			close(fd);
-		}
-	}
-	closedir(d);
+	return 0;
+}
+
+static int sink_file(void *ctx, int src, const char *host_path, const char *rel, mode_t mode,
+		     struct err *e)
+{
+	struct jail_sink *k = ctx;
+	int dst = open_beneath(k->scratch_fd, rel, O_WRONLY | O_CREAT | O_TRUNC, mode);
+
+	if (dst < 0)
+		return err_set(e, errno, "create '%s' in the sandbox", rel);
+	int rc = copy_fd(src, dst, UINT64_MAX, host_path, e);
+	if (rc == 0 && (fchown(dst, k->uid, k->gid) < 0 || fchmod(dst, mode) < 0))
+		rc = err_set(e, errno, "set owner of '%s'", rel);
+	close(dst);
 	return rc;
 }
 
 int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid, gid_t gid,
 	      struct err *e)
 {
-	struct stat st;
-	int fd = open(host_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct jail_sink k = {.scratch_fd = scratch_fd, .uid = uid, .gid = gid};
+	const struct tree_sink sink = {
+	    .ctx = &k, .parents = sink_parents, .dir = sink_dir, .file = sink_file};
 
-	if (fd < 0)
-		return err_set(e, errno, "'%s'", host_path);
-	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "stat '%s'", host_path);
-	}
-	if (parent_dirs(scratch_fd, rel, uid, gid, e) < 0) {
-		close(fd);
-		return -1;
-	}
-	if (S_ISDIR(st.st_mode))
-		return put_tree(scratch_fd, fd, host_path, rel, uid, gid, 0, e); /* owns fd */
-	int rc;
-	if (S_ISREG(st.st_mode))
-		rc = put_file(scratch_fd, fd, &st, host_path, rel, uid, gid, e);
-	else
-		rc = err_set(e, 0, "'%s' is not a regular file or directory", host_path);
-	close(fd);
-	return rc;
+	return tree_put(host_path, rel, &sink, e);
 }
 
 /* Copy the open directory `src_dir` to the host directory `host_path`

@@ -9,9 +9,11 @@
 
 /*
  * Copy a host file or directory tree to `rel` below scratch_fd, owned by
- * uid/gid.  Destination components are opened with openat2(RESOLVE_BENEATH |
+ * uid/gid, under the put rule of tree_put() (host/tree.h): regular files
+ * and directories only, anything else below a directory fails the put.
+ * Destination components are opened with openat2(RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS), so links planted by an earlier run are never
- * followed.  Host symlinks inside a copied directory are refused.
+ * followed.
  */
 int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid, gid_t gid,
 	      struct err *e);

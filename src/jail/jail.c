@@ -64,6 +64,7 @@
 #include "jail/mount.h"
 #include "jail/seccomp.h"
 #include "jail/slot.h"
+#include "scratch.h"
 #include "util.h"
 
 #ifndef CLONE_PIDFD
@@ -369,7 +370,7 @@ static bool disk_full(struct jail *j)
 
 	if (fstatvfs(j->scratch_fd, &sv) < 0)
 		return false;
-	return (uint64_t)sv.f_bavail * sv.f_frsize < 64 * 1024 || sv.f_favail == 0;
+	return scratch_full((uint64_t)sv.f_bavail * sv.f_frsize, sv.f_favail);
 }
 
 struct run_state {
@@ -426,8 +427,11 @@ static uint64_t scratch_used(struct jail *j)
 
 /*
  * Check the sandbox-wide CPU and memory budgets.  The program's memory is
- * its anonymous memory plus shared memory (shared mappings, memfd, SysV
- * shm) minus the files of the scratch tree, which the disk limit governs.
+ * what the kernel charges to its group and reclaim cannot take back
+ * (anonymous memory, shared mappings, memfd, SysV shm, and kernel memory
+ * such as socket buffers, pipes and page tables) minus the files of the
+ * scratch tree, which the disk limit governs.  Then the usage threshold is
+ * re-armed at the charge where that memory would pass the limit.
  */
 static void check_budgets(struct jail *j, const struct limits *l, struct run_state *s)
 {
@@ -437,11 +441,15 @@ static void check_budgets(struct jail *j, const struct limits *l, struct run_sta
 	if (cgroup_sample(&j->cg, &u, &ignored) < 0)
 		return;
 	uint64_t files = scratch_used(j);
-	uint64_t mem = u.anon_bytes + (u.shmem_bytes > files ? u.shmem_bytes - files : 0);
+	if (files > u.shmem_bytes)
+		files = u.shmem_bytes;
+	uint64_t mem = u.held_bytes > files ? u.held_bytes - files : 0;
 	if (u.cpu_ns / 1000000 >= l->cpu_ms)
 		s->killed_for |= LIMIT_HIT_CPU;
 	else if (mem > l->memory_bytes)
 		s->killed_for |= LIMIT_HIT_MEMORY;
+	else
+		cgroup_watch_memory(&j->cg, u.charged_bytes + (l->memory_bytes - mem) + 1);
 }
 
 static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, int out_r, int err_r,
@@ -450,13 +458,15 @@ static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, in
 	uint64_t wall_ns = spec->limits.wall_ms * 1000000ull;
 	uint64_t now = now_ns();
 	uint64_t deadline = now + wall_ns + SETUP_SLACK_NS, next_sample = now + SAMPLE_NS;
-	struct pollfd p[4] = {
+	struct pollfd p[5] = {
 	    {.fd = out_r, .events = POLLIN},
 	    {.fd = err_r, .events = POLLIN},
 	    {.fd = msg_r, .events = POLLIN},
 	    {.fd = pidfd, .events = POLLIN},
+	    {.fd = -1, .events = POLLIN}, /* the memory threshold (cgroup_watch_memory) */
 	};
 
+	check_budgets(j, &spec->limits, s);
 	while (!s->exited && !s->failed && !s->killed_for) {
 		now = now_ns();
 		if (now >= deadline) {
@@ -465,15 +475,23 @@ static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, in
 		}
 		if (now >= next_sample) {
 			check_budgets(j, &spec->limits, s);
-			next_sample = now + SAMPLE_NS;
+			/* From after the sample: a slow one never starves the pipes. */
+			next_sample = now_ns() + SAMPLE_NS;
 			continue;
 		}
 		uint64_t until = deadline < next_sample ? deadline : next_sample;
 		int timeout = (int)((until - now + 999999) / 1000000);
-		if (poll(p, 4, timeout) < 0 && errno != EINTR) {
+		p[4].fd = j->cg.watch_fd;
+		if (poll(p, 5, timeout) < 0 && errno != EINTR) {
 			s->failed = true;
 			snprintf(s->text, sizeof(s->text), "poll: %s", strerror(errno));
 			break;
+		}
+		if (p[4].fd >= 0 && p[4].revents) {
+			/* The charge crossed the threshold: sample now (which
+			 * re-arms it), not at the next tick. */
+			cgroup_watch_fired(&j->cg);
+			check_budgets(j, &spec->limits, s);
 		}
 		if (p[0].revents && !drain(out_r, &res->out, 16))
 			p[0].fd = -1;

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "scratch.h"
 #include "util.h"
 
 /* Top-level directories of the system tree, bound read-only when present. */
@@ -258,12 +259,8 @@ int mount_scratch(const char *dir, unsigned long long bytes, uid_t uid, gid_t gi
 		  struct err *e)
 {
 	char opts[128], path[PATH_MAX];
-	unsigned long long inodes = bytes / 2048;
+	unsigned long long inodes = scratch_inodes(bytes);
 
-	if (inodes < 8192)
-		inodes = 8192;
-	if (inodes > (1ull << 20))
-		inodes = 1ull << 20;
 	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu,mode=0755", bytes, inodes);
 	/* SECURITY: the writable tree is a size-capped tmpfs that exists only
 	 * for this sandbox; nosuid and nodev so nothing placed there gains

@@ -2,12 +2,16 @@
 #include "jail/seccomp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -34,6 +38,11 @@ static const char *const eperm_calls[] = {
 	"quotactl_fd", "lookup_dcookie", "vhangup", "personality", "mbind",
 	"migrate_pages", "move_pages", "set_mempolicy", "pidfd_getfd",
 	"process_madvise", "landlock_create_ruleset",
+	/* A filter of the program's own could kill it with SIGSYS. */
+	"seccomp",
+	/* Both deliver a signal of the program's choosing, named through a
+	 * struct sigevent the filter cannot read (see limit_signal_rules). */
+	"timer_create", "mq_notify",
 };
 
 static const char *const kill_calls[] = {
@@ -60,6 +69,68 @@ static int add_list(scmp_filter_ctx ctx, uint32_t action, const char *const *nam
 	return 0;
 }
 
+/*
+ * The signals that report a limit: SIGSYS (this filter's kill), SIGXCPU and
+ * SIGXFSZ (RLIMIT_CPU and RLIMIT_FSIZE).  A verdict names a limit only when
+ * the limit was reached, so the program must not be able to raise them at
+ * itself or have the kernel raise them for a limit of its own: every way
+ * of sending a signal of its choosing refuses these three (EPERM), and
+ * lowering the two limits is refused.
+ */
+static const int limit_signals[] = {SIGSYS, SIGXCPU, SIGXFSZ};
+
+/* Signal-number arguments are ints: compare the low 32 bits only, so a
+ * value with garbage above them (which the kernel ignores) cannot slip by. */
+#define SIG_ARG(n, sig)                                                                    \
+	((struct scmp_arg_cmp){.arg = (n), .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,  \
+			       .datum_b = (scmp_datum_t)(sig)})
+#define ARG_CMP(n, cmp, v)                                                                 \
+	((struct scmp_arg_cmp){.arg = (n), .op = (cmp), .datum_a = (scmp_datum_t)(v), .datum_b = 0})
+
+static int rule(scmp_filter_ctx ctx, const char *name, unsigned n, struct scmp_arg_cmp a,
+		struct scmp_arg_cmp b, struct err *e)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+	if (nr == __NR_SCMP_ERROR)
+		return 0;
+	int rc = n == 1 ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, a)
+			: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, a, b);
+	if (rc < 0)
+		return err_set(e, -rc, "seccomp rule for %s", name);
+	return 0;
+}
+
+static int limit_signal_rules(scmp_filter_ctx ctx, struct err *e)
+{
+	const struct scmp_arg_cmp none = {0};
+
+	for (size_t i = 0; i < sizeof(limit_signals) / sizeof(limit_signals[0]); i++) {
+		int sig = limit_signals[i];
+		if (rule(ctx, "kill", 1, SIG_ARG(1, sig), none, e) < 0 ||
+		    rule(ctx, "tkill", 1, SIG_ARG(1, sig), none, e) < 0 ||
+		    rule(ctx, "tgkill", 1, SIG_ARG(2, sig), none, e) < 0 ||
+		    rule(ctx, "rt_sigqueueinfo", 1, SIG_ARG(1, sig), none, e) < 0 ||
+		    rule(ctx, "rt_tgsigqueueinfo", 1, SIG_ARG(2, sig), none, e) < 0 ||
+		    rule(ctx, "pidfd_send_signal", 1, SIG_ARG(1, sig), none, e) < 0 ||
+		    /* I/O readiness, leases and dnotify signal with F_SETSIG's number. */
+		    rule(ctx, "fcntl", 2, ARG_CMP(1, SCMP_CMP_EQ, F_SETSIG), SIG_ARG(2, sig), e) < 0 ||
+		    rule(ctx, "prctl", 2, ARG_CMP(0, SCMP_CMP_EQ, PR_SET_PDEATHSIG), SIG_ARG(1, sig),
+			 e) < 0 ||
+		    rule(ctx, "ioctl", 2, ARG_CMP(1, SCMP_CMP_EQ, TIOCSIG), SIG_ARG(2, sig), e) < 0 ||
+		    /* A child's exit signal is clone's low byte. */
+		    rule(ctx, "clone", 1, ((struct scmp_arg_cmp){.arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xff, .datum_b = (scmp_datum_t)sig}), none,
+			 e) < 0)
+			return -1;
+	}
+	static const int limits[] = {RLIMIT_CPU, RLIMIT_FSIZE};
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		if (rule(ctx, "setrlimit", 1, SIG_ARG(0, limits[i]), none, e) < 0 ||
+		    rule(ctx, "prlimit64", 2, SIG_ARG(1, limits[i]), ARG_CMP(2, SCMP_CMP_NE, 0), e) < 0)
+			return -1;
+	}
+	return rule(ctx, "prctl", 1, ARG_CMP(0, SCMP_CMP_EQ, PR_SET_SECCOMP), none, e);
+}
+
 int seccomp_build(struct sock_fprog *ret, struct err *e)
 {
 	/* SECURITY: default allow with a deny list, because the programs are
@@ -82,6 +153,9 @@ int seccomp_build(struct sock_fprog *ret, struct err *e)
 		     sizeof(eperm_calls) / sizeof(eperm_calls[0]), e) < 0 ||
 	    add_list(ctx, SCMP_ACT_KILL_PROCESS, kill_calls,
 		     sizeof(kill_calls) / sizeof(kill_calls[0]), e) < 0)
+		goto out_release;
+	/* SECURITY: a signal that reports a limit comes only from the limit. */
+	if (limit_signal_rules(ctx, e) < 0)
 		goto out_release;
 	/* SECURITY: user namespaces work unprivileged on these hosts; clone
 	 * with any namespace flag is refused so the program cannot build a

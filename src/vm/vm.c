@@ -75,6 +75,7 @@
 #include "jail/jail.h"
 #include "jail/slot.h"
 #include "host/statedir.h"
+#include "host/tree.h"
 #include "util.h"
 #include "vm/kit.h"
 #include "vm/proto.h"
@@ -1056,11 +1057,13 @@ fail:
 	return -1;
 }
 
-static int send_mkdir(struct vm *v, const char *rel, unsigned flags, struct err *e)
+/* Make the directory rel: mode 0755, or 01777 for the parents of a
+ * protected put (the agent's do_mkdir() keeps the jail's rule). */
+static int send_mkdir(struct vm *v, const char *rel, mode_t mode, unsigned flags, struct err *e)
 {
 	pbuf_start(&v->ob, P_MKDIR);
 	pbuf_str(&v->ob, rel);
-	pbuf_u32(&v->ob, 0755);
+	pbuf_u32(&v->ob, mode);
 	pbuf_u32(&v->ob, flags & SANDBOX_PUT_PROTECTED ? PROTO_PUT_PROTECTED : 0);
 	if (chan_send(v, e) < 0)
 		return -1;
@@ -1075,7 +1078,8 @@ static int send_parents(struct vm *v, const char *rel, unsigned flags, struct er
 	snprintf(dir, sizeof(dir), "%s", rel);
 	for (char *p = strchr(dir, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
-		if (strchr(dir, '/') && send_mkdir(v, dir, flags, e) < 0)
+		if (strchr(dir, '/') &&
+		    send_mkdir(v, dir, flags & SANDBOX_PUT_PROTECTED ? 01777 : 0755, flags, e) < 0)
 			return -1;
 		*p = '/';
 	}
@@ -1120,92 +1124,48 @@ static int send_file(struct vm *v, int fd, const char *host_path, const char *re
 	return 0;
 }
 
-static int put_tree(struct vm *v, int dfd, const char *host_path, const char *rel, unsigned flags,
-		    int depth, struct err *e)
-{
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+/* Where a put's entries go in a microVM: P_MKDIR and P_PUT to the agent. */
+struct vm_sink {
+	struct vm *v;
+	unsigned flags;
+};
 
-	if (depth > 64) {
-		close(dfd);
-		return err_set(e, ELOOP, "'%s' is nested too deeply", host_path);
-	}
-	if (send_mkdir(v, rel, flags, e) < 0) {
-		close(dfd);
-		return -1;
-	}
-	if (!(d = fdopendir(dfd))) {
-		close(dfd);
-		return err_set(e, errno, "read directory '%s'", host_path);
-	}
-	while (rc == 0 && (de = readdir(d))) {
-		char sub_host[PATH_MAX], sub_rel[PATH_MAX];
-		struct stat st;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if ((size_t)snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path, de->d_name) >=
-			sizeof(sub_host) ||
-		    (size_t)snprintf(sub_rel, sizeof(sub_rel), "%s/%s", rel, de->d_name) >=
-			sizeof(sub_rel)) {
-			rc = err_set(e, ENAMETOOLONG, "path below '%s'", host_path);
-			break;
-		}
-		int fd =
-		    openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0) {
-			if (errno == ELOOP)
-				continue; /* a symlink: skipped, as the jail does */
-			rc = err_set(e, errno, "'%s'", sub_host);
-			break;
-		}
-		if (fstat(fd, &st) < 0) {
-			rc = err_set(e, errno, "'%s'", sub_host);
-			close(fd);
-		} else if (S_ISDIR(st.st_mode))
-			rc = put_tree(v, fd, sub_host, sub_rel, flags, depth + 1, e);
-		else {
-			if (S_ISREG(st.st_mode))
-				rc = send_file(v, fd, sub_host, sub_rel,
-					       (st.st_mode & 0111) ? 0755 : 0644, flags, e);
-			close(fd);
-		}
-	}
-	closedir(d);
-	return rc;
+static int sink_parents(void *ctx, const char *rel, struct err *e)
+{
+	struct vm_sink *k = ctx;
+
+	return send_parents(k->v, rel, k->flags, e);
+}
+
+static int sink_dir(void *ctx, const char *rel, struct err *e)
+{
+	struct vm_sink *k = ctx;
+
+	return send_mkdir(k->v, rel, 0755, k->flags, e);
+}
+
+static int sink_file(void *ctx, int fd, const char *host_path, const char *rel, mode_t mode,
+		     struct err *e)
+{
+	struct vm_sink *k = ctx;
+
+	return send_file(k->v, fd, host_path, rel, mode, k->flags, e);
 }
 
 static int vm_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
 		  unsigned flags, struct err *e)
 {
 	struct vm *v = (struct vm *)sb;
+	struct vm_sink k = {.v = v, .flags = flags};
+	const struct tree_sink sink = {
+	    .ctx = &k, .parents = sink_parents, .dir = sink_dir, .file = sink_file};
 	char rel[PATH_MAX];
-	struct stat st;
-	int fd, rc;
 
 	if (v->dead)
 		return err_set(e, 0, "microVM: the VM is gone");
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
-	fd = open(host_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		int saved = errno;
-		xclose(fd);
-		return err_set(e, saved, "'%s'", host_path);
-	}
-	if (send_parents(v, rel, flags, e) < 0) {
-		close(fd);
-		return -1;
-	}
-	if (S_ISDIR(st.st_mode))
-		return put_tree(v, fd, host_path, rel, flags, 0, e);
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return err_set(e, 0, "'%s' is not a regular file or directory", host_path);
-	}
-	rc = send_file(v, fd, host_path, rel, (st.st_mode & 0111) ? 0755 : 0644, flags, e);
-	close(fd);
-	return rc;
+	return tree_put(host_path, rel, &sink, e);
 }
 
 static const char *const base_env[] = {

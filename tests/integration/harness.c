@@ -515,11 +515,15 @@ static bool is_dir_at(int dfd, const char *name)
 	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The permanent groups: slotN (a sandbox slot's), helperUID (the report
+ * and intake helper's of the sandbox with that uid). */
 static bool slot_name_ok(const char *name)
 {
-	if (strncmp(name, "slot", 4) != 0 || !name[4])
+	size_t n = strncmp(name, "slot", 4) == 0 ? 4 : strncmp(name, "helper", 6) == 0 ? 6 : 0;
+
+	if (n == 0 || !name[n])
 		return false;
-	for (const char *p = name + 4; *p; p++)
+	for (const char *p = name + n; *p; p++)
 		if (*p < '0' || *p > '9')
 			return false;
 	return true;
@@ -578,7 +582,8 @@ static bool leftover_in_proctor_cgroup(const char *path, char *what, size_t len)
 		if (!join_path(sub, sizeof sub, path, de->d_name))
 			continue;
 		if (!slot_name_ok(de->d_name)) {
-			snprintf(what, len, "unexpected cgroup %s (only slotN may stay)", sub);
+			snprintf(what, len,
+				 "unexpected cgroup %s (only slotN and helperN may stay)", sub);
 			found = true;
 		} else {
 			found = leftover_in_slot(sub, what, len);
@@ -693,4 +698,67 @@ double harness_now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- the microVM suites' image -------------------------------------------- */
+
+/* The first image NAME@N of the state directory that has a guest kernel. */
+static bool find_vm_image(const char *name, char *pin, size_t cap)
+{
+	char *argv[] = {(char *)"image", (char *)"ls", (char *)"--json", (char *)"--state-dir",
+			(char *)state_dir(), NULL};
+	struct proc_out o = {0};
+	json_error_t je;
+	json_t *list, *v;
+	size_t i;
+
+	pin[0] = '\0';
+	harness_run(&o, NULL, 60, argv);
+	list = o.exit_status == 0 ? json_loadb(o.out, o.out_len, 0, &je) : NULL;
+	json_array_foreach(list, i, v)
+	{
+		const char *n = json_string_value(json_object_get(v, "name"));
+		json_int_t ver = json_integer_value(json_object_get(v, "version"));
+		char kernel[PATH_MAX];
+		if (!n || strcmp(n, name) != 0)
+			continue;
+		snprintf(kernel, sizeof(kernel), "%s/images/%s/%lld/vm/vmlinux", state_dir(), n,
+			 (long long)ver);
+		if (access(kernel, R_OK) == 0) {
+			snprintf(pin, cap, "%s@%lld", n, (long long)ver);
+			break;
+		}
+	}
+	json_decref(list);
+	proc_out_free(&o);
+	return pin[0] != '\0';
+}
+
+int harness_vm_image(const char *recipe, const char *name, char *pin, size_t cap, char *why,
+		     size_t why_cap)
+{
+	if (geteuid() != 0) {
+		snprintf(why, why_cap, "not root");
+		return -1;
+	}
+	if (access("/usr/bin/qemu-system-x86_64", X_OK) != 0) {
+		snprintf(why, why_cap, "QEMU is not installed");
+		return -1;
+	}
+	if (find_vm_image(name, pin, cap))
+		return 0;
+	print_message("building %s into %s (a few minutes)\n", recipe, state_dir());
+	char *argv[] = {(char *)"image", (char *)"build",	    (char *)"--json",
+			(char *)"--state-dir", (char *)state_dir(), (char *)recipe,
+			NULL};
+	struct proc_out o = {0};
+	harness_run(&o, NULL, 900, argv);
+	if (o.exit_status != 0 || !find_vm_image(name, pin, cap)) {
+		snprintf(why, why_cap, "image build failed (exit %d): %.3000s", o.exit_status,
+			 o.err);
+		proc_out_free(&o);
+		return -1;
+	}
+	proc_out_free(&o);
+	return 0;
 }

@@ -42,8 +42,8 @@ bool jlimit_hit(const struct proc_out *o, const char *limit); /* in limits_hit[]
  * range [1600000000, 1600000000+256), no mount below the state dir
  * (PROCTOR_STATE_DIR or /var/lib/proctor) in /proc/self/mountinfo, and
  * below every /sys/fs/cgroup/<controller>/proctor and
- * /sys/fs/cgroup/unified/proctor only directories named slotN, each with
- * no child group and an empty cgroup.procs.  Waits up to 2 s for the
+ * /sys/fs/cgroup/unified/proctor only directories named slotN or helperN,
+ * each with no child group and an empty cgroup.procs.  Waits up to 2 s for the
  * kernel to finish tearing down.  Fails the test with the leftover named.
  */
 void harness_assert_clean(void);
@@ -63,5 +63,15 @@ char *harness_slurp(const char *path, size_t cap, size_t *ret_len);
 char *harness_trim(char *s);
 bool harness_parse_int(const char *s, long lo, long hi, long *ret);
 double harness_now_s(void);
+
+/*
+ * For the microVM suites: the pin ("small@3") of the first image called
+ * `name` in the state directory (PROCTOR_STATE_DIR) that has a guest
+ * kernel, building `recipe` there first when there is none (minutes).
+ * -1 with the reason in `why` when it cannot work here: not root, no QEMU,
+ * the build failed.
+ */
+int harness_vm_image(const char *recipe, const char *name, char *pin, size_t cap, char *why,
+		     size_t why_cap);
 
 #endif

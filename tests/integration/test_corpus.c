@@ -1,4 +1,4 @@
-/* Integration tests: the shared corpus's hostile submissions through `proctor run --json`. */
+/* Integration tests: the hostile corpus's submissions through `proctor run --json`. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -32,19 +32,23 @@
  * tests then check what the case is really about (a limit that must trip,
  * host state that must not change, a canary that must not leak).
  *
- * Expected counts come from cases.tsv, limits from assignment.conf and test
- * names from tests.list, all read at run time: nothing is typed in twice.
+ * Expected counts come from cases.tsv, limits and the build and run commands
+ * from assignment.conf and test names from tests.list, all read at run time:
+ * nothing is typed in twice.  CORPUS is the project's own corpus (a copy of
+ * tests/corpus after its generate.sh) or, for test_corpus_shared, another
+ * corpus in the same format that has these cases.
  */
 
-#define MAX_ARGS	 64
-#define MAX_DECLARED	 64
-#define MAX_OK_EXITS	 8
-#define MAX_CONF_BYTES	 (64 * 1024)
-#define MAX_REPORT_BYTES (8 * 1024 * 1024)
-#define HARNESS_GRACE_S	 60  /* proctor must be done this long after --wall */
-#define PROMPT_GRACE_S	 5.0 /* a flood must not delay proctor beyond wall + this */
-#define AFTER_EXIT_S	 4.0 /* setup + teardown around the program's own wall time */
-#define HOST_DISK_SLACK	 (300ull * 1024 * 1024)
+#define MAX_ARGS	  64
+#define MAX_DECLARED	  64
+#define MAX_OK_EXITS	  8
+#define MAX_CONF_BYTES	  (64 * 1024)
+#define MAX_REPORT_BYTES  (8 * 1024 * 1024)
+#define HARNESS_GRACE_S	  60  /* proctor must be done this long after --wall */
+#define PROMPT_GRACE_S	  5.0 /* a flood must not delay proctor beyond wall + this */
+#define AFTER_EXIT_S	  4.0 /* setup + teardown around the program's own wall time */
+#define HOST_DISK_SLACK	  (300ull * 1024 * 1024)
+#define REPORT_IN_SANDBOX "/work/report.xml" /* {report} of assignment.conf */
 
 /* One assignment (python/ or c/) of the corpus. */
 struct assignment {
@@ -52,6 +56,8 @@ struct assignment {
 	char language[32];
 	char student_files[256]; /* space-separated allowlist */
 	char test_files[256];	 /* space-separated, below tests/ */
+	char build[512];	 /* shell command, may be empty */
+	char run[512];		 /* command; {report} not yet filled in */
 	char cpu[32], wall[32], memory[32], pids[32], fsize[32], disk[32], output[32];
 	double wall_s;
 	long output_kib;
@@ -130,9 +136,8 @@ static const char *corpus_or_skip(void)
 	if (geteuid() != 0)
 		why = "the jail needs root";
 	else if (!corpus || !*corpus)
-		why =
-		    "CORPUS is not set (meson configure -Dcorpus_dir=DIR, a copy of shared/corpus "
-		    "after generate.sh)";
+		why = "CORPUS is not set (meson configure -Dcorpus_dir=DIR, a copy of tests/corpus "
+		      "after generate.sh)";
 	if (why) {
 		if (!harness_can_skip())
 			fail_msg("cannot run the corpus tests: %s", why);
@@ -175,7 +180,7 @@ static void load_assignment(struct assignment *a, const char *corpus, const char
 	char *path = xasprintf("%s/assignment.conf", a->dir);
 	char *text = harness_slurp(path, MAX_CONF_BYTES, NULL);
 	if (!text)
-		fail_msg("cannot read %s (is CORPUS a copy of shared/corpus?)", path);
+		fail_msg("cannot read %s (is CORPUS a copy of tests/corpus?)", path);
 
 	struct {
 		const char *key;
@@ -199,6 +204,10 @@ static void load_assignment(struct assignment *a, const char *corpus, const char
 			copy_str(a->student_files, sizeof(a->student_files), val, key);
 		else if (strcmp(key, "test_files") == 0)
 			copy_str(a->test_files, sizeof(a->test_files), val, key);
+		else if (strcmp(key, "build") == 0)
+			copy_str(a->build, sizeof(a->build), val, key);
+		else if (strcmp(key, "run") == 0)
+			copy_str(a->run, sizeof(a->run), val, key);
 		else if (strcmp(key, "runner_ok_exit") == 0)
 			copy_str(ok_exit, sizeof(ok_exit), val, key);
 		for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
@@ -210,8 +219,9 @@ static void load_assignment(struct assignment *a, const char *corpus, const char
 	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
 		if (!*limits[i].dst)
 			fail_msg("%s: no %s", path, limits[i].key);
-	if (!*a->language || !*a->student_files || !*a->test_files || !*ok_exit)
-		fail_msg("%s: language, student_files, test_files or runner_ok_exit missing", path);
+	if (!*a->language || !*a->student_files || !*a->test_files || !*a->run || !*ok_exit)
+		fail_msg("%s: language, student_files, test_files, run or runner_ok_exit missing",
+			 path);
 
 	char *end;
 	a->wall_s = strtod(a->wall, &end);
@@ -500,6 +510,41 @@ static int contract_exit_status(const struct case_run *r)
 	return 0;
 }
 
+/* "{report}" in `cmd` filled in; owned by the caller. */
+static char *fill_report(const char *cmd)
+{
+	static const char key[] = "{report}";
+	char *out = xasprintf("%s", cmd);
+	char *at;
+
+	while ((at = strstr(out, key)) != NULL) {
+		*at = '\0';
+		char *next = xasprintf("%s%s%s", out, REPORT_IN_SANDBOX, at + sizeof(key) - 1);
+		free(out);
+		out = next;
+	}
+	return out;
+}
+
+/* The assignment's build and run as one program: the run command split on
+ * blanks when there is no build, else `sh -c 'BUILD && exec RUN'`, so the
+ * runner is the same process in both (its own signal, its own parent). */
+static void add_command(struct argv_buf *args, const struct assignment *a)
+{
+	char *run = fill_report(a->run);
+
+	if (*a->build) {
+		argv_add(args, "/bin/sh");
+		argv_add(args, "-c");
+		argv_add(args, "%s && exec %s", a->build, run);
+	} else {
+		char *save = NULL;
+		for (char *w = strtok_r(run, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+			argv_add(args, "%s", w);
+	}
+	free(run);
+}
+
 /*
  * Run one case the way a grader would: the assignment's limits, only the
  * allowlisted student files, the hidden test files, the report fetched back.
@@ -556,22 +601,7 @@ static void run_case(struct case_run *r, const char *lang, const char *case_name
 	argv_add(&args, "--get");
 	argv_add(&args, "report.xml:%s", r->report_path);
 	argv_add(&args, "--");
-	if (strcmp(r->a.language, "python") == 0) {
-		argv_add(&args, "/usr/bin/python3");
-		argv_add(&args, "-m");
-		argv_add(&args, "pytest");
-		argv_add(&args, "-q");
-		argv_add(&args, "-p");
-		argv_add(&args, "no:cacheprovider");
-		argv_add(&args, "--junitxml=/work/report.xml");
-		argv_add(&args, "test_hidden.py");
-	} else if (strcmp(r->a.language, "c") == 0) {
-		argv_add(&args, "/bin/sh");
-		argv_add(&args, "-c");
-		argv_add(&args, "make -s test_runner && ./test_runner /work/report.xml");
-	} else {
-		fail_msg("%s: unknown language '%s'", case_name, r->a.language);
-	}
+	add_command(&args, &r->a);
 
 	double t0 = harness_now_s();
 	harness_run(&r->out, extra_env, (int)r->a.wall_s + HARNESS_GRACE_S, args.v);

@@ -27,10 +27,14 @@
  * One cmocka test per row of the corpus's cases.tsv (python/ and c/), made
  * at run time: each grades the row's submission with the real
  * `proctor grade --json` against the corpus assignment expressed in
- * Proctor's own format (tests/data/corpus-assignments/<lang>/assignment.yaml,
- * copied with the corpus's hidden tests/ into a temporary assignment
- * directory before the tests run), maps Proctor's verdict onto the corpus's
- * vocabulary and compares it with the row.  `must` rows fail when the
+ * Proctor's own format, maps Proctor's verdict onto the corpus's vocabulary
+ * and compares it with the row.  The assignment.yaml is the corpus's own
+ * (<lang>/assignment.yaml, as in tests/corpus) when it has one, else
+ * tests/data/corpus-assignments/<lang>/assignment.yaml (for a corpus that
+ * is not ours); it is copied with the corpus's hidden tests/ into a
+ * temporary assignment directory before the tests run.  A case directory
+ * holding submission.tar or submission.zip is also handed in as each
+ * archive, under the same row.  `must` rows fail when the
  * verdict is wrong; `should` and `observe` rows are only reported.  Whatever
  * the severity, Proctor's own "error" status, an exit status other than 0,
  * a leaked canary, an escaped zip-slip file or a sandbox left behind fail.
@@ -275,8 +279,9 @@ static void remove_tree(const char *path)
 	rmdir(path);
 }
 
-/* A temporary assignment dir: this suite's assignment.yaml for the language
- * plus a copy of the corpus's hidden tests as tests/. */
+/* A temporary assignment dir: the corpus's assignment.yaml for the language
+ * (or this suite's, for a corpus without one) plus a copy of the corpus's
+ * hidden tests as tests/. */
 static int make_assignment_dir(struct lang *l, char *why, size_t wlen)
 {
 	const char *base = getenv("TMPDIR");
@@ -294,7 +299,11 @@ static int make_assignment_dir(struct lang *l, char *why, size_t wlen)
 	 * readable like any instructor's directory. */
 	chmod(path, 0755);
 	l->assignment = strdup(path);
-	snprintf(yaml_src, sizeof(yaml_src), "%s/%s", CORPUS_ASSIGNMENTS, l->name);
+	snprintf(yaml_src, sizeof(yaml_src), "%s/assignment.yaml", l->dir);
+	if (access(yaml_src, F_OK) == 0)
+		snprintf(yaml_src, sizeof(yaml_src), "%s", l->dir);
+	else
+		snprintf(yaml_src, sizeof(yaml_src), "%s/%s", CORPUS_ASSIGNMENTS, l->name);
 	snprintf(tests_src, sizeof(tests_src), "%s/tests", l->dir);
 	if (!l->assignment || (dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (ydir = open(yaml_src, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
@@ -381,7 +390,8 @@ static struct grade_case *add_case(struct grade_case *cases, size_t *n, char *wh
 
 /* Rows of <lang>/cases.tsv as gradings, in file order, except that the
  * check of py_persist_spawn's leftovers runs right after it and each
- * archive of py_zipslip is also handed in on its own. */
+ * archive in a case directory (submission.tar, submission.zip) is also
+ * handed in on its own. */
 static int load_cases(struct lang *l, struct grade_case *cases, size_t *n, char *why, size_t wlen)
 {
 	char path[PATH_MAX + 16];
@@ -391,7 +401,7 @@ static int load_cases(struct lang *l, struct grade_case *cases, size_t *n, char 
 	snprintf(path, sizeof(path), "%s/cases.tsv", l->dir);
 	char *text = harness_slurp(path, MAX_TEXT_BYTES, NULL);
 	if (!text) {
-		snprintf(why, wlen, "cannot read %s (is CORPUS a copy of shared/corpus?)", path);
+		snprintf(why, wlen, "cannot read %s (is CORPUS a copy of tests/corpus?)", path);
 		return -1;
 	}
 	char *save = NULL;
@@ -474,9 +484,11 @@ static int load_cases(struct lang *l, struct grade_case *cases, size_t *n, char 
 				*c = rows[j];
 			}
 		}
-		if (row->checks & CHECK_ZIPSLIP) {
-			static const char *const archives[] = {"submission.tar", "submission.zip"};
-			for (size_t k = 0; k < 2; k++) {
+		static const char *const archives[] = {"submission.tar", "submission.zip"};
+		for (size_t k = 0; k < 2; k++) {
+			char archive[PATH_MAX + 160];
+			snprintf(archive, sizeof(archive), "%s/%s", row->submission, archives[k]);
+			if (access(archive, F_OK) == 0) {
 				if (!(c = add_case(cases, n, why, wlen)))
 					return -1;
 				*c = *row;
@@ -958,7 +970,7 @@ int main(void)
 		problem.skip = true;
 		snprintf(problem.msg, sizeof(problem.msg),
 			 "CORPUS is not set (meson configure -Dcorpus_dir=DIR, a copy of "
-			 "shared/corpus after generate.sh)");
+			 "tests/corpus after generate.sh)");
 	}
 	for (size_t i = 0; !problem.msg[0] && i < sizeof(langs) / sizeof(langs[0]); i++) {
 		struct lang *l = &langs[i];

@@ -1,4 +1,4 @@
-/* Integration tests: Proctor on a host: a fresh state directory, and two proctors side by side. */
+/* Integration tests: Proctor on a host: fresh state dirs, proctors side by side, 0700 dirs. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -439,6 +440,240 @@ static void test_assignment_limit_the_host_cannot_grant_is_refused(void **state)
 	free(tmp);
 }
 
+/* ---- submissions and assignments where the helper's uid cannot reach ---- */
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char *cmd;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) < 0)
+		fail_msg("out of memory");
+	va_end(ap);
+	if (system(cmd) != 0)
+		fail_msg("failed: %s", cmd);
+	free(cmd);
+}
+
+static double jnum(const struct proc_out *o, const char *key)
+{
+	return json_number_value(json_object_get(o->json, key));
+}
+
+/* `proctor grade` must give `status`, and full marks when it is graded. */
+static void grade_expect(char *const *extra, const char *assignment, const char *submission,
+			 const char *status)
+{
+	struct proc_out o;
+	char *args[] = {"grade", "--json", (char *)assignment, (char *)submission, NULL};
+
+	harness_run(&o, extra, 300, args);
+	if (!o.json || strcmp(jstr(&o, "status"), status) != 0 ||
+	    (strcmp(status, "graded") == 0 && jnum(&o, "score") != jnum(&o, "max_score")))
+		fail_msg("grade %s: exit %d, want %s with full marks\n%.3000s\n%.2000s", submission,
+			 o.exit_status, status, o.out, o.err);
+	proc_out_free(&o);
+}
+
+/*
+ * An instructor's files usually sit in a 0700 directory (a home
+ * directory, Python's mkdtemp), often with 0600 files, owned by root or by
+ * the instructor: the helper's uid can reach none of it by path.  Every
+ * way in must still grade: a directory submission, an archive, `proctor
+ * class` over a directory of both, and an I/O assignment whose cases are
+ * read from there.
+ */
+static void test_grades_from_0700_dirs_owned_by_root_and_another_user(void **state)
+{
+	(void)state;
+	const unsigned owners[] = {0, 65534};
+
+	for (size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++) {
+		char *tmp = harness_tmpdir(), home[PATH_MAX], py[PATH_MAX + 8], io[PATH_MAX + 8];
+		char sub[PATH_MAX + 8], tgz[PATH_MAX + 16], class_dir[PATH_MAX + 8];
+		char out[PATH_MAX + 16], env[PATH_MAX + 32];
+
+		snprintf(home, sizeof home, "%s/home", tmp);
+		snprintf(py, sizeof py, "%s/py", home);
+		snprintf(io, sizeof io, "%s/io", home);
+		snprintf(sub, sizeof sub, "%s/sub", home);
+		snprintf(tgz, sizeof tgz, "%s/sub.tar.gz", home);
+		snprintf(class_dir, sizeof class_dir, "%s/class", home);
+		snprintf(out, sizeof out, "%s/grades.jsonl", tmp);
+		snprintf(env, sizeof env, "PROCTOR_STATE_DIR=%s/state", tmp);
+		char *extra[] = {env, NULL};
+		sh("mkdir '%s' && cp -r '%s' '%s' && cp -r '%s' '%s' && cp -r '%s' '%s' && "
+		   "tar -C '%s' -czf '%s' . && mkdir '%s' && cp -r '%s' '%s/alice' && "
+		   "cp '%s' '%s/bob.tar.gz' && chmod -R go-rwx '%s' && chown -R %u:%u '%s'",
+		   home, PY_ASSIGNMENT, py, IO_ASSIGNMENT, io, PY_CORRECT, sub, PY_CORRECT, tgz,
+		   class_dir, PY_CORRECT, class_dir, tgz, class_dir, home, owners[i], owners[i],
+		   home);
+		print_message("owner %u: %s is 0700, its files 0600\n", owners[i], home);
+
+		grade_expect(extra, py, sub, "graded");
+		grade_expect(extra, py, tgz, "graded");
+		char io_sub[PATH_MAX + 32];
+		snprintf(io_sub, sizeof io_sub, "%s/submissions/correct", io);
+		grade_expect(extra, io, io_sub, "graded");
+
+		struct proc_out o;
+		char *args[] = {"class", "-j", "1", "--out", out, py, class_dir, NULL};
+		harness_run(&o, extra, 300, args);
+		if (o.exit_status != 0)
+			fail_msg("class from a 0700 dir: exit %d\n%.2000s", o.exit_status, o.err);
+		proc_out_free(&o);
+		char *text = harness_slurp(out, 1 << 20, NULL);
+		assert_non_null(text);
+		size_t rows = 0;
+		for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			json_error_t je;
+			json_t *j = json_loads(line, 0, &je);
+			assert_non_null(j);
+			const char *st = json_string_value(json_object_get(j, "status"));
+			if (!st || strcmp(st, "graded") != 0 ||
+			    json_number_value(json_object_get(j, "score")) !=
+				json_number_value(json_object_get(j, "max_score")))
+				fail_msg("class row not graded with full marks: %s", line);
+			rows++;
+			json_decref(j);
+		}
+		assert_int_equal(rows, 2);
+		free(text);
+		rm_tree(tmp);
+		free(tmp);
+	}
+	harness_assert_clean();
+}
+
+/*
+ * A symlink swapped into the submission's path after proctor opened it:
+ * the grading reads what proctor opened, never what the path names later.
+ * fanotify holds proctor's open of the submission directory until the
+ * path is a link to a decoy (a submission that does not compile), so the
+ * order is certain, not a race the test may lose.
+ */
+static void test_symlink_swapped_in_after_proctor_opened_the_submission(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), sub[PATH_MAX + 8], orig[PATH_MAX + 16], env[PATH_MAX + 32];
+	int fan, report[2], status;
+	char swapped = 0;
+	struct stat st;
+	pid_t listener;
+
+	snprintf(sub, sizeof sub, "%s/sub", tmp);
+	snprintf(orig, sizeof orig, "%s/sub.orig", tmp);
+	snprintf(env, sizeof env, "PROCTOR_STATE_DIR=%s/state", tmp);
+	sh("cp -r '%s' '%s' && cp -r '%s/submissions/syntax_error' '%s/decoy'", PY_CORRECT, sub,
+	   PY_ASSIGNMENT, tmp);
+	fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+	if (fan < 0 ||
+	    fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_ONDIR, AT_FDCWD, sub) < 0) {
+		print_message("no fanotify permission events here (%s)\n", strerror(errno));
+		rm_tree(tmp);
+		free(tmp);
+		if (harness_can_skip())
+			skip();
+		fail_msg("fanotify is needed to order the swap (PROCTOR_MUST_WORK=1)");
+	}
+	assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+	listener = fork();
+	assert_true(listener >= 0);
+	if (listener == 0) {
+		/* Allow every open of the original directory; before the
+		 * first, put the decoy at its path. */
+		char buf[4096]
+		    __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+		bool done = false;
+		for (;;) {
+			ssize_t n = read(fan, buf, sizeof buf);
+			if (n <= 0)
+				_exit(n == 0 ? 0 : 1);
+			for (struct fanotify_event_metadata *m = (void *)buf; FAN_EVENT_OK(m, n);
+			     m = FAN_EVENT_NEXT(m, n)) {
+				if (!done) {
+					done = true;
+					char ok =
+					    rename(sub, orig) == 0 && symlink("decoy", sub) == 0;
+					if (write(report[1], &ok, 1) != 1)
+						_exit(1);
+				}
+				struct fanotify_response r = {.fd = m->fd, .response = FAN_ALLOW};
+				if (write(fan, &r, sizeof r) != sizeof r)
+					_exit(1);
+				close(m->fd);
+			}
+		}
+	}
+	close(fan);
+	close(report[1]);
+	char *extra[] = {env, NULL};
+	grade_expect(extra, PY_ASSIGNMENT, sub, "graded");
+	kill(listener, SIGKILL);
+	assert_int_equal(waitpid(listener, &status, 0), listener);
+	assert_int_equal(read(report[0], &swapped, 1), 1);
+	close(report[0]);
+	assert_true(swapped);
+	/* The path did lead to the decoy while the grading ran. */
+	assert_int_equal(lstat(sub, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	rm_tree(tmp);
+	free(tmp);
+	harness_assert_clean();
+}
+
+/* The intake helper has no way to be told a path: a request naming one,
+ * without the submission's descriptor (fd 4), is refused and nothing is
+ * written. */
+static void test_intake_helper_reads_no_path(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), helper[PATH_MAX], dest[PATH_MAX + 8], req[2 * PATH_MAX];
+	char answer[4096] = "";
+	int in[2], out[2], status;
+	size_t len = 0;
+	pid_t pid;
+
+	snprintf(helper, sizeof helper, "%s", harness_proctor());
+	*strrchr(helper, '/') = '\0';
+	strncat(helper, "/proctor-helper", sizeof helper - strlen(helper) - 1);
+	snprintf(dest, sizeof dest, "%s/dest", tmp);
+	assert_int_equal(mkdir(dest, 0700), 0);
+	snprintf(req, sizeof req,
+		 "{\"path\": \"%s\", \"globs\": [\"solution.py\"], \"required\": [], "
+		 "\"max_bytes\": 65536, \"max_entries\": 100, \"max_expanded\": 1048576}",
+		 PY_CORRECT);
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int d = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (d < 0 || dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(d, 3) < 0)
+			_exit(127);
+		close(4);
+		execl(helper, "proctor-helper", "intake", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	assert_int_equal(write(in[1], req, strlen(req)), (ssize_t)strlen(req));
+	close(in[1]);
+	for (ssize_t n; (n = read(out[0], answer + len, sizeof answer - 1 - len)) > 0;)
+		len += (size_t)n;
+	close(out[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	answer[len] = '\0';
+	if (!strstr(answer, "\"error\"") || !strstr(answer, "descriptor"))
+		fail_msg("want an error about the missing descriptor, got: %s", answer);
+	assert_int_equal(count_entries(dest), 0);
+	rm_tree(tmp);
+	free(tmp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -450,6 +685,11 @@ int main(void)
 				       setup_root),
 		cmocka_unit_test_setup(test_assignment_limit_the_host_cannot_grant_is_refused,
 				       setup_root),
+		cmocka_unit_test_setup(test_grades_from_0700_dirs_owned_by_root_and_another_user,
+				       setup_root),
+		cmocka_unit_test_setup(test_symlink_swapped_in_after_proctor_opened_the_submission,
+				       setup_root),
+		cmocka_unit_test_setup(test_intake_helper_reads_no_path, setup_root),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

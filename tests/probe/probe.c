@@ -30,7 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -215,6 +218,117 @@ static int mode_memburst(char **a)
 	memset(p, 0x5a, (size_t)want * MIB);
 	memhog_head = p;
 	say("result ok mib=%ld\n", want);
+	return 0;
+}
+
+/* Queue MIB MiB in AF_UNIX socket buffers (kernel memory, not the
+ * program's own pages), hold it for a second, then report. */
+static int mode_sockbuf(char **a)
+{
+	long want = num(a[0]) * MIB, queued = 0;
+	static char chunk[65536];
+
+	memset(chunk, 0x5a, sizeof chunk);
+	while (queued < want) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0) {
+			say("result errno=%s mib=%ld\n", errname(errno), queued / MIB);
+			return 1;
+		}
+		for (;;) {
+			ssize_t n = write(sv[0], chunk, sizeof chunk);
+			if (n <= 0)
+				break;
+			queued += n;
+		}
+	}
+	sleep(1);
+	say("result ok mib=%ld\n", queued / MIB);
+	return 0;
+}
+
+/* Try to die of a signal that reports a limit (SIGSYS, SIGXCPU, SIGXFSZ,
+ * by number) without reaching the limit, by METHOD: kill, tgkill, sigqueue,
+ * rlimit (lower RLIMIT_CPU or RLIMIT_FSIZE, then spin or write), pdeathsig,
+ * fsetsig, childexit (clone with that exit signal), timer, seccomp (a
+ * filter of its own that kills).  Prints the first refusal. */
+static int selfsig_child(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int mode_selfsig(char **a)
+{
+	int sig = (int)num(a[0]);
+	const char *how = a[1];
+	int rc = 0;
+
+	if (strcmp(how, "kill") == 0) {
+		rc = kill(getpid(), sig);
+	} else if (strcmp(how, "tgkill") == 0) {
+		rc = (int)syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid),
+				  (long)sig | (1L << 32));
+	} else if (strcmp(how, "sigqueue") == 0) {
+		union sigval v = {0};
+		rc = sigqueue(getpid(), sig, v);
+	} else if (strcmp(how, "rlimit") == 0) {
+		struct rlimit rl = {1, 1};
+		rc = setrlimit(sig == SIGXCPU ? RLIMIT_CPU : RLIMIT_FSIZE, &rl);
+		if (rc == 0 && sig == SIGXCPU)
+			for (;;)
+				;
+		if (rc == 0) {
+			int fd = open("big", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			rc = fd < 0 ? -1 : (int)write(fd, "xx", 2);
+		}
+	} else if (strcmp(how, "pdeathsig") == 0) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			if (prctl(PR_SET_PDEATHSIG, sig) < 0) {
+				say("result errno=%s\n", errname(errno));
+				_exit(1);
+			}
+			_exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	} else if (strcmp(how, "fsetsig") == 0) {
+		int p[2];
+		rc = pipe(p);
+		if (rc == 0)
+			rc = fcntl(p[0], F_SETSIG, sig);
+	} else if (strcmp(how, "childexit") == 0) {
+		static char stack[65536];
+		rc = clone(selfsig_child, stack + sizeof stack, sig, NULL) < 0 ? -1 : 0;
+		if (rc == 0)
+			sleep(1);
+	} else if (strcmp(how, "timer") == 0) {
+		struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = sig};
+		timer_t t;
+		rc = (int)syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &t);
+		if (rc == 0) {
+			struct itimerspec its = {.it_value = {0, 1000000}};
+			syscall(SYS_timer_settime, t, 0, &its, NULL);
+			sleep(1);
+		}
+	} else if (strcmp(how, "seccomp") == 0) {
+		struct sock_filter kill_all = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+		struct sock_fprog prog = {1, &kill_all};
+		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+		rc = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+		if (rc < 0)
+			rc = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	} else {
+		say("result error=usage\n");
+		return 2;
+	}
+	if (rc < 0) {
+		say("result errno=%s\n", errname(errno));
+		return 1;
+	}
+	say("result ok\n");
 	return 0;
 }
 
@@ -891,6 +1005,8 @@ static const struct mode modes[] = {
     {"forkbomb", 0, mode_forkbomb},
     {"memhog", 1, mode_memhog},
     {"memburst", 1, mode_memburst},
+    {"selfsig", 2, mode_selfsig},
+    {"sockbuf", 1, mode_sockbuf},
     {"spin", 0, mode_spin},
     {"sleep", 1, mode_sleep},
     {"filldisk", 1, mode_filldisk},

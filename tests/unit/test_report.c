@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -15,6 +16,8 @@
 #include "capbuf.h"
 #include "grade/report.h"
 #include "util.h"
+
+#include "../../bench/report_shapes.h"
 
 /*
  * Golden files: every tests/data/reports/<name>.{xml,tap,json} is parsed by
@@ -536,6 +539,291 @@ static void test_junit_caps_messages_at_a_character_boundary(void **state)
 	}
 }
 
+/* ---- JUnit: the prescan's caps, and time in proportion to size ---- */
+
+/* A document "<testsuite><testcase name=\"t\"" + n attributes
+ * ` <prefix><i>="<value>"` + "/></testsuite>". */
+static char *testcase_with(const char *prefix, const char *value, size_t n, size_t *ret_len)
+{
+	size_t size = 64 + n * (strlen(prefix) + strlen(value) + 24), len;
+	char *doc = malloc(size);
+
+	assert_non_null(doc);
+	len = (size_t)snprintf(doc, size, "<testsuite><testcase name=\"t\"");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(doc + len, size - len, " %s%zu=\"%s\"", prefix, i, value);
+	len += (size_t)snprintf(doc + len, size - len, "/></testsuite>");
+	*ret_len = len;
+	return doc;
+}
+
+static void assert_junit_refused(const char *doc, size_t len, const char *why)
+{
+	struct report r;
+	struct err e;
+
+	if (parse_timed(junit_parse, doc, len, NULL, &r, &e) == 0) {
+		report_free(&r);
+		fail_msg("parsed, want refused (%s): %.200s", why, doc);
+	}
+	if (!strstr(e.msg, why))
+		fail_msg("refused with '%s', want '%s'", e.msg, why);
+}
+
+static void assert_junit_parses(const char *doc, size_t len)
+{
+	struct report r;
+	struct err e;
+
+	if (parse_timed(junit_parse, doc, len, NULL, &r, &e) < 0)
+		fail_msg("refused (%s): %.200s", e.msg, doc);
+	report_free(&r);
+}
+
+static void test_junit_refuses_an_element_past_256_attributes(void **state)
+{
+	size_t len;
+	char *doc = testcase_with("a", "", 255, &len); /* + name: 256 */
+
+	assert_junit_parses(doc, len);
+	free(doc);
+	doc = testcase_with("a", "", 256, &len);
+	assert_junit_refused(doc, len, "an element has more than 256 attributes at line 1");
+	free(doc);
+	/* The issue's report, 700,000 attributes: refused at the 257th. */
+	doc = testcase_with("a", "", 700000, &len);
+	assert_junit_refused(doc, len, "more than 256 attributes");
+	free(doc);
+	/* Namespace declarations are attributes too. */
+	doc = testcase_with("xmlns:p", "urn:x", 256, &len);
+	assert_junit_refused(doc, len, "more than");
+	free(doc);
+}
+
+static void test_junit_refuses_names_past_256_bytes(void **state)
+{
+	char doc[1024], name[300];
+
+	memset(name, 'n', 256);
+	name[256] = '\0';
+	snprintf(doc, sizeof(doc), "<testsuite><%s %s=\"\"/></testsuite>", name, name);
+	assert_junit_parses(doc, strlen(doc));
+	snprintf(doc, sizeof(doc), "<testsuite><%s></%s></testsuite>", name, name);
+	assert_junit_parses(doc, strlen(doc));
+	name[256] = 'n';
+	name[257] = '\0';
+	snprintf(doc, sizeof(doc), "<testsuite><%s/></testsuite>", name);
+	assert_junit_refused(doc, strlen(doc), "an element name is too long");
+	snprintf(doc, sizeof(doc), "<testsuite><t %s=\"\"/></testsuite>", name);
+	assert_junit_refused(doc, strlen(doc), "an attribute name is too long");
+	snprintf(doc, sizeof(doc), "<testsuite></%s></testsuite>", name);
+	assert_junit_refused(doc, strlen(doc), "an element name is too long");
+}
+
+/* Declarations in scope add up down the tree, not across siblings. */
+static void test_junit_refuses_more_than_64_namespaces_in_scope(void **state)
+{
+	char doc[8192];
+	size_t len = 0;
+
+	len += (size_t)snprintf(doc + len, sizeof(doc) - len, "<testsuites");
+	for (int i = 0; i < 32; i++)
+		len += (size_t)snprintf(doc + len, sizeof(doc) - len, " xmlns:a%d=\"urn:a\"", i);
+	len += (size_t)snprintf(doc + len, sizeof(doc) - len, ">");
+	for (int k = 0; k < 3; k++) {
+		len += (size_t)snprintf(doc + len, sizeof(doc) - len, "<testsuite");
+		for (int i = 0; i < 32; i++)
+			len += (size_t)snprintf(doc + len, sizeof(doc) - len,
+						" xmlns:b%d=\"urn:b\"", i);
+		len += (size_t)snprintf(doc + len, sizeof(doc) - len, "/>");
+	}
+	snprintf(doc + len, sizeof(doc) - len, "</testsuites>");
+	assert_junit_parses(doc, strlen(doc)); /* 32 + 32 at most */
+
+	snprintf(doc + len, sizeof(doc) - len, "<testsuite xmlns=\"urn:c\"/></testsuites>");
+	assert_junit_parses(doc, strlen(doc)); /* a sibling: 32 + 1 */
+	snprintf(doc + len - 2, sizeof(doc) - len + 2,
+		 "><testsuite xmlns=\"urn:c\"/></testsuite></testsuites>");
+	assert_junit_refused(doc, strlen(doc), "more than 64 XML namespace declarations in scope");
+}
+
+static void test_junit_prescan_caps_follow_the_caps(void **state)
+{
+	const char *doc = "<testsuite xmlns:a=\"urn:a\"><testcase name=\"t\" classname=\"c\"/>"
+			  "</testsuite>";
+	struct report_caps caps;
+	struct report r;
+	struct err e;
+
+	report_caps_default(&caps);
+	caps.max_attrs = 2;
+	caps.max_name = 9;
+	caps.max_ns = 1;
+	assert_int_equal(parse_timed(junit_parse, doc, strlen(doc), &caps, &r, &e), 0);
+	report_free(&r);
+	caps.max_attrs = 1;
+	assert_int_equal(parse_timed(junit_parse, doc, strlen(doc), &caps, &r, &e), -1);
+	assert_non_null(strstr(e.msg, "more than 1 attributes"));
+	caps.max_attrs = 2;
+	caps.max_name = 8; /* "testsuite" */
+	assert_int_equal(parse_timed(junit_parse, doc, strlen(doc), &caps, &r, &e), -1);
+	caps.max_name = 9;
+	caps.max_ns = 0;
+	assert_int_equal(parse_timed(junit_parse, doc, strlen(doc), &caps, &r, &e), -1);
+}
+
+/* Markup the prescan must read as XML does, or it would refuse valid
+ * reports or count the wrong attributes. */
+static void test_junit_prescan_reads_markup_as_xml_does(void **state)
+{
+	const char *doc =
+	    "\xEF\xBB\xBF<?xml version='1.0' encoding=\"UTF-8\"?>\n"
+	    "<!-- a comment with <b x=\"1\"> and -> inside --><?pi <c d='2'/> ?>\n"
+	    "<testsuites\n\tname = 'all'\r\n>"
+	    "<testsuite name=\"s\" note=\"a > b / c = d\" other='say \"hi\"' >"
+	    "<testcase name=\"one\" classname=\"C\" />"
+	    "<testcase name=\"two\" classname=\"C\"><failure message=\"&lt;x&gt; &amp; y\">"
+	    "</failure></testcase  >"
+	    "<testcase name=\"three\"><skipped><![CDATA[<e f=\"3\"> ]] > ]]></skipped>"
+	    "</testcase><!---->"
+	    "</testsuite></testsuites>\n<!-- after -->\n";
+	struct report r;
+	struct err e;
+
+	if (parse_timed(junit_parse, doc, strlen(doc), NULL, &r, &e) < 0)
+		fail_msg("refused: %s", e.msg);
+	assert_int_equal(r.n, 3);
+	assert_outcome(&r, "one", OUTCOME_PASSED);
+	assert_outcome(&r, "two", OUTCOME_FAILED);
+	assert_string_equal(entry(&r, "two")->message, "<x> & y");
+	assert_outcome(&r, "three", OUTCOME_SKIPPED);
+	assert_string_equal(entry(&r, "three")->message, "<e f=\"3\"> ]] >");
+	report_free(&r);
+}
+
+/*
+ * Past its first error libxml2 carries on, and in each of these it goes on
+ * inside what the prescan read as a comment, a processing instruction, a
+ * CDATA section or the XML declaration: a tag with 200,000 attributes
+ * there was parsed pairwise (seconds; minutes at 8 MiB).  libxml2 gets no
+ * input past its first error, so each is refused at once, with libxml2's
+ * own first message.
+ */
+static void test_junit_libxml2_reads_nothing_past_its_first_error(void **state)
+{
+	static const char *const heads[][2] = {
+	    {"<testsuite><!--\x01<a", "/>--></testsuite>"},
+	    {"<testsuite><? <a", "/> ?></testsuite>"},
+	    {"<testsuite><?pi \x02<a", "/>?></testsuite>"},
+	    {"<testsuite><![CDATA[\x02<a", "/>]]></testsuite>"},
+	    {"<?xml version=\"1><a", "/>?><testsuite/>"},
+	};
+
+	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		size_t n = 200000, size = strlen(heads[i][0]) + n * 16 + 64, len;
+		char *doc = malloc(size);
+
+		assert_non_null(doc);
+		len = (size_t)snprintf(doc, size, "%s", heads[i][0]);
+		for (size_t k = 0; k < n; k++)
+			len += (size_t)snprintf(doc + len, size - len, " a%zu=\"\"", k);
+		len += (size_t)snprintf(doc + len, size - len, "%s", heads[i][1]);
+		assert_junit_refused(doc, len, "not well-formed XML at line 1");
+		free(doc);
+	}
+}
+
+/* libxml2's message quoting a long name, cut at a character boundary
+ * whatever the characters' widths and where the cut falls. */
+static void test_junit_error_message_is_valid_utf8_where_cut(void **state)
+{
+	static const char *const chars[] = {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"};
+
+	for (size_t c = 0; c < sizeof(chars) / sizeof(chars[0]); c++) {
+		for (size_t pad = 0; pad < 4; pad++) {
+			char doc[1024], name[300] = "";
+			struct report r;
+			struct err e;
+
+			memset(name, 'a', pad + 1);
+			while (strlen(name) + strlen(chars[c]) <= 256)
+				strcat(name, chars[c]);
+			snprintf(doc, sizeof(doc), "<testsuite><%s></b></testsuite>", name);
+			assert_int_equal(parse_timed(junit_parse, doc, strlen(doc), NULL, &r, &e),
+					 -1);
+			assert_non_null(strstr(e.msg, "Opening and ending tag mismatch"));
+			assert_true(valid_utf8(e.msg));
+		}
+	}
+}
+
+/* Thread CPU time: what the parse cost, whatever else the machine runs. */
+static uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The least CPU time of three parses of the shape at `size` bytes. */
+static uint64_t shape_cpu_ns(const struct report_shape *s, const struct report_caps *caps,
+			     size_t size)
+{
+	size_t len;
+	char *doc = report_shape_make(s, caps, size, &len);
+	uint64_t best = UINT64_MAX;
+
+	assert_non_null(doc);
+	for (int i = 0; i < 3; i++) {
+		struct report r;
+		struct err e;
+		uint64_t t0 = cpu_now_ns();
+		int rc = s->parse(doc, len, caps, &r, &e);
+		uint64_t took = cpu_now_ns() - t0;
+
+		if (rc == 0)
+			report_free(&r);
+		if ((rc < 0) != s->refused)
+			fail_msg("%s at %zu bytes: %s", s->name, len,
+				 rc < 0 ? e.msg : "parsed, want refused");
+		if (took < best)
+			best = took;
+	}
+	free(doc);
+	return best;
+}
+
+/*
+ * Parse time in proportion to size, for the worst shapes within the caps
+ * (bench/report_shapes.h) at N, 2N, 4N and 8N bytes, 8N being the cap
+ * (Gradescope's jansson trees cost more per byte: N is 128 KiB there).
+ * Linear parsing takes about 8 times as long at 8N as at N, quadratic 64
+ * times: anything under 24 (times under 2 ms counting as 2 ms, the
+ * resolution that matters here) is linear with room for a noisy machine
+ * and for caches that a bigger document misses more.  bench/report_bench
+ * prints the ratios without the margin.
+ */
+static void test_parse_time_grows_in_proportion_to_size(void **state)
+{
+	struct report_caps caps;
+
+	report_caps_default(&caps);
+	for (size_t i = 0; i < REPORT_SHAPES; i++) {
+		const struct report_shape *s = &report_shapes[i];
+		size_t n = s->parse == gradescope_parse ? 128u << 10 : caps.max_bytes / 8;
+		double ms[4];
+
+		for (size_t k = 0; k < 4; k++)
+			ms[k] = (double)shape_cpu_ns(s, &caps, n << k) / 1e6;
+		print_message("%-20s N=%4zu KiB: %8.2f %8.2f %8.2f %8.2f ms, 8N/N %.1f\n", s->name,
+			      n >> 10, ms[0], ms[1], ms[2], ms[3], ms[0] > 0 ? ms[3] / ms[0] : 0);
+		if (ms[3] > 24 * (ms[0] > 2 ? ms[0] : 2))
+			fail_msg("%s: %.2f ms at %zu bytes, %.2f ms at %zu: not linear", s->name,
+				 ms[0], n, ms[3], n << 3);
+	}
+}
+
 /* ---- TAP ---- */
 
 static void test_tap_node_outcomes_and_yaml_error_message(void **state)
@@ -836,6 +1124,9 @@ static void test_report_caps_default_values(void **state)
 	assert_int_equal(c.max_entries, 10000);
 	assert_int_equal(c.max_depth, 64);
 	assert_int_equal(c.max_message, 4096);
+	assert_int_equal(c.max_attrs, 256);
+	assert_int_equal(c.max_name, 256);
+	assert_int_equal(c.max_ns, 64);
 }
 
 static void test_report_str_cuts_at_a_character_boundary(void **state)
@@ -1015,6 +1306,14 @@ int main(void)
 	    cmocka_unit_test(test_junit_keeps_max_entries_of_100000_testcases),
 	    cmocka_unit_test(test_junit_ignores_huge_properties),
 	    cmocka_unit_test(test_junit_caps_messages_at_a_character_boundary),
+	    cmocka_unit_test(test_junit_refuses_an_element_past_256_attributes),
+	    cmocka_unit_test(test_junit_refuses_names_past_256_bytes),
+	    cmocka_unit_test(test_junit_refuses_more_than_64_namespaces_in_scope),
+	    cmocka_unit_test(test_junit_prescan_caps_follow_the_caps),
+	    cmocka_unit_test(test_junit_prescan_reads_markup_as_xml_does),
+	    cmocka_unit_test(test_junit_libxml2_reads_nothing_past_its_first_error),
+	    cmocka_unit_test(test_junit_error_message_is_valid_utf8_where_cut),
+	    cmocka_unit_test(test_parse_time_grows_in_proportion_to_size),
 	    cmocka_unit_test(test_tap_node_outcomes_and_yaml_error_message),
 	    cmocka_unit_test(test_tap_todo_failure_is_skipped_and_todo_pass_is_passed),
 	    cmocka_unit_test(test_tap_only_top_level_lines_are_tests),

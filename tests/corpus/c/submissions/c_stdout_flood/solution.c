@@ -1,0 +1,90 @@
+/* digit_sum writes 256 MiB to stdout the first time it is called (256
+ * times the output cap), then the solution is correct.  The grader must
+ * keep only its cap, keep draining, and still grade 10/10. */
+#include "solution.h"
+#include <stdio.h>
+#include <string.h>
+
+int digit_sum(long n)
+{
+	static int flooded;
+
+	if (!flooded) {
+		static char line[4096];
+
+		flooded = 1;
+		memset(line, '#', sizeof(line) - 1);
+		line[sizeof(line) - 2] = '\n';
+		for (long i = 0; i < (256L << 20) / 4095; i++)
+			fputs(line, stdout);
+		fflush(stdout);
+	}
+	unsigned long u = n < 0 ? 0ul - (unsigned long)n : (unsigned long)n;
+	int sum = 0;
+
+	for (; u; u /= 10)
+		sum += (int)(u % 10);
+	return sum;
+}
+
+long power_mod(long base, long exp, long mod)
+{
+	unsigned long long result = 1 % mod, b = (unsigned long long)(base % mod + mod) % mod;
+
+	for (; exp > 0; exp >>= 1) {
+		if (exp & 1)
+			result = (unsigned long long)((unsigned __int128)result * b % mod);
+		b = (unsigned long long)((unsigned __int128)b * b % mod);
+	}
+	return (long)result;
+}
+
+void to_upper(char *s)
+{
+	for (; *s; s++)
+		if (*s >= 'a' && *s <= 'z')
+			*s = (char)(*s - 'a' + 'A');
+}
+
+int count_char(const char *s, char c)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == c;
+	return n;
+}
+
+int max_of(const int *a, size_t n)
+{
+	int m = a[0];
+
+	for (size_t i = 1; i < n; i++)
+		if (a[i] > m)
+			m = a[i];
+	return m;
+}
+
+int is_sorted(const int *a, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (a[i - 1] > a[i])
+			return 0;
+	return 1;
+}
+
+long bin_search(const int *a, size_t n, int key)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (a[mid] == key)
+			return (long)mid;
+		if (a[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
