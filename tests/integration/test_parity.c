@@ -102,6 +102,8 @@ static const struct pcase cases[] = {
      "MemoryError", -1},
     {"memory-shared", NULL, L("--memory", "32", "--disk", "256"), L("python3", "-c", shared_py),
      NULL, "done", -1},
+    {"memory-kernel", NULL, L("--memory", "64", "--disk", "16", "--nofile", "4096"),
+     L("./probe", "sockbuf", "160"), NULL, "result", -1},
     {"pids", NULL, L("--pids", "16"), L("./probe", "threads", "40"), "errno=EAGAIN", NULL, 0},
     {"pids-forkbomb", NULL, L("--pids", "16", "--wall", "2", "--cpu", "100"),
      L("./probe", "forkbomb"), "result forking", NULL, -1},
@@ -116,6 +118,9 @@ static const struct pcase cases[] = {
     {"output", NULL, L("--output", "64"), L("./probe", "flood", "1"), NULL, NULL, 0},
     {"nofile", NULL, L("--nofile", "32"), L("./probe", "nofile"), "errno=EMFILE", NULL, 0},
     {"seccomp", NULL, NONE, L("./probe", "kexec"), "attempt kexec_load", NULL, -1},
+    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "31", "kill"), "errno=EPERM", NULL, 1},
+    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "24", "rlimit"), "errno=EPERM", NULL, 1},
+    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "25", "timer"), "errno=EPERM", NULL, 1},
 };
 
 /* ---- the document's table ---------------------------------------------------- */
