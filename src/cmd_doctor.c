@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "host/cgroup.h"
 #include "image/image.h"
-#include "jail/cgroup.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm/vm.h"

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "jail/cgroup.h"
+#include "host/cgroup.h"
 #include "jail/seccomp.h"
 #include "util.h"
 

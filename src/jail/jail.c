@@ -58,12 +58,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "jail/cgroup.h"
+#include "host/cgroup.h"
+#include "host/slot.h"
 #include "jail/creds.h"
 #include "jail/files.h"
 #include "jail/mount.h"
 #include "jail/seccomp.h"
-#include "jail/slot.h"
 #include "scratch.h"
 #include "util.h"
 

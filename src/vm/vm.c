@@ -11,15 +11,15 @@
  * with the protocol of vm/proto.h; every byte the guest sends is parsed with
  * caps on lengths and counts, and a guest that stops answering is killed.
  *
- * create() leases a slot (the jail's: uid, cgroups, lock), picks the RAM
- * shape, and restores the snapshot for (image, kernel, initramfs, agent,
- * QEMU, shape, command line, host CPU, TSC rate) -- building it first if
- * there is none: a cold boot to the agent's hello, P_QUIESCE (sync, drop
- * caches), then a QMP migrate to a file with the x-ignore-shared
- * capability: guest RAM is a memory-backend-file shared with <key>.state.ram
- * (pages never touched stay holes), so only device state goes into
- * <key>.state.  A restore maps that RAM from a sealed memfd (copied once per
- * process, holes kept) privately, copy on write: every VM of the process
+ * create() leases a slot (host/slot.h: uid, cgroups, lock; the jail leases
+ * the same ones), picks the RAM shape, and restores the snapshot for (image,
+ * kernel, initramfs, agent, QEMU, shape, command line, host CPU, TSC rate) --
+ * building it first if there is none: a cold boot to the agent's hello,
+ * P_QUIESCE (sync, drop caches), then a QMP migrate to a file with the
+ * x-ignore-shared capability: guest RAM is a memory-backend-file shared with
+ * <key>.state.ram (pages never touched stay holes), so only device state goes
+ * into <key>.state.  A restore maps that RAM from a sealed memfd (copied once
+ * per process, holes kept) privately, copy on write: every VM of the process
  * shares the pages it only reads, and no QEMU can write what later sandboxes
  * restore (QEMU 7.2 opens a mem-path read-write, so the file itself could not
  * be handed to it).  QEMU starts with -incoming defer, gets the same
@@ -71,11 +71,11 @@
 #include <unistd.h>
 
 #include "digest.h"
-#include "jail/cgroup.h"
-#include "jail/jail.h"
-#include "jail/slot.h"
+#include "host/cgroup.h"
+#include "host/slot.h"
 #include "host/statedir.h"
 #include "host/tree.h"
+#include "jail/jail.h"
 #include "util.h"
 #include "vm/kit.h"
 #include "vm/proto.h"
