@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "host/cgroup.h"
-#include "jail/seccomp.h"
+#include "host/seccomp.h"
 #include "util.h"
 
 #define ANSWER_MAX (64u << 20)

@@ -59,11 +59,11 @@
 #include <unistd.h>
 
 #include "host/cgroup.h"
+#include "host/seccomp.h"
 #include "host/slot.h"
 #include "jail/creds.h"
 #include "jail/files.h"
 #include "jail/mount.h"
-#include "jail/seccomp.h"
 #include "scratch.h"
 #include "util.h"
 
