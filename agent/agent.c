@@ -64,7 +64,7 @@
 #include <unistd.h>
 
 #include "scratch.h"
-#include "seccomp_table.h" /* generated at build time from src/jail/seccomp.c */
+#include "seccomp_table.h" /* generated at build time from src/host/seccomp.c */
 #include "vm/proto.h"
 
 #define AGENT_VERSION "proctor-agent 0.1.0"
@@ -863,7 +863,7 @@ static _Noreturn void child(const struct run_req *q, int out, int err, int in, i
 	     setresuid(STUDENT_ID, STUDENT_ID, STUDENT_ID) < 0 ||
 	     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0))
 		goto fail;
-	/* SECURITY: the jail's system-call filter (src/jail/seccomp.c), last
+	/* SECURITY: the jail's system-call filter (src/host/seccomp.c), last
 	 * before execve: the same calls are refused or fatal in both backends,
 	 * and a signal that reports a limit (SIGSYS, SIGXCPU, SIGXFSZ) comes
 	 * only from the limit.  A privileged run (Proctor's own tests in the

@@ -1756,11 +1756,7 @@ int cmd_class(int argc, char **argv)
 			.max_slots = o.slots,
 			.uid_base = SANDBOX_UID_BASE},
 	};
-	c.time_factor = 1.0;
-	if (ops == &vm_ops) {
-		bool measured;
-		c.time_factor = vm_slowdown_factor(o.state_dir, &measured);
-	}
+	c.time_factor = ops->time_factor(o.state_dir, NULL);
 	c.budget_ns = grading_budget_ns(c.a, c.time_factor);
 
 	/* From here on SIGINT and SIGTERM arrive only through the signalfd:

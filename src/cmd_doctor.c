@@ -1,10 +1,11 @@
-/* `proctor doctor`: what this host supports, and which isolation `auto` would use. */
+/* `proctor doctor`: what this host supports, which isolation `auto` uses, the VM's slowdown. */
 #include "cmd_doctor.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "host/cgroup.h"
 #include "image/image.h"
-#include "jail/cgroup.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vm/vm.h"
@@ -34,6 +35,80 @@ static void add(struct check *c, size_t *n, const char *name, const char *state,
 	c[*n].state = state;
 	snprintf(c[*n].detail, sizeof(c[*n].detail), "%s", detail);
 	(*n)++;
+}
+
+/* ---- --measure-vm: the microVM's slowdown factor ---- */
+
+/* A CPU-bound shell loop: dash is in every Debian image. */
+static int timed_loop(const struct sandbox_ops *ops, const struct sandbox_options *so,
+		      uint64_t *ret_ms, struct err *e)
+{
+	struct sandbox *sb;
+	struct run_result r;
+	char *argv[] = {(char *)"/bin/sh", (char *)"-c",
+			(char *)"i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done", NULL};
+	struct run_spec spec = {.argv = argv, .stdin_fd = -1};
+	int rc = -1;
+
+	limits_default(&spec.limits);
+	spec.limits.cpu_ms = spec.limits.wall_ms = 300000;
+	if (run_result_init(&r, 4096) < 0)
+		return err_set(e, ENOMEM, "measure");
+	if (ops->create(so, &sb, e) < 0)
+		goto out;
+	if (sandbox_run(sb, &spec, &r, e) == 0) {
+		if (r.status != RUN_OK)
+			err_set(e, 0, "the measuring loop ended with status %s under %s",
+				run_status_name(r.status), ops->name);
+		else {
+			*ret_ms = r.cpu_ms ? r.cpu_ms : 1;
+			rc = 0;
+		}
+	}
+	sandbox_destroy(sb);
+out:
+	run_result_free(&r);
+	return rc;
+}
+
+/* Measure the factor (a CPU-bound program natively in the jail and in a VM,
+ * both of `image_rootfs`) and store it where the microVM backend reads it.
+ * Slow: boots a VM. */
+static int measure_vm_factor(const char *state_dir, const char *image_rootfs, double *ret,
+			     struct err *e)
+{
+	struct sandbox_options so = {.state_dir = state_dir,
+				     .max_slots = 64,
+				     .uid_base = SANDBOX_UID_BASE,
+				     .disk_bytes = 16u << 20,
+				     .system_dir = image_rootfs,
+				     .memory_bytes = 256u << 20};
+	const struct sandbox_ops *native = sandbox_backend("jail"), *vm = sandbox_backend("vm");
+	double ratios[3];
+	uint64_t native_ms = 0, vm_ms = 0;
+	struct vm_host h;
+
+	if (!native || !vm)
+		return err_set(e, 0, "this proctor lacks the jail or the microVM backend");
+	if (vm_host_info(&h, e) < 0 || native->probe(e) < 0 || native->prepare(e) < 0)
+		return -1;
+	/* The same binary (the image's dash) natively in the jail and in a VM,
+	 * interleaved, three times; the median ratio of CPU time. */
+	for (int i = 0; i < 3; i++) {
+		if (timed_loop(native, &so, &native_ms, e) < 0 ||
+		    timed_loop(vm, &so, &vm_ms, e) < 0)
+			return err_wrap(e, "measure the slowdown");
+		ratios[i] = (double)vm_ms / (double)native_ms;
+	}
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (ratios[j] < ratios[i]) {
+				double t = ratios[i];
+				ratios[i] = ratios[j];
+				ratios[j] = t;
+			}
+	*ret = ratios[1] < 1.0 ? 1.0 : ratios[1];
+	return vm_factor_store(state_dir, *ret, &h, native_ms, vm_ms, e);
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -119,9 +194,10 @@ int cmd_doctor(int argc, char **argv)
 		add(c, &n, b[i]->name, b[i]->probe(&e) == 0 ? "ok" : "missing", buf);
 	}
 	struct vm_host vh;
-	if (vm_host_info(&vh, &e) == 0) {
+	const struct sandbox_ops *vm = sandbox_backend("vm");
+	if (vm && vm_host_info(&vh, &e) == 0) {
 		bool measured;
-		double f = vm_slowdown_factor(state_dir, &measured);
+		double f = vm->time_factor(state_dir, &measured);
 		char ver[128] = "?";
 		vm_qemu_version(ver, sizeof(ver), &e);
 		snprintf(buf, sizeof(buf),
@@ -138,9 +214,9 @@ int cmd_doctor(int argc, char **argv)
 	int measure_rc = 0;
 	if (measure) {
 		struct image_info img;
-		double f;
+		double f = 0;
 		if (image_resolve(state_dir, measure, &img, &e) != 0 ||
-		    vm_measure_factor(state_dir, img.rootfs, &f, &e) < 0) {
+		    measure_vm_factor(state_dir, img.rootfs, &f, &e) < 0) {
 			add(c, &n, "vm-factor", "missing", e.msg);
 			measure_rc = 1;
 		} else {

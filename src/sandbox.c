@@ -21,6 +21,14 @@ const struct sandbox_ops *const *sandbox_backends(size_t *count)
 	return backends;
 }
 
+const struct sandbox_ops *sandbox_backend(const char *name)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (strcmp(backends[i]->name, name) == 0)
+			return backends[i];
+	return NULL;
+}
+
 bool host_has_kvm(char *why, size_t why_len)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
@@ -41,17 +49,16 @@ int sandbox_select(const char *name, bool have_image, const struct sandbox_ops *
 	struct err perr;
 
 	if (strcmp(name, "auto") != 0) {
-		for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-			if (strcmp(backends[i]->name, name) != 0)
-				continue;
-			if (backends[i]->probe(&perr) < 0)
-				return err_set(e, 0, "isolation '%s' cannot work on this host: %s",
-					       name, perr.msg);
-			snprintf(why, why_len, "isolation '%s' was asked for", name);
-			*ret = backends[i];
-			return 0;
-		}
-		return err_set(e, 0, "--isolation: unknown backend '%s' (auto, jail, vm)", name);
+		const struct sandbox_ops *b = sandbox_backend(name);
+		if (!b)
+			return err_set(e, 0, "--isolation: unknown backend '%s' (auto, jail, vm)",
+				       name);
+		if (b->probe(&perr) < 0)
+			return err_set(e, 0, "isolation '%s' cannot work on this host: %s", name,
+				       perr.msg);
+		snprintf(why, why_len, "isolation '%s' was asked for", name);
+		*ret = b;
+		return 0;
 	}
 
 	/* A guest kernel is the stronger boundary, but under software

@@ -23,9 +23,13 @@
  * slot's lock file stay for reuse.
  *
  * Backends implement the verbs behind a const ops table.  The jail
- * (namespaces + cgroups + seccomp) works wherever Proctor runs as root; a
- * microVM backend will implement the same table.  probe() says whether a
- * backend can work on this host and, if not, why.
+ * (namespaces + cgroups + seccomp) works wherever Proctor runs as root; the
+ * microVM backend (a QEMU guest per sandbox) implements the same table.
+ * probe() says whether a backend can work on this host and, if not, why.
+ * Both stand on the host layer (host/: slot leases, cgroups, the seccomp
+ * filter, the state directory) and neither includes the other's headers;
+ * grading reaches a backend only through this table, and commands pick one
+ * through the registry below.
  */
 
 struct sandbox;
@@ -92,6 +96,12 @@ struct sandbox_ops {
 		   struct err *e);
 	/* Kill, unmount, remove, release.  Accepts NULL. */
 	void (*destroy)(struct sandbox *sb);
+	/* What an assignment's time limits are multiplied by on this backend
+	 * and host: its slowdown against native execution.  1 for the jail;
+	 * the microVM's is in vm/vm.h.  *measured (NULL: not asked) says
+	 * whether the factor is one measured on this host and stored below
+	 * state_dir, rather than a fixed value. */
+	double (*time_factor)(const char *state_dir, bool *measured);
 };
 
 /* Every backend embeds this first, so the generic helpers can dispatch. */
@@ -112,6 +122,10 @@ enum {
 
 /* The backends compiled in, in order of preference for `auto`. */
 const struct sandbox_ops *const *sandbox_backends(size_t *count);
+
+/* The backend called `name` ("jail", "vm"), whether or not it can work on
+ * this host (see probe()); NULL when none is. */
+const struct sandbox_ops *sandbox_backend(const char *name);
 
 /* Pick a backend by name ("auto", "jail", "vm").  `why` receives a sentence
  * saying which backend was picked and why.  auto picks the microVM only where

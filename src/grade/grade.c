@@ -21,7 +21,6 @@
 #include "grade/report.h"
 #include "grade/unpriv.h"
 #include "image/image.h"
-#include "vm/vm.h"
 #include "result.h"
 #include "capbuf.h"
 #include "host/statedir.h"
@@ -1304,11 +1303,7 @@ int grade_submission(const struct assignment *a, const char *submission,
 	if (strcmp(a->image, "host") != 0)
 		oi.sandbox.system_dir = img.rootfs;
 	oi.sandbox.memory_bytes = max_memory(a);
-	at.time_factor = 1.0;
-	if (o->ops == &vm_ops) {
-		bool measured;
-		at.time_factor = vm_slowdown_factor(o->sandbox.state_dir, &measured);
-	}
+	at.time_factor = o->ops->time_factor(o->sandbox.state_dir, NULL);
 
 	for (;;) {
 		attempt_reset(&at);

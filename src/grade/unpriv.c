@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "jail/cgroup.h"
-#include "jail/seccomp.h"
+#include "host/cgroup.h"
+#include "host/seccomp.h"
 #include "util.h"
 
 #define ANSWER_MAX (64u << 20)

@@ -20,7 +20,7 @@ struct unpriv_call {
 };
 
 /*
- * Fork, move into the helper cgroup of c->uid (jail/cgroup.h: a CPU quota,
+ * Fork, move into the helper cgroup of c->uid (host/cgroup.h: a CPU quota,
  * memory and pids limits, CPU accounted there and not to the sandbox),
  * drop to uid (no supplementary groups, capabilities or new privileges;
  * address space, CPU, file size and descriptor limits), exec the helper

@@ -1,4 +1,4 @@
-/* Image builds -- mmdebstrap in a user namespace of its own, and the host tools around it. */
+/* Image builds: mmdebstrap in namespaces of its own, with the host's apt sources retargeted. */
 #include "image/build.h"
 
 #include <dirent.h>
@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host/tool.h"
 #include "image/image.h"
 #include "util.h"
 
@@ -34,148 +35,6 @@
 #define HOST_SOURCES_DIR  "/etc/apt/sources.list.d"
 /* Where the work directory appears inside the build's mount namespace. */
 #define BUILD_DIR "/tmp/build"
-
-/* ---- running host tools ---- */
-
-/* A child's report, on a CLOEXEC pipe, written only when exec was not reached. */
-struct child_report {
-	int errnum;
-	char what[120];
-};
-
-static _Noreturn void child_fail(int fd, const char *what)
-{
-	struct child_report r = {.errnum = errno};
-
-	snprintf(r.what, sizeof(r.what), "%s", what);
-	(void)!write(fd, &r, sizeof(r));
-	_exit(127);
-}
-
-/*
- * In a child: default signal handling and an empty mask (ignored signals
- * would survive execve), fd 0 /dev/null, 1 and 2 log_fd, 3 the report pipe,
- * 4.. the `extra` fds in order (3 and up CLOEXEC), nothing else open.
- */
-static void child_setup(int log_fd, int report_fd, const int *extra, size_t n_extra)
-{
-	int src[8];
-	sigset_t none;
-
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
-	/* First out of the way (>= 100), so no target number clobbers a source. */
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	src[0] = null < 0 ? -1 : fcntl(null, F_DUPFD_CLOEXEC, 100);
-	src[1] = fcntl(log_fd, F_DUPFD_CLOEXEC, 100);
-	src[2] = fcntl(report_fd, F_DUPFD_CLOEXEC, 100);
-	for (size_t i = 0; i < n_extra && i < 5; i++)
-		src[3 + i] = fcntl(extra[i], F_DUPFD_CLOEXEC, 100);
-	for (size_t i = 0; i < 3 + n_extra && i < 8; i++)
-		if (src[i] < 0)
-			child_fail(report_fd, "set up the child's file descriptors");
-	if (dup2(src[0], 0) < 0 || dup2(src[1], 1) < 0 || dup2(src[1], 2) < 0 ||
-	    dup2(src[2], 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
-		child_fail(src[2], "set up the child's file descriptors");
-	for (size_t i = 0; i < n_extra && i < 5; i++)
-		if (dup2(src[3 + i], 4 + (int)i) < 0 || fcntl(4 + (int)i, F_SETFD, FD_CLOEXEC) < 0)
-			child_fail(3, "set up the child's file descriptors");
-	syscall(SYS_close_range, 4 + (unsigned)n_extra, ~0U, 0);
-}
-
-/* Wait for the child behind pidfd at most timeout_s, SIGKILLing it then.
- * Returns 0, or -1 when it was killed for time; the status in *ret_status. */
-static int wait_child(pid_t pid, int pidfd, unsigned timeout_s, int *ret_status)
-{
-	uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000ull;
-	bool killed = false;
-	int st = 0;
-
-	for (;;) {
-		uint64_t now = now_ns();
-		if (now >= deadline) {
-			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-			killed = true;
-			break;
-		}
-		uint64_t ms = (deadline - now) / 1000000 + 1;
-		struct pollfd p = {.fd = pidfd, .events = POLLIN};
-		int n = poll(&p, 1, ms > 60000 ? 60000 : (int)ms);
-		if (n > 0 || (n < 0 && errno != EINTR))
-			break;
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	close(pidfd);
-	*ret_status = st;
-	return killed ? -1 : 0;
-}
-
-/* What the report pipe says once the child is gone: 0 when exec happened. */
-static int read_report(int fd, const char *tool, struct err *e)
-{
-	struct child_report r;
-	ssize_t n;
-
-	do
-		n = read(fd, &r, sizeof(r));
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(r))
-		return 0;
-	r.what[sizeof(r.what) - 1] = '\0';
-	return err_set(e, r.errnum, "%s: %s", tool, r.what);
-}
-
-static const char *status_text(int st, char *buf, size_t cap)
-{
-	if (WIFSIGNALED(st))
-		snprintf(buf, cap, "killed by signal %d", WTERMSIG(st));
-	else
-		snprintf(buf, cap, "exit status %d", WEXITSTATUS(st));
-	return buf;
-}
-
-/* Run a host tool as root, output to log_fd; 0 when it exited 0. */
-int build_run_tool(char *const argv[], int log_fd, unsigned timeout_s, struct err *e)
-{
-	static char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-				     (char *)"LC_ALL=C.UTF-8", NULL};
-	pid_t pid, parent = getpid();
-	int rep[2], pidfd = -1, st;
-	char buf[64];
-
-	if (pipe2(rep, O_CLOEXEC) < 0)
-		return err_set(e, errno, "pipe");
-	pid = (pid_t)syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
-	if (pid < 0) {
-		int saved = errno;
-		close(rep[0]);
-		close(rep[1]);
-		return err_set(e, saved, "start %s", argv[0]);
-	}
-	if (pid == 0) {
-		child_setup(log_fd, rep[1], NULL, 0);
-		/* Dies with proctor (single-threaded: its death is the parent's). */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			child_fail(3, "set the parent-death signal");
-		execve(argv[0], argv, envp);
-		child_fail(3, "exec");
-	}
-	close(rep[1]);
-	int timed_out = wait_child(pid, pidfd, timeout_s, &st);
-	int rc = read_report(rep[0], argv[0], e);
-	close(rep[0]);
-	if (rc < 0)
-		return -1;
-	if (timed_out < 0)
-		return err_set(e, 0, "%s took longer than %u s and was killed", argv[0], timeout_s);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return err_set(e, 0, "%s failed (%s)", argv[0], status_text(st, buf, sizeof(buf)));
-	return 0;
-}
 
 /* ---- the build's namespaces ---- */
 
@@ -195,7 +54,7 @@ static _Noreturn void build_init(char *const argv[], char *const envp[])
 	int st;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		child_fail(3, "set the parent-death signal");
+		tool_child_fail(3, "set the parent-death signal");
 	if (read(4, &b, 1) != 1)
 		_exit(126); /* the parent is gone or gave up */
 	/* SECURITY: drop host root's supplementary groups first (the namespace
@@ -203,15 +62,15 @@ static _Noreturn void build_init(char *const argv[], char *const envp[])
 	 * then become uid/gid 0 of the namespace, which is host uid/gid
 	 * `base` (write_id_map): capabilities over this namespace only. */
 	if (setgroups(0, NULL) < 0)
-		child_fail(3, "drop supplementary groups");
+		tool_child_fail(3, "drop supplementary groups");
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
-		child_fail(3, "become root of the build's user namespace");
+		tool_child_fail(3, "become root of the build's user namespace");
 	/* The uid change cleared the death signal: set it again, then make
 	 * sure the parent did not die in between (it holds the go pipe open
 	 * until the build is over; getppid() says 0 across a pid namespace). */
 	struct pollfd parent = {.fd = 4, .events = POLLIN};
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		child_fail(3, "set the parent-death signal");
+		tool_child_fail(3, "set the parent-death signal");
 	if (poll(&parent, 1, 0) != 0)
 		_exit(126);
 	close(4);
@@ -221,21 +80,21 @@ static _Noreturn void build_init(char *const argv[], char *const envp[])
 	 * fresh /tmp: the state directory's path need not be searchable by
 	 * the build's uid, and the build sees none of the host's /tmp. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		child_fail(3, "make the build's mounts private");
+		tool_child_fail(3, "make the build's mounts private");
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m") < 0)
-		child_fail(3, "mount a tmpfs on /tmp");
+		tool_child_fail(3, "mount a tmpfs on /tmp");
 	if (mkdir(BUILD_DIR, 0755) < 0 ||
 	    move_mount(5, "", AT_FDCWD, BUILD_DIR, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		child_fail(3, "bind the work directory on " BUILD_DIR);
+		tool_child_fail(3, "bind the work directory on " BUILD_DIR);
 	close(5);
 	if (chdir(BUILD_DIR) < 0)
-		child_fail(3, "enter " BUILD_DIR);
+		tool_child_fail(3, "enter " BUILD_DIR);
 	pid = fork();
 	if (pid < 0)
-		child_fail(3, "fork");
+		tool_child_fail(3, "fork");
 	if (pid == 0) {
 		execve(argv[0], argv, envp);
-		child_fail(3, "exec");
+		tool_child_fail(3, "exec");
 	}
 	for (;;) {
 		pid_t w = waitpid(-1, &st, 0);
@@ -292,7 +151,7 @@ static int run_mmdebstrap(char *const argv[], char *const envp[], int work_fd, i
 	}
 	if (pid == 0) {
 		int extra[2] = {go[0], tree};
-		child_setup(log_fd, rep[1], extra, 2);
+		tool_child_setup(log_fd, rep[1], extra, 2);
 		build_init(argv, envp);
 	}
 	close(take_fd(&rep[1]));
@@ -304,18 +163,18 @@ static int run_mmdebstrap(char *const argv[], char *const envp[], int work_fd, i
 		if (mapped)
 			err_set(e, errno, "start the build");
 		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		wait_child(pid, pidfd, 0, &st);
+		tool_wait(pid, pidfd, 0, &st);
 		err_wrap(e, "set up the build's user namespace");
 		goto out_close;
 	}
-	int timed_out = wait_child(pid, pidfd, BUILD_TIMEOUT_S, &st);
-	if (read_report(rep[0], "mmdebstrap", e) < 0)
+	int timed_out = tool_wait(pid, pidfd, BUILD_TIMEOUT_S, &st);
+	if (tool_read_report(rep[0], "mmdebstrap", e) < 0)
 		goto out_close;
 	if (timed_out < 0) {
 		err_set(e, 0, "mmdebstrap took longer than %u s and was killed", BUILD_TIMEOUT_S);
 		rc = IMAGE_BUILD_FAILED;
 	} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		err_set(e, 0, "mmdebstrap failed (%s)", status_text(st, buf, sizeof(buf)));
+		err_set(e, 0, "mmdebstrap failed (%s)", tool_status_text(st, buf, sizeof(buf)));
 		rc = IMAGE_BUILD_FAILED;
 	} else {
 		rc = 0;
@@ -818,14 +677,6 @@ static void log_reason(int log_fd, char *buf, size_t cap)
 	free(tail);
 }
 
-void build_log_cmd(int log_fd, const char *what, char *const argv[])
-{
-	dprintf(log_fd, "proctor: %s:", what);
-	for (size_t i = 0; argv[i]; i++)
-		dprintf(log_fd, " %s", argv[i]);
-	dprintf(log_fd, "\n");
-}
-
 int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base, struct err *e)
 {
 	struct strv mirrors = {0}, argv = {0}, env = {0};
@@ -841,7 +692,7 @@ int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base,
 		err_set(e, ENOMEM, "mmdebstrap's command line");
 		goto out;
 	}
-	build_log_cmd(log_fd, "running", argv.v);
+	tool_log_cmd(log_fd, "running", argv.v);
 	rc = run_mmdebstrap(argv.v, env.v, workfd, log_fd, base, e);
 	if (rc == IMAGE_BUILD_FAILED && !strstr(e->msg, "took longer")) {
 		log_reason(log_fd, reason, sizeof(reason));

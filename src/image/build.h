@@ -1,4 +1,4 @@
-/* Image builds: mmdebstrap in a user namespace of its own, and the host tools around it. */
+/* Image builds: mmdebstrap in namespaces of its own, with the host's apt sources retargeted. */
 #ifndef PROCTOR_IMAGE_BUILD_H
 #define PROCTOR_IMAGE_BUILD_H
 
@@ -29,12 +29,5 @@
  * to locate package x", its first error line) or IMAGE_FAILED.
  */
 int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base, struct err *e);
-
-/* Run a host tool (absolute path) as root with output to log_fd, killed
- * after timeout_s; 0 when it exited 0. */
-int build_run_tool(char *const argv[], int log_fd, unsigned timeout_s, struct err *e);
-
-/* "proctor: WHAT: argv..." on its own line of the log. */
-void build_log_cmd(int log_fd, const char *what, char *const argv[]);
 
 #endif

@@ -59,10 +59,11 @@
 #include <unistd.h>
 
 #include "digest.h"
-#include "image/build.h"
-#include "image/recipe.h"
 #include "host/lease.h"
 #include "host/statedir.h"
+#include "host/tool.h"
+#include "image/build.h"
+#include "image/recipe.h"
 #include "util.h"
 #include "vm/kit.h"
 
@@ -683,8 +684,8 @@ static int build_in(const struct recipe *r, const char *build_path, int buildfd,
 		err_set(e, errno, "mkdir rootfs");
 		goto out;
 	}
-	build_log_cmd(log_fd, "running", tar_argv);
-	if (build_run_tool(tar_argv, log_fd, EXTRACT_TIMEOUT_S, e) < 0) {
+	tool_log_cmd(log_fd, "running", tar_argv);
+	if (tool_run(tar_argv, log_fd, EXTRACT_TIMEOUT_S, e) < 0) {
 		err_wrap(e, "extract the tree");
 		goto out;
 	}
@@ -701,8 +702,8 @@ static int build_in(const struct recipe *r, const char *build_path, int buildfd,
 		rc = IMAGE_BUILD_FAILED;
 		goto out;
 	}
-	build_log_cmd(log_fd, "running", sq_argv);
-	if (build_run_tool(sq_argv, log_fd, SQUASH_TIMEOUT_S, e) < 0) {
+	tool_log_cmd(log_fd, "running", sq_argv);
+	if (tool_run(sq_argv, log_fd, SQUASH_TIMEOUT_S, e) < 0) {
 		err_wrap(e, "make rootfs.squashfs");
 		goto out;
 	}

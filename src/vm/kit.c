@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "digest.h"
-#include "image/build.h"
+#include "host/tool.h"
 #include "util.h"
 
 #define KIT_APT_CACHE "/usr/bin/apt-cache"
@@ -125,7 +125,7 @@ static void apt_reason(const char *out, char *buf, size_t cap)
 }
 
 /*
- * Run a host tool as root (build_run_tool) with its output, stdout and
+ * Run a host tool as root (tool_run) with its output, stdout and
  * stderr together, going to a memfd first: copied to log_fd afterwards and
  * its first CAPTURE_MAX - 1 bytes left NUL-terminated in out (CAPTURE_MAX
  * bytes, or NULL).  When the tool fails, apt's first error line ends the
@@ -140,8 +140,8 @@ static int run_captured(char *const argv[], int log_fd, unsigned timeout_s, char
 
 	if (fd < 0)
 		return err_set(e, errno, "memfd_create");
-	build_log_cmd(log_fd, "running", argv);
-	rc = build_run_tool(argv, fd, timeout_s, e);
+	tool_log_cmd(log_fd, "running", argv);
+	rc = tool_run(argv, fd, timeout_s, e);
 	if (lseek(fd, 0, SEEK_SET) < 0) {
 		close(fd);
 		return rc < 0 ? rc : err_set(e, errno, "read %s's output", argv[0]);

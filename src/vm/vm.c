@@ -11,15 +11,15 @@
  * with the protocol of vm/proto.h; every byte the guest sends is parsed with
  * caps on lengths and counts, and a guest that stops answering is killed.
  *
- * create() leases a slot (the jail's: uid, cgroups, lock), picks the RAM
- * shape, and restores the snapshot for (image, kernel, initramfs, agent,
- * QEMU, shape, command line, host CPU, TSC rate) -- building it first if
- * there is none: a cold boot to the agent's hello, P_QUIESCE (sync, drop
- * caches), then a QMP migrate to a file with the x-ignore-shared
- * capability: guest RAM is a memory-backend-file shared with <key>.state.ram
- * (pages never touched stay holes), so only device state goes into
- * <key>.state.  A restore maps that RAM from a sealed memfd (copied once per
- * process, holes kept) privately, copy on write: every VM of the process
+ * create() leases a slot (host/slot.h: uid, cgroups, lock; the jail leases
+ * the same ones), picks the RAM shape, and restores the snapshot for (image,
+ * kernel, initramfs, agent, QEMU, shape, command line, host CPU, TSC rate) --
+ * building it first if there is none: a cold boot to the agent's hello,
+ * P_QUIESCE (sync, drop caches), then a QMP migrate to a file with the
+ * x-ignore-shared capability: guest RAM is a memory-backend-file shared with
+ * <key>.state.ram (pages never touched stay holes), so only device state goes
+ * into <key>.state.  A restore maps that RAM from a sealed memfd (copied once
+ * per process, holes kept) privately, copy on write: every VM of the process
  * shares the pages it only reads, and no QEMU can write what later sandboxes
  * restore (QEMU 7.2 opens a mem-path read-write, so the file itself could not
  * be handed to it).  QEMU starts with -incoming defer, gets the same
@@ -71,9 +71,8 @@
 #include <unistd.h>
 
 #include "digest.h"
-#include "jail/cgroup.h"
-#include "jail/jail.h"
-#include "jail/slot.h"
+#include "host/cgroup.h"
+#include "host/slot.h"
 #include "host/statedir.h"
 #include "host/tree.h"
 #include "util.h"
@@ -1426,20 +1425,9 @@ pid_t vm_sandbox_pid(const struct sandbox *sb)
 	return sb && sb->ops == &vm_ops ? ((const struct vm *)sb)->pid : 0;
 }
 
-const struct sandbox_ops vm_ops = {
-    .name = "vm",
-    .probe = vm_probe,
-    .prepare = vm_prepare,
-    .create = vm_create,
-    .put = vm_put,
-    .run = vm_run,
-    .get = vm_get,
-    .destroy = vm_destroy,
-};
-
 /* ---- the slowdown factor ---- */
 
-double vm_slowdown_factor(const char *state_dir, bool *measured)
+static double vm_time_factor(const char *state_dir, bool *measured)
 {
 	char path[PATH_MAX];
 	json_error_t je;
@@ -1448,7 +1436,8 @@ double vm_slowdown_factor(const char *state_dir, bool *measured)
 	struct err e;
 	double f = 0;
 
-	*measured = false;
+	if (measured)
+		*measured = false;
 	if (vm_host_info(&h, &e) == 0 && h.kvm)
 		return 1.0;
 	snprintf(path, sizeof(path), "%s/vm/factor.json", state_dir);
@@ -1457,76 +1446,19 @@ double vm_slowdown_factor(const char *state_dir, bool *measured)
 		f = json_number_value(json_object_get(j, "factor"));
 	json_decref(j);
 	if (f >= 1.0 && f <= 100.0) {
-		*measured = true;
+		if (measured)
+			*measured = true;
 		return f;
 	}
 	return VM_DEFAULT_TCG_FACTOR;
 }
 
-/* A CPU-bound shell loop: dash is in every Debian image. */
-static int timed_loop(const struct sandbox_ops *ops, const struct sandbox_options *so,
-		      uint64_t *ret_ms, struct err *e)
+int vm_factor_store(const char *state_dir, double factor, const struct vm_host *h,
+		    uint64_t native_cpu_ms, uint64_t vm_cpu_ms, struct err *e)
 {
-	struct sandbox *sb;
-	struct run_result r;
-	char *argv[] = {(char *)"/bin/sh", (char *)"-c",
-			(char *)"i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done", NULL};
-	struct run_spec spec = {.argv = argv, .stdin_fd = -1};
-	int rc = -1;
-
-	limits_default(&spec.limits);
-	spec.limits.cpu_ms = spec.limits.wall_ms = 300000;
-	if (run_result_init(&r, 4096) < 0)
-		return err_set(e, ENOMEM, "measure");
-	if (ops->create(so, &sb, e) < 0)
-		goto out;
-	if (sandbox_run(sb, &spec, &r, e) == 0) {
-		if (r.status != RUN_OK)
-			err_set(e, 0, "the measuring loop ended with status %s under %s",
-				run_status_name(r.status), ops->name);
-		else {
-			*ret_ms = r.cpu_ms ? r.cpu_ms : 1;
-			rc = 0;
-		}
-	}
-	sandbox_destroy(sb);
-out:
-	run_result_free(&r);
-	return rc;
-}
-
-int vm_measure_factor(const char *state_dir, const char *image_rootfs, double *ret, struct err *e)
-{
-	struct sandbox_options so = {.state_dir = state_dir,
-				     .max_slots = 64,
-				     .uid_base = SANDBOX_UID_BASE,
-				     .disk_bytes = 16u << 20,
-				     .system_dir = image_rootfs,
-				     .memory_bytes = 256u << 20};
-	double ratios[3];
-	uint64_t native = 0, guest = 0;
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	struct vm_host h;
 	FILE *f;
 
-	if (vm_host_info(&h, e) < 0 || jail_ops.probe(e) < 0 || jail_ops.prepare(e) < 0)
-		return -1;
-	/* The same binary (the image's dash) natively in the jail and in a VM,
-	 * interleaved, three times; the median ratio of CPU time. */
-	for (int i = 0; i < 3; i++) {
-		if (timed_loop(&jail_ops, &so, &native, e) < 0 ||
-		    timed_loop(&vm_ops, &so, &guest, e) < 0)
-			return err_wrap(e, "measure the slowdown");
-		ratios[i] = (double)guest / (double)native;
-	}
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (ratios[j] < ratios[i]) {
-				double t = ratios[i];
-				ratios[i] = ratios[j];
-				ratios[j] = t;
-			}
-	*ret = ratios[1] < 1.0 ? 1.0 : ratios[1];
 	snprintf(path, sizeof(path), "%s/vm", state_dir);
 	if (mkdir_p_at(AT_FDCWD, path, 0755, 0, 0, e) < 0)
 		return -1;
@@ -1537,8 +1469,21 @@ int vm_measure_factor(const char *state_dir, const char *image_rootfs, double *r
 	fprintf(f,
 		"{\"factor\": %.3f, \"accel\": \"%s\", \"native_cpu_ms\": %llu, "
 		"\"vm_cpu_ms\": %llu, \"qemu\": \"%s\"}\n",
-		*ret, h.accel, (unsigned long long)native, (unsigned long long)guest, QEMU_BINARY);
+		factor, h->accel, (unsigned long long)native_cpu_ms, (unsigned long long)vm_cpu_ms,
+		QEMU_BINARY);
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
 		return err_set(e, errno, "write %s", path);
 	return 0;
 }
+
+const struct sandbox_ops vm_ops = {
+    .name = "vm",
+    .probe = vm_probe,
+    .prepare = vm_prepare,
+    .create = vm_create,
+    .put = vm_put,
+    .run = vm_run,
+    .get = vm_get,
+    .destroy = vm_destroy,
+    .time_factor = vm_time_factor,
+};

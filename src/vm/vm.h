@@ -34,17 +34,20 @@ int vm_host_info(struct vm_host *ret, struct err *e);
 int vm_qemu_version(char *buf, size_t cap, struct err *e);
 
 /*
- * The slowdown factor of this backend against native execution, stored by
- * `proctor doctor --measure-vm` in <state>/vm/factor.json.  Grading scales
- * an assignment's time limits by it.  Returns 1.0 with KVM and, when none
- * was measured, VM_DEFAULT_TCG_FACTOR under TCG (*measured false).
+ * The slowdown factor of this backend against native execution, its
+ * time_factor() (sandbox.h): grading scales an assignment's time limits by
+ * it.  1.0 with KVM; under TCG the factor `proctor doctor --measure-vm`
+ * stored in <state>/vm/factor.json or, when none was, VM_DEFAULT_TCG_FACTOR
+ * (*measured false).
  */
 #define VM_DEFAULT_TCG_FACTOR 8.0
-double vm_slowdown_factor(const char *state_dir, bool *measured);
 
-/* Measure the factor (a CPU-bound program natively and in a VM of `image_rootfs`)
- * and store it.  Slow: boots a VM. */
-int vm_measure_factor(const char *state_dir, const char *image_rootfs, double *ret, struct err *e);
+/* Store a factor measured on this host (the command that measures is
+ * `proctor doctor --measure-vm`) in <state>/vm/factor.json, with the CPU
+ * times of the last native and guest runs it came from and the accelerator
+ * and QEMU of `h`. */
+int vm_factor_store(const char *state_dir, double factor, const struct vm_host *h,
+		    uint64_t native_cpu_ms, uint64_t vm_cpu_ms, struct err *e);
 
 /* Per-VM timing of the last create(), for benchmarks: milliseconds from
  * the request to the agent's first answer, and whether it was a restore. */

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "jail/cgroup.h"
-#include "jail/slot.h"
+#include "host/cgroup.h"
+#include "host/slot.h"
 #include "util.h"
 #include "vm/proto.h"
 #include "vm/vm.h"

@@ -3,7 +3,7 @@
 # layout of stock Debian 12 hosts, which the development machines, hybrid
 # v1+v2, cannot exercise).  The guest's root runs test_jail
 # (`proctor run --privileged`), so the jail uses the v2 code path of
-# src/jail/cgroup.c: its run cgroup is the delegated base, with memory,
+# src/host/cgroup.c: its run cgroup is the delegated base, with memory,
 # pids and cpu.  Suite vm-long.  Prints the inner cmocka summary.
 set -uo pipefail
 : "${PROCTOR:?}" "${PROBE:?}" "${TEST_JAIL:?}" "${PROCTOR_STATE_DIR:?}"

@@ -1,9 +1,9 @@
-/* Process Isolator -- seccomp: loading the build-time compiled filter into the program. */
+/* The seccomp filter compiled at build time, and installing it in a process on the host. */
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 
-#include "jail/seccomp.h"
+#include "host/seccomp.h"
 #include "seccomp_table.h"
 
 void seccomp_default_program(struct sock_fprog *ret)

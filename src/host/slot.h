@@ -1,6 +1,6 @@
-/* Process Isolator -- sandbox slots: leased with a lock so many proctors share one host. */
-#ifndef PROCTOR_JAIL_SLOT_H
-#define PROCTOR_JAIL_SLOT_H
+/* Sandbox slots: the identity (uid, cgroups, directory) a sandbox of either backend leases. */
+#ifndef PROCTOR_HOST_SLOT_H
+#define PROCTOR_HOST_SLOT_H
 
 #include <limits.h>
 #include <sys/types.h>

@@ -1,5 +1,5 @@
-/* Process Isolator -- control groups: per-slot limits, accounting and kill, v1-hybrid or v2. */
-#include "jail/cgroup.h"
+/* Control groups of slots and helpers: limits, accounting and kill, on v1-hybrid, v1 or v2. */
+#include "host/cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -323,7 +323,7 @@ int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fd
 	 * writable tmpfs (its pages are charged to the writer's group), so a
 	 * full disk is ENOSPC rather than an OOM kill; the program's own
 	 * anonymous memory is held to the memory limit by the supervisor's
-	 * sampling (jail.c), and never exceeds memory + disk.
+	 * sampling (jail/jail.c), and never exceeds memory + disk.
 	 */
 	cg->mem_limit_bytes = l->memory_bytes;
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)(l->memory_bytes + l->disk_bytes));

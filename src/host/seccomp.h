@@ -1,6 +1,6 @@
-/* Process Isolator -- seccomp: the system calls an autograded program never needs. */
-#ifndef PROCTOR_JAIL_SECCOMP_H
-#define PROCTOR_JAIL_SECCOMP_H
+/* The seccomp filter: the system calls an autograded program never needs, on either backend. */
+#ifndef PROCTOR_HOST_SECCOMP_H
+#define PROCTOR_HOST_SECCOMP_H
 
 #include <linux/filter.h>
 
@@ -14,8 +14,9 @@
  */
 int seccomp_build(struct sock_fprog *ret, struct err *e);
 
-/* The filter every sandboxed program and every proctor-helper gets,
- * compiled at build time (seccomp_load.c). */
+/* The filter every program in the jail and every proctor-helper gets,
+ * compiled at build time (seccomp_load.c).  proctor-agent installs the same
+ * table for every program in a guest (agent/agent.c). */
 void seccomp_default_program(struct sock_fprog *ret);
 
 /* Install a compiled filter (seccomp_load.c) in the calling process (no_new_privs must be set). */

@@ -1,6 +1,6 @@
-/* Process Isolator -- control groups: per-slot limits, accounting and kill, v1-hybrid or v2. */
-#ifndef PROCTOR_JAIL_CGROUP_H
-#define PROCTOR_JAIL_CGROUP_H
+/* Control groups of slots and helpers: limits, accounting and kill, on v1-hybrid, v1 or v2. */
+#ifndef PROCTOR_HOST_CGROUP_H
+#define PROCTOR_HOST_CGROUP_H
 
 #include <stdbool.h>
 #include <stddef.h>

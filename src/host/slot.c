@@ -1,5 +1,5 @@
-/* Process Isolator -- sandbox slots: leased with a lock so many proctors share one host. */
-#include "jail/slot.h"
+/* Sandbox slots: the identity (uid, cgroups, directory) a sandbox of either backend leases. */
+#include "host/slot.h"
 
 #include <errno.h>
 #include <fcntl.h>
