@@ -57,6 +57,7 @@
 
 #include "digest.h"
 #include "grade/opener.h"
+#include "scratch.h"
 #include "util.h"
 
 /* Internal return convention: 0 go on, REJECTED the submission was refused
@@ -66,7 +67,6 @@
 #define PATH_LEN_MAX   4095 /* bytes of a relative path, as PATH_MAX */
 #define NAME_LEN_MAX   255  /* bytes of one component, as NAME_MAX */
 #define IGNORED_MAX    1000
-#define DEPTH_MAX      64
 #define BUF_SIZE       65536
 #define STAGING_PREFIX ".proctor-intake-"
 /* macOS's zip adds this folder beside the real one; it must not stop the
@@ -842,8 +842,8 @@ static int visit(struct intake *in, const char *name, const char *rel, unsigned 
 		return reject(in, path, "%s", type_refusal(st.mode));
 	if (!may_match_below(in->rules, path))
 		return ignore(in, path, "/", e);
-	if (depth >= DEPTH_MAX)
-		return reject(in, path, "nested deeper than %d directories", DEPTH_MAX);
+	if (depth >= TREE_MAX_DEPTH)
+		return reject(in, path, "nested deeper than %d directories", TREE_MAX_DEPTH);
 	return walk(in, path, depth + 1, e);
 }
 
