@@ -1,6 +1,6 @@
+/* proctor-agent: the guest's init (PID 1) inside a Proctor microVM. */
+
 /*
- * proctor-agent: the guest's init (PID 1) inside a Proctor microVM.
- *
  * Theory of operation
  * -------------------
  * The kernel starts this from the initramfs.  At boot it mounts /dev, /proc,

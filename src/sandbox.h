@@ -17,15 +17,16 @@
  * a slot and makes an empty writable tree (/work, /tmp), put() copies host
  * files in, run() executes one program with its own limits and fills a
  * run_result (any number of runs share the writable tree, e.g. build then
- * test), get() copies a regular file out, destroy() kills everything that is
+ * test), get() copies files out, destroy() kills everything that is
  * left and frees the slot.  After destroy() no process, mount, cgroup or
  * file of the sandbox remains; only the permanent per-slot cgroups and the
  * slot's lock file stay for reuse.
  *
- * Backends implement the verbs behind a const ops table.  The jail
- * (namespaces + cgroups + seccomp) works wherever Proctor runs as root; a
- * microVM backend will implement the same table.  probe() says whether a
- * backend can work on this host and, if not, why.
+ * Backends implement the verbs behind a const ops table: the jail (jail/:
+ * namespaces + cgroups + seccomp) wherever Proctor runs as root, and the
+ * microVM (vm/: a QEMU guest per sandbox, booting an image's kernel) where
+ * QEMU is installed too.  probe() says whether a backend can work on this
+ * host and, if not, why.
  */
 
 struct sandbox;

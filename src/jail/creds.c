@@ -1,4 +1,4 @@
-/* Process Isolator -- credentials and rlimits: what the program runs as and with. */
+/* The jail's credentials and rlimits: what the program runs as and with. */
 #include "jail/creds.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Process Isolator -- credentials and rlimits: what the program runs as and with. */
+/* The jail's credentials and rlimits: what the program runs as and with. */
 #ifndef PROCTOR_JAIL_CREDS_H
 #define PROCTOR_JAIL_CREDS_H
 

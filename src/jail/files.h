@@ -1,4 +1,4 @@
-/* Process Isolator -- moving files into and out of a sandbox's writable tree. */
+/* The jail's files: copying them into and out of a sandbox's writable tree. */
 #ifndef PROCTOR_JAIL_FILES_H
 #define PROCTOR_JAIL_FILES_H
 

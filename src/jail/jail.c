@@ -1,4 +1,4 @@
-/* Process Isolator -- the jail backend: namespaces + cgroups + seccomp behind sandbox_ops. */
+/* The jail backend: namespaces, cgroups and seccomp behind sandbox_ops. */
 
 /*
  * Theory of operation

@@ -1,4 +1,4 @@
-/* Process Isolator -- the jail backend: namespaces + cgroups + seccomp behind sandbox_ops. */
+/* The jail backend: namespaces, cgroups and seccomp behind sandbox_ops. */
 #ifndef PROCTOR_JAIL_JAIL_H
 #define PROCTOR_JAIL_JAIL_H
 

@@ -1,4 +1,4 @@
-/* Process Isolator -- mounts: the sandbox's fresh root, built inside its mount namespace. */
+/* The jail's mounts: the sandbox's fresh root, built inside its mount namespace. */
 #include "jail/mount.h"
 
 #include <errno.h>

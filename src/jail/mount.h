@@ -1,4 +1,4 @@
-/* Process Isolator -- mounts: the sandbox's fresh root, built inside its mount namespace. */
+/* The jail's mounts: the sandbox's fresh root, built inside its mount namespace. */
 #ifndef PROCTOR_JAIL_MOUNT_H
 #define PROCTOR_JAIL_MOUNT_H
 

@@ -1,4 +1,4 @@
-/* Process Isolator -- seccomp: the system calls an autograded program never needs. */
+/* The seccomp filter of both backends: the system calls an autograded program never needs. */
 #include "jail/seccomp.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Process Isolator -- seccomp: loading the build-time compiled filter into the program. */
+/* The jail's seccomp step: the filter compiled at build time, installed in the program. */
 #include <errno.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>

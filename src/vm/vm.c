@@ -1,7 +1,6 @@
+/* The microVM backend: each sandbox a QEMU `microvm` guest with its own kernel, from a snapshot. */
+
 /*
- * The microVM backend: each sandbox is a QEMU `microvm` guest with its own
- * kernel, restored from a snapshot of a booted, idle guest.
- *
  * Theory of operation
  * -------------------
  * The guest side is hypervisor-neutral: an image's read-only filesystem
