@@ -1,6 +1,6 @@
+/* proctor-agent: the guest's init (PID 1) inside a Proctor microVM. */
+
 /*
- * proctor-agent: the guest's init (PID 1) inside a Proctor microVM.
- *
  * Theory of operation
  * -------------------
  * The kernel starts this from the initramfs.  At boot it mounts /dev, /proc,
@@ -14,8 +14,9 @@
  * is set, and the tmpfs gets the sandbox's disk size.
  *
  * Then it serves requests one at a time (docs/vm-protocol.md): files in and
- * out below /newroot (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, so a
- * link planted by the program cannot redirect the agent), and runs.  A run
+ * out below the writable tree /rw, whose work/ and tmp/ are the program's /work
+ * and /tmp (open_beneath(): no symlink, magic link or mount crossed, so a link
+ * planted by the program cannot redirect the agent), and runs.  A run
  * forks a child that joins a fresh cgroup "run" (memory.max, pids.max),
  * chroots into /newroot, drops to uid/gid 1000 with rlimits and
  * no_new_privs, and execs.  The agent stays outside in cgroup "agent" with
@@ -31,17 +32,16 @@
  * guest always overcommits, so only the cgroup limits memory.
  *
  * The host kills the VM when it stops answering; the agent never needs to
- * be asked twice.  Only libc: this is linked statically.
+ * be asked twice.  Only libc and the project's libc-only helpers (util.c,
+ * err.c, vm/proto.c): this is linked statically.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/filter.h>
-#include <linux/openat2.h>
-#include <linux/seccomp.h>
 #include <linux/random.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -65,6 +65,7 @@
 
 #include "scratch.h"
 #include "seccomp_table.h" /* generated at build time from src/host/seccomp.c */
+#include "util.h"
 #include "vm/proto.h"
 
 #define AGENT_VERSION "proctor-agent 0.1.0"
@@ -79,10 +80,13 @@ enum { HIT_CPU = 1, HIT_WALL = 2, HIT_MEMORY = 4 };
 extern char **environ;
 
 static int chan = -1;	    /* the virtio-serial port */
-static int rootfd = -1;	    /* /newroot, after P_SETUP */
 static uint64_t disk_bytes; /* of the writable tree */
 static struct pbuf ob;	    /* the frame being sent */
 static unsigned char *ib;   /* the payload being received */
+/* The writable tree /rw, after P_SETUP: requests name paths below it and
+ * open_beneath() resolves them (work/ and tmp/ are directories of the one
+ * tmpfs, so no path of a request crosses a mount). */
+static int treefd = -1;
 
 static void console(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void console(const char *fmt, ...)
@@ -103,14 +107,6 @@ static _Noreturn void halt(const char *why)
 	reboot(RB_POWER_OFF);
 	for (;;)
 		pause();
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* ---- the channel ---- */
@@ -201,16 +197,15 @@ static unsigned recv_frame(uint32_t *len)
 
 /* ---- small file helpers ---- */
 
+/* A knob of cgroupfs, procfs or sysfs; -1 with errno set. */
 static int write_str(const char *path, const char *s)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t r;
+	struct err e;
 
-	if (fd < 0)
-		return -1;
-	r = write(fd, s, strlen(s));
-	close(fd);
-	return r == (ssize_t)strlen(s) ? 0 : -1;
+	if (write_file_at(AT_FDCWD, path, s, &e) == 0)
+		return 0;
+	errno = e.errnum;
+	return -1;
 }
 
 static int write_u64(const char *path, uint64_t v)
@@ -221,54 +216,34 @@ static int write_u64(const char *path, uint64_t v)
 	return write_str(path, buf);
 }
 
-static ssize_t read_text(const char *path, char *buf, size_t cap)
+static int read_text(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	struct err e;
 
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
+	return read_file_at(AT_FDCWD, path, buf, cap, &e);
 }
 
-/* "key value" lines (cpu.stat, memory.stat, memory.events, pids.events). */
+/* A field of a "key value" file (cpu.stat, memory.events, pids.events);
+ * 0 when it is absent or not a number. */
 static uint64_t stat_key(const char *path, const char *key)
 {
 	char buf[8192];
-	size_t kl = strlen(key);
+	uint64_t v;
 
-	if (read_text(path, buf, sizeof(buf)) < 0)
+	if (read_text(path, buf, sizeof(buf)) < 0 || stat_field(buf, key, &v) < 0)
 		return 0;
-	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
-			return strtoull(p + kl + 1, NULL, 10);
-	return 0;
+	return v;
 }
 
+/* A file holding one number (memory.current, memory.peak, pids.current). */
 static uint64_t read_u64(const char *path)
 {
 	char buf[64];
+	uint64_t v;
 
-	if (read_text(path, buf, sizeof(buf)) < 0)
+	if (read_text(path, buf, sizeof(buf)) < 0 || parse_u64(buf, strcspn(buf, "\n"), &v) < 0)
 		return 0;
-	return strtoull(buf, NULL, 10);
-}
-
-/* Open a path below /newroot without following any symlink. */
-static int open_below(const char *rel, int flags, mode_t mode)
-{
-	struct open_how how = {
-	    .flags = (uint64_t)(flags | O_CLOEXEC),
-	    .mode = (flags & O_CREAT) ? mode : 0,
-	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-
-	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+	return v;
 }
 
 /* Split rel into its parent (opened) and last component. */
@@ -279,11 +254,11 @@ static int open_parent(const char *rel, char *last, size_t cap)
 
 	if (!slash) {
 		snprintf(last, cap, "%s", rel);
-		return fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+		return fcntl(treefd, F_DUPFD_CLOEXEC, 0);
 	}
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
 	snprintf(last, cap, "%s", slash + 1);
-	return open_below(dir, O_RDONLY | O_DIRECTORY, 0);
+	return open_beneath(treefd, dir, O_RDONLY | O_DIRECTORY, 0);
 }
 
 /* ---- boot ---- */
@@ -509,18 +484,18 @@ static void make_tree(void)
 static void do_setup(uint32_t len)
 {
 	struct preader r;
-	uint64_t now_ns, disk;
+	uint64_t clock_ns, disk;
 	const unsigned char *seed;
 	size_t seed_len;
 	char opts[160];
 
 	preader_init(&r, ib, len);
-	now_ns = preader_u64(&r);
+	clock_ns = preader_u64(&r);
 	disk = preader_u64(&r);
 	seed = preader_bytes(&r, 512, &seed_len);
 	if (preader_end(&r) < 0 || seed_len < 32 || disk < (1u << 20))
 		return send_err("malformed SETUP");
-	if (rootfd >= 0)
+	if (treefd >= 0)
 		return send_err("SETUP twice");
 
 	/* Fresh randomness and a current clock: a restored snapshot shares
@@ -534,8 +509,8 @@ static void do_setup(uint32_t len)
 	if (rfd < 0 || ioctl(rfd, RNDADDENTROPY, &pool) < 0 || ioctl(rfd, RNDRESEEDCRNG) < 0)
 		return send_err("reseed the random generator: %s", strerror(errno));
 	close(rfd);
-	struct timespec ts = {.tv_sec = (time_t)(now_ns / 1000000000u),
-			      .tv_nsec = (long)(now_ns % 1000000000u)};
+	struct timespec ts = {.tv_sec = (time_t)(clock_ns / 1000000000u),
+			      .tv_nsec = (long)(clock_ns % 1000000000u)};
 	if (clock_settime(CLOCK_REALTIME, &ts) < 0)
 		return send_err("set the clock: %s", strerror(errno));
 
@@ -544,9 +519,9 @@ static void do_setup(uint32_t len)
 		 (unsigned long long)scratch_inodes(disk));
 	if (mount(NULL, "/rw", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
 		return send_err("size the writable tree: %s", strerror(errno));
-	rootfd = open(ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return send_err("open the root: %s", strerror(errno));
+	treefd = open("/rw", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (treefd < 0)
+		return send_err("open the writable tree: %s", strerror(errno));
 	send_ok();
 }
 
@@ -584,7 +559,7 @@ static void do_mkdir(uint32_t len)
 	preader_str(&r, path, sizeof(path));
 	mode = preader_u32(&r);
 	flags = preader_u32(&r);
-	if (preader_end(&r) < 0 || !proto_path_ok(path) || rootfd < 0)
+	if (preader_end(&r) < 0 || !proto_path_ok(path) || treefd < 0)
 		return send_err("malformed MKDIR");
 	if ((pfd = open_parent(path, last, sizeof(last))) < 0)
 		return send_err("mkdir %s: %s", path, strerror(errno));
@@ -594,7 +569,8 @@ static void do_mkdir(uint32_t len)
 		return send_err("mkdir %s: %s", path, strerror(errno));
 	}
 	close(pfd);
-	if ((fd = open_below(path, O_RDONLY | O_DIRECTORY, 0)) < 0 || fstat(fd, &st) < 0) {
+	if ((fd = open_beneath(treefd, path, O_RDONLY | O_DIRECTORY, 0)) < 0 ||
+	    fstat(fd, &st) < 0) {
 		int saved = errno;
 		if (fd >= 0)
 			close(fd);
@@ -626,9 +602,9 @@ static void do_put(uint32_t len)
 	preader_str(&r, path, sizeof(path));
 	mode = preader_u32(&r);
 	flags = preader_u32(&r);
-	if (preader_end(&r) < 0 || !proto_path_ok(path) || rootfd < 0)
+	if (preader_end(&r) < 0 || !proto_path_ok(path) || treefd < 0)
 		snprintf(msg, sizeof(msg), "malformed PUT");
-	else if ((fd = open_below(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0)
+	else if ((fd = open_beneath(treefd, path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0)
 		snprintf(msg, sizeof(msg), "put %s: %s", path, strerror(errno));
 	/* Take every chunk even after a failure, so the stream stays in step. */
 	for (;;) {
@@ -702,7 +678,7 @@ static void send_tree(int dfd, const char *prefix, int depth)
 	DIR *d;
 	struct dirent *de;
 
-	if (depth > 64 || !(d = fdopendir(dfd)))
+	if (depth > TREE_MAX_DEPTH || !(d = fdopendir(dfd)))
 		return;
 	while ((de = readdir(d))) {
 		char rel[PROTO_MAX_STR];
@@ -739,9 +715,9 @@ static void do_get(uint32_t len)
 
 	preader_init(&r, ib, len);
 	preader_str(&r, path, sizeof(path));
-	if (preader_end(&r) < 0 || !proto_path_ok(path) || rootfd < 0)
+	if (preader_end(&r) < 0 || !proto_path_ok(path) || treefd < 0)
 		return send_err("malformed GET");
-	fd = open_below(path, O_RDONLY | O_NONBLOCK, 0);
+	fd = open_beneath(treefd, path, O_RDONLY | O_NONBLOCK, 0);
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return send_err("get %s: %s", path, strerror(errno));
 	if (S_ISREG(st.st_mode)) {
@@ -935,13 +911,9 @@ static uint64_t run_memory(void)
 	uint64_t cur = read_u64(CG "/run/memory.current"), file = 0, shmem = 0;
 	bool full;
 
-	if (read_text(CG "/run/memory.stat", stat, sizeof(stat)) >= 0) {
-		for (char *p = stat; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-			if (strncmp(p, "file ", 5) == 0)
-				file = strtoull(p + 5, NULL, 10);
-			else if (strncmp(p, "shmem ", 6) == 0)
-				shmem = strtoull(p + 6, NULL, 10);
-		}
+	if (read_text(CG "/run/memory.stat", stat, sizeof(stat)) == 0) {
+		stat_field(stat, "file", &file);
+		stat_field(stat, "shmem", &shmem);
 	}
 	uint64_t reclaimable = file > shmem ? file - shmem : 0;
 	uint64_t held = cur > reclaimable ? cur - reclaimable : 0;
@@ -988,7 +960,7 @@ static void do_run(uint32_t len)
 	bool exited = false, killed = false, out_open = true, err_open = true;
 	int status = 0;
 
-	if (parse_run(len, &q) < 0 || rootfd < 0) {
+	if (parse_run(len, &q) < 0 || treefd < 0) {
 		free_run(&q);
 		return send_err("malformed RUN");
 	}
@@ -1011,7 +983,7 @@ static void do_run(uint32_t len)
 		goto send;
 	}
 	if (q.stdin_path[0])
-		in = open_below(q.stdin_path, O_RDONLY, 0);
+		in = open_beneath(treefd, q.stdin_path, O_RDONLY, 0);
 	else
 		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (in < 0) {
@@ -1024,7 +996,7 @@ static void do_run(uint32_t len)
 		snprintf(x.message, sizeof(x.message), "pipe: %s", strerror(errno));
 		goto send;
 	}
-	t0 = mono_ms();
+	t0 = now_ns() / 1000000;
 	pid = fork();
 	if (pid < 0) {
 		x.flags = PROTO_EXIT_NOT_STARTED;
@@ -1058,10 +1030,10 @@ static void do_run(uint32_t len)
 			if (w == pid) {
 				exited = true;
 				status = st;
-				t_end = mono_ms();
+				t_end = now_ns() / 1000000;
 			}
 		}
-		uint64_t now = mono_ms();
+		uint64_t now = now_ns() / 1000000;
 		uint64_t cur = read_u64(CG "/run/pids.current");
 		if (cur > peak_pids)
 			peak_pids = cur;

@@ -17,7 +17,7 @@
  * a slot and makes an empty writable tree (/work, /tmp), put() copies host
  * files in, run() executes one program with its own limits and fills a
  * run_result (any number of runs share the writable tree, e.g. build then
- * test), get() copies a regular file out, destroy() kills everything that is
+ * test), get() copies files out, destroy() kills everything that is
  * left and frees the slot.  After destroy() no process, mount, cgroup or
  * file of the sandbox remains; only the permanent per-slot cgroups and the
  * slot's lock file stay for reuse.

@@ -13,6 +13,11 @@
  * backend and not on the other.
  */
 
+/* How deep a directory tree put into or taken out of the writable tree
+ * (host/tree.c, jail/files.c, the agent), or a submission (grade/intake.c),
+ * may nest: one bound for every walk over such trees. */
+#define TREE_MAX_DEPTH 64
+
 /* Free space below which the tree counts as full (the `disk` limit): a
  * program that filled it to within a few pages met the limit. */
 #define SCRATCH_FULL_BYTES (64u * 1024)

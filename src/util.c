@@ -49,41 +49,33 @@ int write_all(int fd, const void *buf, size_t len)
 
 int write_file_at(int dirfd, const char *path, const char *value, struct err *e)
 {
-	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0)
 		return err_set(e, errno, "open '%s'", path);
-	if (write_all(fd, value, strlen(value)) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "write '%s' to '%s'", value, path);
-	}
-	close(fd);
+	if (write_all(fd, value, strlen(value)) < 0)
+		return err_set(e, errno, "write '%s' to '%s'", value, path);
 	return 0;
 }
 
 int read_file_at(int dirfd, const char *path, char *buf, size_t cap, struct err *e)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	size_t len = 0;
 
 	if (fd < 0)
 		return err_set(e, errno, "open '%s'", path);
 	while (len + 1 < cap) {
 		ssize_t n = read(fd, buf + len, cap - 1 - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			int saved = errno;
-			close(fd);
-			return err_set(e, saved, "read '%s'", path);
-		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_set(e, errno, "read '%s'", path);
 		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
 	buf[len] = '\0';
-	close(fd);
 	return 0;
 }
 
@@ -215,15 +207,14 @@ int rm_rf_children(int dirfd, struct err *e)
  * following a symlink. */
 int rm_tree_at(int dirfd, const char *name, struct err *e)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd =
+	    openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : err_set(e, errno, "open '%s'", name);
-	if (rm_rf_children(fd, e) < 0) {
-		close(fd);
+	if (rm_rf_children(fd, e) < 0)
 		return err_wrap(e, "remove '%s'", name);
-	}
-	close(fd);
+	fd = xclose(fd);
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
 		return err_set(e, errno, "rmdir '%s'", name);
 	return 0;
@@ -232,34 +223,26 @@ int rm_tree_at(int dirfd, const char *name, struct err *e)
 int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **ret, size_t *ret_len,
 		  struct err *e)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | oflags);
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | oflags);
 	struct stat st;
 	size_t len = 0, cap;
 	char *buf;
 
 	if (fd < 0)
 		return err_set(e, errno, "open '%s'", path);
-	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "stat '%s'", path);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
+	if (fstat(fd, &st) < 0)
+		return err_set(e, errno, "stat '%s'", path);
+	if (!S_ISREG(st.st_mode))
 		return err_set(e, 0, "'%s' is not a regular file", path);
-	}
 	/* Sized by fstat, but a file that grows meanwhile is still capped. */
 	cap = (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : max + 1;
-	if (!(buf = malloc(cap + 1))) {
-		close(fd);
+	if (!(buf = malloc(cap + 1)))
 		return err_set(e, ENOMEM, "read '%s'", path);
-	}
 	for (;;) {
 		if (len == cap) {
 			size_t ncap = cap > max / 2 ? max + 1 : 2 * cap;
 			char *n;
 			if (ncap <= cap || !(n = realloc(buf, ncap + 1))) {
-				close(fd);
 				free(buf);
 				return ncap <= cap
 					   ? err_set(e, EFBIG, "'%s' is larger than %zu bytes",
@@ -274,7 +257,6 @@ int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **re
 			continue;
 		if (n < 0) {
 			int saved = errno;
-			close(fd);
 			free(buf);
 			return err_set(e, saved, "read '%s'", path);
 		}
@@ -282,12 +264,10 @@ int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **re
 			break;
 		len += (size_t)n;
 		if (len > max) {
-			close(fd);
 			free(buf);
 			return err_set(e, EFBIG, "'%s' is larger than %zu bytes", path, max);
 		}
 	}
-	close(fd);
 	buf[len] = '\0';
 	*ret = buf;
 	if (ret_len)

@@ -21,6 +21,9 @@ static inline int take_fd(int *fd)
 /* close() that keeps errno and accepts -1; returns -1 for `fd = xclose(fd)`. */
 int xclose(int fd);
 
+/* `_cleanup_close_ int fd = ...;` closes fd when it goes out of scope, so a
+ * function with early returns needs no goto ladder (bubblewrap's utils.h);
+ * take_fd() hands it on, `fd = xclose(fd)` closes it early. */
 static inline void closep(int *fd)
 {
 	xclose(*fd);

@@ -1,6 +1,4 @@
-/* Strict YAML documents of Proctor's own (assignment.yaml, image recipes):
- * reading, parsing, and looking values up with messages that point at the
- * line and key path. */
+/* Strict YAML documents of Proctor's own: parsing, and lookups whose messages name line and key. */
 #include "yamlfile.h"
 
 #include <errno.h>

@@ -1,5 +1,4 @@
-/* Loading assignment.yaml: a strict schema, paths kept inside the assignment directory, defaults,
- * digest. */
+/* Loading assignment.yaml: a strict schema, paths kept inside its directory, defaults, digest. */
 #include "grade/assignment.h"
 
 #include <dirent.h>

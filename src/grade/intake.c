@@ -57,6 +57,7 @@
 
 #include "digest.h"
 #include "grade/opener.h"
+#include "scratch.h"
 #include "util.h"
 
 /* Internal return convention: 0 go on, REJECTED the submission was refused
@@ -66,7 +67,6 @@
 #define PATH_LEN_MAX   4095 /* bytes of a relative path, as PATH_MAX */
 #define NAME_LEN_MAX   255  /* bytes of one component, as NAME_MAX */
 #define IGNORED_MAX    1000
-#define DEPTH_MAX      64
 #define BUF_SIZE       65536
 #define STAGING_PREFIX ".proctor-intake-"
 /* macOS's zip adds this folder beside the real one; it must not stop the
@@ -764,7 +764,8 @@ static int lookup_failed(struct intake *in, const char *path, struct err *e)
 static int copy_file(struct intake *in, const char *path, struct err *e)
 {
 	struct opener_stat st;
-	int src = -1, out = -1, rc;
+	_cleanup_close_ int src = -1, out = -1;
+	int rc;
 
 	/* The descriptor is of the inode the lookup described, opened only
 	 * if it is a regular file: a FIFO, device or directory swapped in
@@ -772,19 +773,14 @@ static int copy_file(struct intake *in, const char *path, struct err *e)
 	rc = tree_lookup(in, path, &st, &src, e);
 	if (rc)
 		return rc == REJECTED ? rc : lookup_failed(in, path, e);
-	if (S_ISLNK(st.mode)) {
-		rc = ignore(in, path, " (symlink)", e);
-		goto out_close;
-	}
+	if (S_ISLNK(st.mode))
+		return ignore(in, path, " (symlink)", e);
 	if (!S_ISREG(st.mode) || src < 0) {
 		const char *why = type_refusal(st.mode);
-		rc = reject(in, path, "%s", why ? why : "changed while being read");
-		goto out_close;
+		return reject(in, path, "%s", why ? why : "changed while being read");
 	}
-	if (st.mode & (S_ISUID | S_ISGID)) {
-		rc = reject(in, path, "setuid/setgid files are not accepted");
-		goto out_close;
-	}
+	if (st.mode & (S_ISUID | S_ISGID))
+		return reject(in, path, "setuid/setgid files are not accepted");
 	rc = take_create(in, path, st.mode & 0111, &out, e);
 	while (rc == 0) {
 		ssize_t n = read(src, in->buf, BUF_SIZE);
@@ -798,9 +794,6 @@ static int copy_file(struct intake *in, const char *path, struct err *e)
 			 write_all(out, in->buf, (size_t)n) < 0)
 			rc = err_set(e, errno, "write '%s'", path);
 	}
-	xclose(out);
-out_close:
-	xclose(src);
 	return rc;
 }
 
@@ -842,8 +835,8 @@ static int visit(struct intake *in, const char *name, const char *rel, unsigned 
 		return reject(in, path, "%s", type_refusal(st.mode));
 	if (!may_match_below(in->rules, path))
 		return ignore(in, path, "/", e);
-	if (depth >= DEPTH_MAX)
-		return reject(in, path, "nested deeper than %d directories", DEPTH_MAX);
+	if (depth >= TREE_MAX_DEPTH)
+		return reject(in, path, "nested deeper than %d directories", TREE_MAX_DEPTH);
 	return walk(in, path, depth + 1, e);
 }
 

@@ -5,9 +5,7 @@
 #include <sys/types.h>
 
 #include "err.h"
-
-/* Deepest directory below the top of a put, in levels. */
-#define TREE_MAX_DEPTH 64
+#include "scratch.h" /* TREE_MAX_DEPTH */
 
 /*
  * Where a put's entries go: the backend's side of the copy (the jail

@@ -143,7 +143,7 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 	struct dirent *de;
 	int rc = 0;
 
-	if (depth > 64) {
+	if (depth > TREE_MAX_DEPTH) {
 		close(src_dir);
 		return err_set(e, ELOOP, "'%s' is nested too deeply", shown);
 	}

@@ -1,7 +1,6 @@
+/* The QEMU process of a microVM sandbox: host facts, command line, confinement, QMP. */
+
 /*
- * The QEMU process of a microVM sandbox: the host facts a machine depends
- * on, its command line, how it is confined, and QMP.
- *
  * QEMU is untrusted surface.  qemu_start() forks a child that joins the
  * slot's cgroups, unshares mount, network, IPC and UTS namespaces, pivots
  * into a 1 MiB tmpfs root holding only /usr (read-only), a /dev with null,

@@ -1,7 +1,6 @@
+/* The microVM backend: each sandbox a QEMU `microvm` guest with its own kernel, from a snapshot. */
+
 /*
- * The microVM backend: each sandbox is a QEMU `microvm` guest with its own
- * kernel, restored from a snapshot of a booted, idle guest.
- *
  * Theory of operation
  * -------------------
  * The guest side is hypervisor-neutral: an image's read-only filesystem
@@ -305,7 +304,6 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 	char agent[PATH_MAX], asha[65], path[PATH_MAX + 32], lock[PATH_MAX + 8], key[65];
 	char shafile[PATH_MAX + 32];
 	struct digest *d;
-	int lfd, rc = -1;
 
 	/* The agent binary is hashed once per process, not per sandbox. */
 	static char cached_agent[PATH_MAX], cached_asha[65];
@@ -331,19 +329,15 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 	if (state_subdir(state, "vm/kits", 0755, lock, sizeof(lock), e) < 0)
 		return -1;
 	snprintf(lock, sizeof(lock), "%s.lock", ret);
-	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
-		err_set(e, errno, "lock %s", lock);
-		goto out;
-	}
+	_cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
+		return err_set(e, errno, "lock %s", lock);
 	if (access(path, R_OK) != 0) {
-		if (mkdir(ret, 0755) < 0 && errno != EEXIST) {
-			err_set(e, errno, "mkdir %s", ret);
-			goto out;
-		}
+		if (mkdir(ret, 0755) < 0 && errno != EEXIST)
+			return err_set(e, errno, "mkdir %s", ret);
 		unlink(path);
 		if (vm_initramfs_write(path, agent, im->modules, e) < 0)
-			goto out;
+			return -1;
 	}
 	/* The image it belongs to, so removing the image removes it too. */
 	char image_file[PATH_MAX + 16];
@@ -351,11 +345,8 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 	if (file_sha(path, kit_sha, e) < 0 || vm_touch(shafile) < 0 ||
 	    write_file_at(AT_FDCWD, shafile, kit_sha, e) < 0 || vm_touch(image_file) < 0 ||
 	    write_file_at(AT_FDCWD, image_file, im->dir, e) < 0)
-		goto out;
-	rc = 0;
-out:
-	xclose(lfd);
-	return rc;
+		return -1;
+	return 0;
 }
 
 /* The kernel's digest, recorded by the image build in vm/kernel.json (the
@@ -1317,7 +1308,7 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 	struct vm *v = (struct vm *)sb;
 	char rel[PATH_MAX], frel[PROTO_MAX_STR], msg[512];
 	uint64_t budget = v->disk_bytes, total = 0;
-	int out = -1, topfd = -1;
+	_cleanup_close_ int out = -1, topfd = -1;
 
 	if (v->dead)
 		return err_set(e, 0, "microVM: the VM is gone");
@@ -1333,22 +1324,17 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 		uint64_t size;
 
 		if (chan_recv(v, &t, &len, deadline_in(REQUEST_TIMEOUT_MS), e) < 0)
-			goto fail;
+			return -1;
 		if (t == P_OK && len == 0)
-			break;
+			return 0;
 		if (t == P_ERR) {
-			if (proto_parse_err(v->ib, len, msg, sizeof(msg)) < 0) {
-				vm_fail(v, e, "a malformed error frame");
-				goto fail;
-			}
-			err_set(e, 0, "get '%s': %s", sandbox_path, msg);
-			goto fail;
+			if (proto_parse_err(v->ib, len, msg, sizeof(msg)) < 0)
+				return vm_fail(v, e, "a malformed error frame");
+			return err_set(e, 0, "get '%s': %s", sandbox_path, msg);
 		}
 		if (t == P_FILE && out < 0) {
-			if (proto_parse_file(v->ib, len, frel, sizeof(frel), &mode, &size) < 0) {
-				vm_fail(v, e, "a malformed file frame");
-				goto fail;
-			}
+			if (proto_parse_file(v->ib, len, frel, sizeof(frel), &mode, &size) < 0)
+				return vm_fail(v, e, "a malformed file frame");
 			if (frel[0] == '\0') {
 				out = open(host_path,
 					   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
@@ -1358,7 +1344,7 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 					if (mkdir(host_path, 0755) < 0 && errno != EEXIST) {
 						err_set(e, errno, "mkdir '%s'", host_path);
 						vm_kill(v);
-						goto fail;
+						return -1;
 					}
 					topfd = open(host_path, O_RDONLY | O_DIRECTORY |
 								    O_NOFOLLOW | O_CLOEXEC);
@@ -1368,7 +1354,7 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 					*slash = '\0';
 					if (mkdir_p_at(topfd, frel, 0755, 0, 0, e) < 0) {
 						vm_kill(v);
-						goto fail;
+						return -1;
 					}
 					*slash = '/';
 				}
@@ -1377,7 +1363,7 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 			if (out < 0) {
 				err_set(e, errno, "write '%s/%s'", host_path, frel);
 				vm_kill(v);
-				goto fail;
+				return -1;
 			}
 			continue;
 		}
@@ -1387,21 +1373,18 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 			const unsigned char *d;
 			preader_init(&r, v->ib, len);
 			d = preader_bytes(&r, PROTO_MAX_PAYLOAD, &n);
-			if (!d || preader_end(&r) < 0) {
-				vm_fail(v, e, "a malformed data frame");
-				goto fail;
-			}
+			if (!d || preader_end(&r) < 0)
+				return vm_fail(v, e, "a malformed data frame");
 			total += n;
 			if (total > budget) {
-				err_set(e, EFBIG, "get '%s': more than %llu bytes", sandbox_path,
-					(unsigned long long)budget);
 				vm_kill(v);
-				goto fail;
+				return err_set(e, EFBIG, "get '%s': more than %llu bytes",
+					       sandbox_path, (unsigned long long)budget);
 			}
 			if (write_all(out, d, n) < 0) {
 				err_set(e, errno, "write '%s'", host_path);
 				vm_kill(v);
-				goto fail;
+				return -1;
 			}
 			continue;
 		}
@@ -1409,15 +1392,8 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 			close(take_fd(&out));
 			continue;
 		}
-		vm_fail(v, e, "unexpected frame type %u in a file transfer", t);
-		goto fail;
+		return vm_fail(v, e, "unexpected frame type %u in a file transfer", t);
 	}
-	xclose(topfd);
-	return 0;
-fail:
-	xclose(out);
-	xclose(topfd);
-	return -1;
 }
 
 pid_t vm_sandbox_pid(const struct sandbox *sb)

@@ -1,5 +1,4 @@
-/* Internals of the microVM backend shared by vm.c (sandbox verbs, snapshots)
- * and qemu.c (the QEMU process: command line, confinement, QMP). */
+/* Internals shared by vm.c (sandbox verbs, snapshots) and qemu.c (the QEMU process). */
 #ifndef PROCTOR_VM_VM_IMPL_H
 #define PROCTOR_VM_VM_IMPL_H
 

@@ -1,4 +1,4 @@
-/* Integration-test harness: run the real proctor binary and check what it left behind. */
+/* Test harness: run the real proctor binary, check what it left behind; helpers for every suite. */
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,20 +45,6 @@ struct capture {
 	size_t cap;
 };
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 static void *xrealloc(void *p, size_t n)
 {
 	void *q = realloc(p, n);
@@ -97,6 +83,43 @@ bool harness_can_skip(void)
 {
 	const char *v = getenv("PROCTOR_MUST_WORK");
 	return !(v && strcmp(v, "1") == 0);
+}
+
+void harness_require(bool ok, const char *what, const char *why)
+{
+	if (ok)
+		return;
+	if (harness_can_skip()) {
+		print_message("skipping: %s: %s\n", what, why);
+		skip();
+	}
+	fail_msg("%s cannot work here, but PROCTOR_MUST_WORK=1 says it must: %s", what, why);
+}
+
+void harness_require_root(const char *what)
+{
+	harness_require(geteuid() == 0, what, "not root");
+}
+
+int harness_setup_root(void **state)
+{
+	(void)state;
+	harness_require_root("this suite");
+	return 0;
+}
+
+bool harness_has_cap(int cap)
+{
+	char line[256];
+	unsigned long long eff = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	return (eff >> cap) & 1;
 }
 
 /* Read once from c->fd.  Returns 1 after data, 0 at EOF or on an error,
@@ -236,7 +259,7 @@ void harness_run(struct proc_out *o, char *const *extra_env, int timeout_s, char
 	}
 
 	struct capture cs[2] = {{.fd = out_pipe[0]}, {.fd = err_pipe[0]}};
-	long long deadline = now_ms() + (long long)timeout_s * 1000;
+	long long deadline = harness_now_ms() + (long long)timeout_s * 1000;
 	int status = 0;
 	bool exited = false, timed_out = false;
 
@@ -249,7 +272,7 @@ void harness_run(struct proc_out *o, char *const *extra_env, int timeout_s, char
 		if (w < 0 && errno != EINTR) {
 			fail_msg("waitpid(%d): %s", (int)pid, strerror(errno));
 		}
-		long long left = deadline - now_ms();
+		long long left = deadline - harness_now_ms();
 		if (left <= 0) {
 			timed_out = true;
 			/* Only the pid we started; never a group or a name. */
@@ -307,6 +330,49 @@ void harness_run(struct proc_out *o, char *const *extra_env, int timeout_s, char
 	if (o->json && !json_is_object(o->json)) {
 		json_decref(o->json);
 		o->json = NULL;
+	}
+}
+
+pid_t harness_spawn(const char *const *args, const char *out, const char *err)
+{
+	const char *argv[64];
+	size_t n = 0;
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+
+	argv[n++] = harness_proctor();
+	for (size_t i = 0; args[i]; i++) {
+		assert_true(n < 62);
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0)
+		fail_msg("spawn %s: %s", argv[0], strerror(rc));
+	return pid;
+}
+
+int harness_wait_child(pid_t pid, long long timeout_ms)
+{
+	long long deadline = harness_now_ms() + timeout_ms;
+	int st;
+
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (harness_now_ms() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("proctor %d did not finish in %lld ms; killed", (int)pid,
+				 timeout_ms);
+		}
+		harness_sleep_ms(20);
 	}
 }
 
@@ -450,12 +516,6 @@ static bool leftover_process(char *what, size_t len)
 	return found;
 }
 
-static const char *state_dir(void)
-{
-	const char *s = getenv("PROCTOR_STATE_DIR");
-	return (s && *s) ? s : "/var/lib/proctor";
-}
-
 /* Undo mountinfo's octal escapes (\040 for space, ...) in place. */
 static void unescape_mountinfo(char *s)
 {
@@ -475,7 +535,7 @@ static void unescape_mountinfo(char *s)
 static bool leftover_mount(char *what, size_t len)
 {
 	char dir[PATH_MAX];
-	if (snprintf(dir, sizeof dir, "%s", state_dir()) >= (int)sizeof dir) {
+	if (snprintf(dir, sizeof dir, "%s", harness_state_dir()) >= (int)sizeof dir) {
 		snprintf(what, len, "state dir path too long");
 		return true;
 	}
@@ -622,7 +682,7 @@ static bool leftover_cgroup(char *what, size_t len)
 void harness_assert_clean(void)
 {
 	static const leftover_fn checks[] = {leftover_process, leftover_mount, leftover_cgroup};
-	long long deadline = now_ms() + CLEAN_WAIT_MS;
+	long long deadline = harness_now_ms() + CLEAN_WAIT_MS;
 	char what[PATH_MAX + 200];
 	for (;;) {
 		bool dirty = false;
@@ -630,9 +690,9 @@ void harness_assert_clean(void)
 			dirty = checks[i](what, sizeof what);
 		if (!dirty)
 			return;
-		if (now_ms() >= deadline)
+		if (harness_now_ms() >= deadline)
 			break;
-		sleep_ms(50);
+		harness_sleep_ms(50);
 	}
 	fail_msg("sandbox left behind: %s", what);
 }
@@ -665,6 +725,33 @@ char *harness_slurp(const char *path, size_t cap, size_t *ret_len)
 	if (buf && ret_len)
 		*ret_len = len;
 	return buf;
+}
+
+bool harness_valid_utf8(const char *str)
+{
+	static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+	const unsigned char *s = (const unsigned char *)str;
+	size_t len = strlen(str);
+
+	for (size_t i = 0; i < len;) {
+		size_t n = s[i] < 0x80	       ? 1
+			   : (s[i] >> 5) == 6  ? 2
+			   : (s[i] >> 4) == 14 ? 3
+			   : (s[i] >> 3) == 30 ? 4
+					       : 0;
+		if (n == 0 || n > len - i)
+			return false;
+		uint32_t cp = n == 1 ? s[i] : s[i] & (0x7fu >> n);
+		for (size_t k = 1; k < n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3fu);
+		}
+		if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n;
+	}
+	return true;
 }
 
 char *harness_trim(char *s)
@@ -700,13 +787,127 @@ double harness_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+long long harness_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void harness_sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+const char *harness_state_dir(void)
+{
+	const char *s = getenv("PROCTOR_STATE_DIR");
+
+	return (s && *s) ? s : "/var/lib/proctor";
+}
+
+/* ---- files for the tests ------------------------------------------------- */
+
+/* Remove everything below the directory dfd, following no symlink. */
+static void rm_children(int dfd)
+{
+	int dup_fd = dup(dfd);
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			int sub = openat(dfd, de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				rm_children(sub);
+				close(sub);
+			}
+			unlinkat(dfd, de->d_name, AT_REMOVEDIR);
+		} else {
+			unlinkat(dfd, de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
+void harness_rm_tree(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0) {
+		rm_children(fd);
+		close(fd);
+	}
+	if (rmdir(path) < 0 && errno != ENOENT && unlink(path) < 0 && errno != ENOENT)
+		print_message("could not remove %s: %s\n", path, strerror(errno));
+}
+
+void harness_path_join(char *buf, const char *a, const char *b)
+{
+	int n = snprintf(buf, PATH_MAX, "%s/%s", a, b);
+
+	if (n < 0 || n >= PATH_MAX)
+		fail_msg("path %s/%s is longer than PATH_MAX", a, b);
+}
+
+void harness_write(const char *dir, const char *rel, const void *data, size_t len)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	if (dir)
+		harness_path_join(path, dir, rel);
+	else
+		snprintf(path, sizeof(path), "%s", rel);
+	if (!(f = fopen(path, "wbe")))
+		fail_msg("create %s: %s", path, strerror(errno));
+	if (fwrite(data, 1, len, f) != len || fclose(f) != 0)
+		fail_msg("write %s: %s", path, strerror(errno));
+}
+
+void harness_write_text(const char *dir, const char *rel, const char *text)
+{
+	harness_write(dir, rel, text, strlen(text));
+}
+
+char *harness_read(const char *path, size_t *ret_len)
+{
+	struct stat st;
+	char *buf = NULL;
+
+	/* Room for what a writer still adds while we read (a progress file). */
+	if (stat(path, &st) == 0)
+		buf = harness_slurp(path, (size_t)st.st_size + 65536, ret_len);
+	if (!buf)
+		fail_msg("read %s: %s", path, strerror(errno));
+	return buf;
+}
+
 /* ---- the microVM suites' image -------------------------------------------- */
 
 /* The first image NAME@N of the state directory that has a guest kernel. */
 static bool find_vm_image(const char *name, char *pin, size_t cap)
 {
-	char *argv[] = {(char *)"image", (char *)"ls", (char *)"--json", (char *)"--state-dir",
-			(char *)state_dir(), NULL};
+	char *argv[] = {(char *)"image",
+			(char *)"ls",
+			(char *)"--json",
+			(char *)"--state-dir",
+			(char *)harness_state_dir(),
+			NULL};
 	struct proc_out o = {0};
 	json_error_t je;
 	json_t *list, *v;
@@ -722,8 +923,8 @@ static bool find_vm_image(const char *name, char *pin, size_t cap)
 		char kernel[PATH_MAX];
 		if (!n || strcmp(n, name) != 0)
 			continue;
-		snprintf(kernel, sizeof(kernel), "%s/images/%s/%lld/vm/vmlinux", state_dir(), n,
-			 (long long)ver);
+		snprintf(kernel, sizeof(kernel), "%s/images/%s/%lld/vm/vmlinux",
+			 harness_state_dir(), n, (long long)ver);
 		if (access(kernel, R_OK) == 0) {
 			snprintf(pin, cap, "%s@%lld", n, (long long)ver);
 			break;
@@ -747,9 +948,13 @@ int harness_vm_image(const char *recipe, const char *name, char *pin, size_t cap
 	}
 	if (find_vm_image(name, pin, cap))
 		return 0;
-	print_message("building %s into %s (a few minutes)\n", recipe, state_dir());
-	char *argv[] = {(char *)"image", (char *)"build",	    (char *)"--json",
-			(char *)"--state-dir", (char *)state_dir(), (char *)recipe,
+	print_message("building %s into %s (a few minutes)\n", recipe, harness_state_dir());
+	char *argv[] = {(char *)"image",
+			(char *)"build",
+			(char *)"--json",
+			(char *)"--state-dir",
+			(char *)harness_state_dir(),
+			(char *)recipe,
 			NULL};
 	struct proc_out o = {0};
 	harness_run(&o, NULL, 900, argv);

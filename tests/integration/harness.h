@@ -1,10 +1,11 @@
-/* Integration-test harness: run the real proctor binary and check what it left behind. */
+/* Test harness: run the real proctor binary, check what it left behind; helpers for every suite. */
 #ifndef PROCTOR_TEST_HARNESS_H
 #define PROCTOR_TEST_HARNESS_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* What one `proctor` invocation produced.  Free with proc_out_free(). */
 struct proc_out {
@@ -55,14 +56,58 @@ char *harness_tmpdir(void);
  * when PROCTOR_MUST_WORK=1 (CI), where a missing feature is a failure. */
 bool harness_can_skip(void);
 
+/* Go on when `ok`; else skip the calling test saying "what: why", or fail
+ * it where harness_can_skip() says that `what` must work. */
+void harness_require(bool ok, const char *what, const char *why);
+/* harness_require() of root for `what` ("the jail", "building an image"). */
+void harness_require_root(const char *what);
+/* The same as a cmocka setup function, for tests that all need root. */
+int harness_setup_root(void **state);
+/* Whether this process has capability `cap` (CAP_SYS_RESOURCE, ...) in
+ * its effective set. */
+bool harness_has_cap(int cap);
+
+/*
+ * Start `$PROCTOR args...` (args NULL-terminated) in the background with
+ * stdin from /dev/null and stdout and stderr into the files `out` and `err`;
+ * fails the test if it cannot be spawned.  harness_wait_child() waits for
+ * such a child: its exit status, 128+N if killed by signal N; after
+ * timeout_ms it is killed (by pid) and the test fails.
+ */
+pid_t harness_spawn(const char *const *args, const char *out, const char *err);
+int harness_wait_child(pid_t pid, long long timeout_ms);
+
 /* Shared by the corpus suites: a file's first `cap` bytes, NUL-terminated
  * (NULL if it cannot be read; ret_len may be NULL); a string with blanks
  * and line ends trimmed in place; a whole decimal in [lo, hi]; monotonic
  * seconds. */
 char *harness_slurp(const char *path, size_t cap, size_t *ret_len);
 char *harness_trim(char *s);
+/* Whether s is well-formed UTF-8: no overlong form, surrogate, code point
+ * above U+10FFFF or cut character. */
+bool harness_valid_utf8(const char *s);
 bool harness_parse_int(const char *s, long lo, long hi, long *ret);
 double harness_now_s(void);
+
+/* The monotonic clock in milliseconds; a sleep that resumes after signals. */
+long long harness_now_ms(void);
+void harness_sleep_ms(long ms);
+
+/* $PROCTOR_STATE_DIR, or the default /var/lib/proctor. */
+const char *harness_state_dir(void);
+
+/* Files for the tests (every failure fails the test): "a/b" into a
+ * PATH_MAX buffer; the file dir/rel (rel alone when dir is NULL) created or
+ * truncated with data or text; a whole regular file, NUL-terminated and
+ * malloc'd (ret_len may be NULL). */
+void harness_path_join(char *buf, const char *a, const char *b);
+void harness_write(const char *dir, const char *rel, const void *data, size_t len);
+void harness_write_text(const char *dir, const char *rel, const char *text);
+char *harness_read(const char *path, size_t *ret_len);
+
+/* Remove a file or directory tree, following no symlink; what cannot be
+ * removed is reported, not failed (a test's temporary tree). */
+void harness_rm_tree(const char *path);
 
 /*
  * For the microVM suites: the pin ("small@3") of the first image called

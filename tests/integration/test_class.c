@@ -6,11 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,7 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -52,8 +49,6 @@
 #define MAX_LINES	64
 #define N_GRADED	5 /* alice, bob, carol, dave, erin.zip */
 
-extern char **environ;
-
 struct fixture {
 	bool can_run; /* root: the group setup graded the class */
 	char *tmp;    /* owned temporary directory */
@@ -63,48 +58,6 @@ struct fixture {
 };
 
 /* ---- files -------------------------------------------------------------- */
-
-static void path_join(char *buf, const char *a, const char *b)
-{
-	int n = snprintf(buf, PATH_MAX, "%s/%s", a, b);
-	assert_true(n > 0 && n < PATH_MAX);
-}
-
-static char *read_all(const char *path, size_t *ret_len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (!f)
-		fail_msg("open %s: %s", path, strerror(errno));
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = (len + 4096 + 1) * 2;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		size_t n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	fclose(f);
-	buf[len] = '\0';
-	if (ret_len)
-		*ret_len = len;
-	return buf;
-}
-
-static void write_bytes(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f)
-		fail_msg("create %s: %s", path, strerror(errno));
-	assert_int_equal(fwrite(data, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-}
 
 static void make_dir(const char *path)
 {
@@ -117,10 +70,10 @@ static void make_submission(const char *class_dir, const char *name, const char 
 {
 	char dir[PATH_MAX], file[PATH_MAX];
 
-	path_join(dir, class_dir, name);
+	harness_path_join(dir, class_dir, name);
 	make_dir(dir);
-	path_join(file, dir, "solution.py");
-	write_bytes(file, source, strlen(source));
+	harness_path_join(file, dir, "solution.py");
+	harness_write(NULL, file, source, strlen(source));
 }
 
 static char *example_solution(const char *which)
@@ -128,20 +81,7 @@ static char *example_solution(const char *which)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof path, "%s/%s/solution.py", SUBMISSIONS, which);
-	return read_all(path, NULL);
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void remove_tree(const char *path)
-{
-	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return harness_read(path, NULL);
 }
 
 /* ---- a zip archive, stored (no compression) ----------------------------- */
@@ -333,79 +273,6 @@ static const char *jname(const json_t *j)
 
 /* ---- running proctor ---------------------------------------------------- */
 
-static bool require_root(void)
-{
-	if (geteuid() == 0)
-		return true;
-	if (harness_can_skip()) {
-		print_message("skipping: the jail needs root\n");
-		return false;
-	}
-	fail_msg("not running as root, but PROCTOR_MUST_WORK=1 says the jail must work here");
-	return false;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* `proctor class ARGS...` in the background, stdout and stderr to files. */
-static pid_t spawn_proctor(const char *const *args, const char *out, const char *err)
-{
-	const char *argv[32];
-	size_t n = 0;
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-
-	argv[n++] = harness_proctor();
-	for (size_t i = 0; args[i]; i++) {
-		assert_true(n < 30);
-		argv[n++] = args[i];
-	}
-	argv[n] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0)
-		fail_msg("spawn %s: %s", argv[0], strerror(rc));
-	return pid;
-}
-
-/* Wait for our own child, killing it (by pid) after timeout_ms. */
-static int wait_child(pid_t pid, long long timeout_ms)
-{
-	long long deadline = now_ms() + timeout_ms;
-	int st;
-
-	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-		if (w == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		if (now_ms() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			fail_msg("proctor %d did not finish in %lld ms; killed", (int)pid,
-				 timeout_ms);
-		}
-		sleep_ms(20);
-	}
-}
-
 /* A usage error: exit 2 and exactly one line on stderr starting "proctor: ". */
 static void expect_usage_error(char *const *args, const char *mention)
 {
@@ -432,12 +299,12 @@ static int class_setup(void **state)
 	/* mkdtemp's 0700, as an instructor's home directory would be: proctor
 	 * opens the submissions and hands them to the unprivileged helper. */
 	f->tmp = harness_tmpdir();
-	path_join(f->class_dir, f->tmp, "class");
+	harness_path_join(f->class_dir, f->tmp, "class");
 	make_dir(f->class_dir);
-	path_join(out_dir, f->tmp, "out");
+	harness_path_join(out_dir, f->tmp, "out");
 	make_dir(out_dir);
-	path_join(f->csv, out_dir, "grades.csv");
-	path_join(f->jsonl, out_dir, "grades.jsonl");
+	harness_path_join(f->csv, out_dir, "grades.csv");
+	harness_path_join(f->jsonl, out_dir, "grades.jsonl");
 
 	char *correct = example_solution("correct");
 	char *partial = example_solution("partial");
@@ -446,12 +313,12 @@ static int class_setup(void **state)
 	make_submission(f->class_dir, "bob", correct);
 	make_submission(f->class_dir, "carol", partial);
 	make_submission(f->class_dir, "dave", broken);
-	path_join(path, f->class_dir, "erin.zip");
+	harness_path_join(path, f->class_dir, "erin.zip");
 	write_zip(path, "solution.py", correct);
 	/* Not submissions: a hidden directory and a text file. */
 	make_submission(f->class_dir, ".hidden", broken);
-	path_join(path, f->class_dir, "notes.txt");
-	write_bytes(path, "not a submission\n", 17);
+	harness_path_join(path, f->class_dir, "notes.txt");
+	harness_write(NULL, path, "not a submission\n", 17);
 	free(correct);
 	free(partial);
 	free(broken);
@@ -471,7 +338,7 @@ static int class_teardown(void **state)
 
 	if (f->can_run)
 		proc_out_free(&f->first);
-	remove_tree(f->tmp);
+	harness_rm_tree(f->tmp);
 	free(f->tmp);
 	free(f);
 	return 0;
@@ -479,7 +346,8 @@ static int class_teardown(void **state)
 
 static void require_class(struct fixture *f)
 {
-	if (!require_root() || !f->can_run)
+	harness_require_root("the jail");
+	if (!f->can_run)
 		skip();
 	if (f->first.exit_status != 0)
 		fail_msg("the class run exited %d; stderr:\n%s\nstdout:\n%s", f->first.exit_status,
@@ -507,9 +375,9 @@ static void test_class_bad_options_are_usage_errors(void **state)
 	char missing[PATH_MAX], not_assignment[PATH_MAX], txt[PATH_MAX];
 	const char *a = ASSIGNMENT, *d = f->class_dir;
 
-	path_join(missing, f->tmp, "no-such-dir");
-	path_join(not_assignment, f->tmp, "out");
-	path_join(txt, f->tmp, "grades.txt");
+	harness_path_join(missing, f->tmp, "no-such-dir");
+	harness_path_join(not_assignment, f->tmp, "out");
+	harness_path_join(txt, f->tmp, "grades.txt");
 	const char *bad_jobs[] = {"0", "-1", "abc", "1.5", "", "257", "99999999999999999999", NULL};
 	for (size_t i = 0; bad_jobs[i]; i++) {
 		expect_usage_error(
@@ -545,7 +413,7 @@ static void test_class_grades_every_submission_into_a_gradebook(void **state)
 	struct csv c;
 
 	require_class(f);
-	char *text = read_all(f->csv, NULL);
+	char *text = harness_read(f->csv, NULL);
 	csv_parse(text, &c);
 	free(text);
 	assert_int_equal(c.n_fields[0], 7);
@@ -610,7 +478,7 @@ static void test_class_jsonl_holds_every_result_document(void **state)
 	json_t *alice = NULL, *bob = NULL;
 
 	require_class(f);
-	char *text = read_all(f->jsonl, NULL);
+	char *text = harness_read(f->jsonl, NULL);
 	size_t n = split_lines(text, lines);
 	assert_int_equal(n, N_GRADED);
 	for (size_t i = 0; i < n; i++) {
@@ -646,15 +514,15 @@ static void test_class_refuses_to_overwrite_its_output(void **state)
 	size_t csv_len, jsonl_len;
 
 	require_class(f);
-	char *csv_before = read_all(f->csv, &csv_len);
-	char *jsonl_before = read_all(f->jsonl, &jsonl_len);
+	char *csv_before = harness_read(f->csv, &csv_len);
+	char *jsonl_before = harness_read(f->jsonl, &jsonl_len);
 	expect_usage_error(
 	    (char *const[]){"class", "--out", f->csv, ASSIGNMENT, f->class_dir, NULL},
 	    "grades.csv");
 	expect_usage_error(
 	    (char *const[]){"class", "--out", f->jsonl, ASSIGNMENT, f->class_dir, NULL},
 	    "grades.jsonl");
-	char *csv_after = read_all(f->csv, NULL), *jsonl_after = read_all(f->jsonl, NULL);
+	char *csv_after = harness_read(f->csv, NULL), *jsonl_after = harness_read(f->jsonl, NULL);
 	assert_memory_equal(csv_before, csv_after, csv_len + 1);
 	assert_memory_equal(jsonl_before, jsonl_after, jsonl_len + 1);
 	free(csv_before);
@@ -678,8 +546,8 @@ static void test_class_resume_grades_only_missing_and_error(void **state)
 	struct proc_out o;
 
 	require_class(f);
-	char *csv_first = read_all(f->csv, NULL);
-	char *text = read_all(f->jsonl, NULL);
+	char *csv_first = harness_read(f->csv, NULL);
+	char *text = harness_read(f->jsonl, NULL);
 	size_t n = split_lines(text, lines);
 	FILE *w = fopen(f->jsonl, "wb");
 	assert_non_null(w);
@@ -710,7 +578,7 @@ static void test_class_resume_grades_only_missing_and_error(void **state)
 	assert_null(strstr(o.err, "] erin.zip: "));
 	proc_out_free(&o);
 
-	char *after = read_all(f->jsonl, NULL);
+	char *after = harness_read(f->jsonl, NULL);
 	char *after_lines[MAX_LINES] = {0};
 	size_t m = split_lines(after, after_lines);
 	assert_int_equal(m, n_kept + 1 + 2);
@@ -729,7 +597,7 @@ static void test_class_resume_grades_only_missing_and_error(void **state)
 	/* Grading is deterministic: the same verdicts, scores and counts as
 	 * the first run, in a gradebook with one row per submission. */
 	struct csv c1, c2;
-	char *csv_now = read_all(f->csv, NULL);
+	char *csv_now = harness_read(f->csv, NULL);
 	csv_parse(csv_first, &c1);
 	csv_parse(csv_now, &c2);
 	assert_int_equal(c1.n_rows, c2.n_rows);
@@ -746,8 +614,8 @@ static void test_class_resume_grades_only_missing_and_error(void **state)
 	assert_int_equal(o.exit_status, 0);
 	assert_null(strstr(o.err, "] alice: "));
 	proc_out_free(&o);
-	char *jsonl_again = read_all(f->jsonl, NULL);
-	char *csv_again = read_all(f->csv, NULL);
+	char *jsonl_again = harness_read(f->jsonl, NULL);
+	char *csv_again = harness_read(f->csv, NULL);
 	size_t m2 = split_lines(jsonl_again, after_lines);
 	assert_int_equal(m2, m);
 	assert_string_equal(csv_again, csv_now);
@@ -773,12 +641,13 @@ static void test_class_interrupt_keeps_what_was_written(void **state)
 	const int n_subs = 4;
 	const int sigs[] = {SIGINT, SIGTERM};
 
-	if (!require_root() || !f->can_run)
+	harness_require_root("the jail");
+	if (!f->can_run)
 		skip();
-	path_join(dir, f->tmp, "slow-class");
-	path_join(jsonl, f->tmp, "slow.jsonl");
-	path_join(out, f->tmp, "slow.out");
-	path_join(err, f->tmp, "slow.err");
+	harness_path_join(dir, f->tmp, "slow-class");
+	harness_path_join(jsonl, f->tmp, "slow.jsonl");
+	harness_path_join(out, f->tmp, "slow.out");
+	harness_path_join(err, f->tmp, "slow.err");
 	make_dir(dir);
 	char *correct = example_solution("correct");
 	size_t len = strlen(correct);
@@ -798,35 +667,35 @@ static void test_class_interrupt_keeps_what_was_written(void **state)
 	for (size_t k = 0; k < 2; k++) {
 		size_t lines_before = 0;
 		if (k > 0) {
-			char *t = read_all(jsonl, NULL);
+			char *t = harness_read(jsonl, NULL);
 			for (char *p = t; (p = strchr(p, '\n')); p++)
 				lines_before++;
 			free(t);
 		}
-		pid_t pid = spawn_proctor(k == 0 ? first : again, out, err);
+		pid_t pid = harness_spawn(k == 0 ? first : again, out, err);
 		/* Wait for one more result on disk, then interrupt. */
-		long long deadline = now_ms() + 120000;
+		long long deadline = harness_now_ms() + 120000;
 		for (;;) {
 			size_t lines = 0;
 			struct stat st;
 			if (stat(jsonl, &st) == 0) {
-				char *t = read_all(jsonl, NULL);
+				char *t = harness_read(jsonl, NULL);
 				for (char *p = t; (p = strchr(p, '\n')); p++)
 					lines++;
 				free(t);
 			}
 			if (lines > lines_before)
 				break;
-			if (now_ms() > deadline) {
+			if (harness_now_ms() > deadline) {
 				kill(pid, SIGKILL);
 				waitpid(pid, NULL, 0);
 				fail_msg("no result was written in 120 s");
 			}
-			sleep_ms(50);
+			harness_sleep_ms(50);
 		}
 		assert_int_equal(kill(pid, sigs[k]), 0);
-		assert_int_equal(wait_child(pid, 60000), 128 + sigs[k]);
-		char *summary = read_all(out, NULL);
+		assert_int_equal(harness_wait_child(pid, 60000), 128 + sigs[k]);
+		char *summary = harness_read(out, NULL);
 		assert_non_null(strstr(summary, "without a result"));
 		free(summary);
 	}
@@ -839,7 +708,7 @@ static void test_class_interrupt_keeps_what_was_written(void **state)
 	if (o.exit_status != 0)
 		fail_msg("the final resume exited %d: %s", o.exit_status, o.err);
 	proc_out_free(&o);
-	char *text = read_all(jsonl, NULL);
+	char *text = harness_read(jsonl, NULL);
 	char *lines[MAX_LINES];
 	size_t n = split_lines(text, lines);
 	assert_int_equal(n, (size_t)n_subs);

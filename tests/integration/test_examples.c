@@ -17,22 +17,13 @@
 #error "EXAMPLES_DIR must point at examples/"
 #endif
 
-static void require_root(void)
-{
-	if (geteuid() == 0)
-		return;
-	if (harness_can_skip())
-		skip();
-	fail_msg("grading needs root");
-}
-
 /* Grade every row of examples/<name>/EXPECTED.tsv and compare. */
 static void check_example(const char *name)
 {
 	char path[4096], line[4096];
 	int rows = 0;
 
-	require_root();
+	harness_require_root("grading");
 	snprintf(path, sizeof(path), "%s/%s/EXPECTED.tsv", EXAMPLES_DIR, name);
 	FILE *f = fopen(path, "r");
 	assert_non_null(f);
@@ -109,7 +100,7 @@ static void test_io_sum_example(void **state)
 static void test_regrade_is_identical(void **state)
 {
 	(void)state;
-	require_root();
+	harness_require_root("grading");
 	char assignment[4096], submission[4096];
 	snprintf(assignment, sizeof(assignment), "%s/python-pytest", EXAMPLES_DIR);
 	snprintf(submission, sizeof(submission), "%s/python-pytest/submissions/partial",
@@ -150,7 +141,7 @@ static void test_regrade_is_identical(void **state)
 static void test_student_view_hides_hidden_tests_and_output(void **state)
 {
 	(void)state;
-	require_root();
+	harness_require_root("grading");
 	char assignment[4096], submission[4096];
 	snprintf(assignment, sizeof(assignment), "%s/python-pytest", EXAMPLES_DIR);
 	snprintf(submission, sizeof(submission), "%s/python-pytest/submissions/partial",
@@ -194,7 +185,7 @@ static void test_student_view_hides_hidden_tests_and_output(void **state)
 static void test_student_view_of_hidden_case_carries_nothing_modulable(void **state)
 {
 	(void)state;
-	require_root();
+	harness_require_root("grading");
 	char assignment[4096], submission[4096];
 	snprintf(assignment, sizeof(assignment), "%s/io-sum", EXAMPLES_DIR);
 	snprintf(submission, sizeof(submission), "%s/io-sum/submissions/wrong_answer", EXAMPLES_DIR);
@@ -238,7 +229,7 @@ static void test_student_view_of_hidden_case_carries_nothing_modulable(void **st
 static void test_gradescope_output_follows_visibility(void **state)
 {
 	(void)state;
-	require_root();
+	harness_require_root("grading");
 	char assignment[4096], submission[4096];
 	snprintf(assignment, sizeof(assignment), "%s/python-pytest", EXAMPLES_DIR);
 	snprintf(submission, sizeof(submission), "%s/python-pytest/submissions/partial",
@@ -266,7 +257,7 @@ static void test_gradescope_output_follows_visibility(void **state)
 static void test_bad_assignment_and_submission_are_usage_errors(void **state)
 {
 	(void)state;
-	require_root();
+	harness_require_root("grading");
 	char assignment[4096];
 	snprintf(assignment, sizeof(assignment), "%s/python-pytest", EXAMPLES_DIR);
 	char *missing_sub[] = {"grade", assignment, "/nonexistent/submission", NULL};

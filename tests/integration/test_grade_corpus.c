@@ -125,13 +125,6 @@ static bool copy_str(char *dst, size_t cap, const char *src)
 	return true;
 }
 
-static const char *state_dir(void)
-{
-	const char *s = getenv("PROCTOR_STATE_DIR");
-
-	return (s && *s) ? s : "/var/lib/proctor";
-}
-
 /* ---- the temporary assignment directories ----------------------------------- */
 
 /* Copy regular file `name` from directory fd `from` into `to`. */
@@ -235,48 +228,6 @@ static int copy_tree_at(int from, int to, int depth, char *why, size_t wlen)
 	}
 	closedir(d);
 	return rc;
-}
-
-/* Remove everything below directory fd `dfd` (no symlink is followed). */
-static void remove_tree_at(int dfd)
-{
-	int dup_fd = dup(dfd);
-	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
-	if (!d) {
-		if (dup_fd >= 0)
-			close(dup_fd);
-		return;
-	}
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		struct stat st;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISDIR(st.st_mode)) {
-			int sub = openat(dfd, de->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0) {
-				remove_tree_at(sub);
-				close(sub);
-			}
-			unlinkat(dfd, de->d_name, AT_REMOVEDIR);
-		} else {
-			unlinkat(dfd, de->d_name, 0);
-		}
-	}
-	closedir(d);
-}
-
-static void remove_tree(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd >= 0) {
-		remove_tree_at(fd);
-		close(fd);
-	}
-	rmdir(path);
 }
 
 /* A temporary assignment dir: the corpus's assignment.yaml for the language
@@ -830,7 +781,7 @@ static bool scan_at(int dfd, const char *path, int depth, struct scan *s)
 static bool zipslip_leftover(const struct grade_case *c, char *where, size_t len)
 {
 	const char *corpus = getenv("CORPUS");
-	const char *roots[] = {"/tmp", corpus, state_dir()};
+	const char *roots[] = {"/tmp", corpus, harness_state_dir()};
 	struct scan s = {0};
 	struct stat st;
 
@@ -1002,7 +953,7 @@ int main(void)
 
 	for (size_t i = 0; i < sizeof(langs) / sizeof(langs[0]); i++) {
 		if (langs[i].assignment)
-			remove_tree(langs[i].assignment);
+			harness_rm_tree(langs[i].assignment);
 		free(langs[i].assignment);
 		for (size_t j = 0; j < langs[i].n_declared; j++)
 			free(langs[i].declared[j]);

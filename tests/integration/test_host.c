@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,27 +34,6 @@
 #define PY_ASSIGNMENT EXAMPLES_DIR "/python-pytest"
 #define PY_CORRECT    PY_ASSIGNMENT "/submissions/correct"
 #define IO_ASSIGNMENT EXAMPLES_DIR "/io-sum"
-
-static int setup_root(void **state)
-{
-	(void)state;
-	if (geteuid() != 0) {
-		if (harness_can_skip())
-			skip();
-		fail_msg("these tests need root (PROCTOR_MUST_WORK=1 forbids skipping)");
-	}
-	return 0;
-}
-
-static void rm_tree(const char *path)
-{
-	char *cmd;
-	if (asprintf(&cmd, "rm -rf -- '%s'", path) < 0)
-		fail_msg("out of memory");
-	if (system(cmd) != 0)
-		print_message("could not remove %s\n", path);
-	free(cmd);
-}
 
 static void assert_no_mount_below(const char *dir)
 {
@@ -120,7 +100,7 @@ static void test_every_command_works_on_a_fresh_state_dir(void **state)
 		else if (strcmp(cmds[i].what, "image ls") && strcmp(cmds[i].what, "doctor"))
 			fail_msg("%s did not create its state directory %s", cmds[i].what, dir);
 	}
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -151,7 +131,7 @@ static void test_state_dir_modes_are_checked(void **state)
 	if (!strstr(o.err, dir) || !strstr(o.err, "writable only by it"))
 		fail_msg("want a message naming %s and the rule, got: %s", dir, o.err);
 	proc_out_free(&o);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -262,7 +242,7 @@ static void test_two_state_dirs_side_by_side(void **state)
 	json_decref(j);
 	assert_no_mount_below(a);
 	assert_no_mount_below(b);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -335,7 +315,7 @@ static void test_killed_grading_staging_is_swept(void **state)
 	json_decref(j);
 	/* The dead grading's copy is gone; the live one finished and removed its own. */
 	assert_int_equal(count_entries(staging), 0);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -380,22 +360,9 @@ static void test_io_mode_grades_with_one_slot_while_another_holds_it(void **stat
 	json_t *j = bg_wait(&holder, 60, &status);
 	assert_int_equal(status, 0);
 	json_decref(j);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
-}
-
-static bool has_cap_sys_resource(void)
-{
-	char line[256];
-	unsigned long long eff = 0;
-	FILE *f = fopen("/proc/self/status", "re");
-	assert_non_null(f);
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
-	return (eff >> 24) & 1; /* CAP_SYS_RESOURCE */
 }
 
 /* A limit the host cannot grant is refused when the assignment loads,
@@ -411,9 +378,9 @@ static void test_assignment_limit_the_host_cannot_grant_is_refused(void **state)
 	/* Root without CAP_SYS_RESOURCE (this kind of host) cannot raise its
 	 * hard limit; root with it can, up to fs.nr_open, which is the
 	 * parser's own maximum (1048576): then nothing is left to refuse. */
-	if (has_cap_sys_resource() || rl.rlim_max >= 1048576) {
+	if (harness_has_cap(CAP_SYS_RESOURCE) || rl.rlim_max >= 1048576) {
 		print_message("root can grant every nofile the parser accepts here\n");
-		rm_tree(tmp);
+		harness_rm_tree(tmp);
 		free(tmp);
 		skip();
 	}
@@ -436,7 +403,7 @@ static void test_assignment_limit_the_host_cannot_grant_is_refused(void **state)
 	    !strstr(o.err, "more than this host can grant"))
 		fail_msg("want the file, line and limit named, got: %s", o.err);
 	proc_out_free(&o);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 }
 
@@ -542,7 +509,7 @@ static void test_grades_from_0700_dirs_owned_by_root_and_another_user(void **sta
 		}
 		assert_int_equal(rows, 2);
 		free(text);
-		rm_tree(tmp);
+		harness_rm_tree(tmp);
 		free(tmp);
 	}
 	harness_assert_clean();
@@ -573,7 +540,7 @@ static void test_symlink_swapped_in_after_proctor_opened_the_submission(void **s
 	if (fan < 0 ||
 	    fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_ONDIR, AT_FDCWD, sub) < 0) {
 		print_message("no fanotify permission events here (%s)\n", strerror(errno));
-		rm_tree(tmp);
+		harness_rm_tree(tmp);
 		free(tmp);
 		if (harness_can_skip())
 			skip();
@@ -620,7 +587,7 @@ static void test_symlink_swapped_in_after_proctor_opened_the_submission(void **s
 	/* The path did lead to the decoy while the grading ran. */
 	assert_int_equal(lstat(sub, &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -670,26 +637,27 @@ static void test_intake_helper_reads_no_path(void **state)
 	if (!strstr(answer, "\"error\"") || !strstr(answer, "descriptor"))
 		fail_msg("want an error about the missing descriptor, got: %s", answer);
 	assert_int_equal(count_entries(dest), 0);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_every_command_works_on_a_fresh_state_dir, setup_root),
-		cmocka_unit_test_setup(test_state_dir_modes_are_checked, setup_root),
-		cmocka_unit_test_setup(test_two_state_dirs_side_by_side, setup_root),
-		cmocka_unit_test_setup(test_killed_grading_staging_is_swept, setup_root),
-		cmocka_unit_test_setup(test_io_mode_grades_with_one_slot_while_another_holds_it,
-				       setup_root),
-		cmocka_unit_test_setup(test_assignment_limit_the_host_cannot_grant_is_refused,
-				       setup_root),
-		cmocka_unit_test_setup(test_grades_from_0700_dirs_owned_by_root_and_another_user,
-				       setup_root),
-		cmocka_unit_test_setup(test_symlink_swapped_in_after_proctor_opened_the_submission,
-				       setup_root),
-		cmocka_unit_test_setup(test_intake_helper_reads_no_path, setup_root),
+	    cmocka_unit_test_setup(test_every_command_works_on_a_fresh_state_dir,
+				   harness_setup_root),
+	    cmocka_unit_test_setup(test_state_dir_modes_are_checked, harness_setup_root),
+	    cmocka_unit_test_setup(test_two_state_dirs_side_by_side, harness_setup_root),
+	    cmocka_unit_test_setup(test_killed_grading_staging_is_swept, harness_setup_root),
+	    cmocka_unit_test_setup(test_io_mode_grades_with_one_slot_while_another_holds_it,
+				   harness_setup_root),
+	    cmocka_unit_test_setup(test_assignment_limit_the_host_cannot_grant_is_refused,
+				   harness_setup_root),
+	    cmocka_unit_test_setup(test_grades_from_0700_dirs_owned_by_root_and_another_user,
+				   harness_setup_root),
+	    cmocka_unit_test_setup(test_symlink_swapped_in_after_proctor_opened_the_submission,
+				   harness_setup_root),
+	    cmocka_unit_test_setup(test_intake_helper_reads_no_path, harness_setup_root),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

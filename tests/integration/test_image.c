@@ -5,7 +5,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -60,59 +58,10 @@ static struct fixture *fx;
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void remove_tree(const char *path)
-{
-	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void path_join(char *buf, const char *a, const char *b)
-{
-	int n = snprintf(buf, PATH_MAX, "%s/%s", a, b);
-	assert_true(n > 0 && n < PATH_MAX);
-}
-
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		fail_msg("create %s: %s", path, strerror(errno));
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
-static bool require_root(void)
-{
-	if (geteuid() == 0)
-		return true;
-	if (harness_can_skip()) {
-		print_message("skipping: building an image needs root\n");
-		return false;
-	}
-	fail_msg("not running as root, but PROCTOR_MUST_WORK=1 says image builds must work here");
-	return false;
-}
-
 static void require_built(struct fixture *f)
 {
-	if (!require_root() || !f->can_run)
+	harness_require_root("building an image");
+	if (!f->can_run)
 		skip();
 	if (f->first.exit_status != 0)
 		fail_msg("the first build of %s exited %d; stderr:\n%s", SMALL_RECIPE,
@@ -253,15 +202,15 @@ static int image_setup(void **state)
 	fx = f;
 	*state = f;
 	f->tmp = harness_tmpdir();
-	path_join(f->state, f->tmp, "state");
-	path_join(f->recipes, f->tmp, "recipes");
+	harness_path_join(f->state, f->tmp, "state");
+	harness_path_join(f->recipes, f->tmp, "recipes");
 	assert_int_equal(mkdir(f->recipes, 0755), 0);
 	if (geteuid() != 0)
 		return 0; /* each building test skips or fails on its own */
 	f->can_run = true;
-	long long t0 = now_ms();
+	long long t0 = harness_now_ms();
 	image_cmd(&f->first, BUILD_TIMEOUT_S, "build", "--json", SMALL_RECIPE);
-	f->first_ms = now_ms() - t0;
+	f->first_ms = harness_now_ms() - t0;
 	print_message("built %s in %.1f s\n", SMALL_RECIPE, (double)f->first_ms / 1000);
 	return 0;
 }
@@ -275,7 +224,7 @@ static int image_teardown(void **state)
 	if (f->keep)
 		print_message("kept %s to look into\n", f->tmp);
 	else
-		remove_tree(f->tmp);
+		harness_rm_tree(f->tmp);
 	free(f->tmp);
 	free(f);
 	fx = NULL;
@@ -341,9 +290,9 @@ static void test_image_rebuild_is_version_2_with_the_same_digest(void **state)
 	struct proc_out b;
 
 	require_built(f);
-	long long t0 = now_ms();
+	long long t0 = harness_now_ms();
 	image_cmd(&b, BUILD_TIMEOUT_S, "build", "--json", SMALL_RECIPE);
-	print_message("rebuilt in %.1f s\n", (double)(now_ms() - t0) / 1000);
+	print_message("rebuilt in %.1f s\n", (double)(harness_now_ms() - t0) / 1000);
 	if (b.exit_status != 0)
 		fail_msg("the second build exited %d: %s", b.exit_status, b.err);
 	assert_string_equal(jstr(&b, "pin"), "small@2");
@@ -429,8 +378,8 @@ static void test_image_recipe_with_an_unknown_key_names_file_and_line(void **sta
 	struct proc_out o;
 	char recipe[PATH_MAX];
 
-	path_join(recipe, f->recipes, "bad.yaml");
-	write_text(recipe, "# a typo on line 3\nname: bad\ncolour: blue\n");
+	harness_path_join(recipe, f->recipes, "bad.yaml");
+	harness_write_text(NULL, recipe, "# a typo on line 3\nname: bad\ncolour: blue\n");
 	image_cmd(&o, QUICK_TIMEOUT_S, "build", recipe, NULL);
 	assert_int_equal(o.exit_status, 2);
 	assert_one_line_error(&o);
@@ -438,8 +387,8 @@ static void test_image_recipe_with_an_unknown_key_names_file_and_line(void **sta
 		fail_msg("expected 'bad.yaml:3: colour: unknown key', got: %s", o.err);
 	proc_out_free(&o);
 	/* A setup argument with a line break cannot become one hook line. */
-	path_join(recipe, f->recipes, "newline.yaml");
-	write_text(recipe, "name: nl\nsetup:\n  - [sh, -c, \"true\\nreboot\"]\n");
+	harness_path_join(recipe, f->recipes, "newline.yaml");
+	harness_write_text(NULL, recipe, "name: nl\nsetup:\n  - [sh, -c, \"true\\nreboot\"]\n");
 	image_cmd(&o, QUICK_TIMEOUT_S, "build", recipe, NULL);
 	assert_int_equal(o.exit_status, 2);
 	if (!strstr(o.err, "newline.yaml:3: setup[0][2]: a line break is not allowed"))
@@ -455,12 +404,12 @@ static void test_image_unknown_package_fails_with_its_name_and_leaves_nothing(vo
 	struct dirent *de;
 	DIR *d;
 
-	if (!require_root())
-		skip();
-	path_join(recipe, f->recipes, "nope.yaml");
+	harness_require_root("building an image");
+	harness_path_join(recipe, f->recipes, "nope.yaml");
 	/* variant essential: the quickest way to the point where apt looks
 	 * the package up. */
-	write_text(recipe, "name: nope\nvariant: essential\npackages:\n"
+	harness_write_text(NULL, recipe,
+			   "name: nope\nvariant: essential\npackages:\n"
 			   "  - nopenope-does-not-exist\n");
 	image_cmd(&o, BUILD_TIMEOUT_S, "build", recipe, NULL);
 	if (o.exit_status != 1)

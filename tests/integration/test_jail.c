@@ -19,7 +19,6 @@
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,14 +28,11 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "harness.h"
-
-extern char **environ;
 
 #define MIB (1024LL * 1024LL)
 #define KIB 1024LL
@@ -52,31 +48,6 @@ extern char **environ;
 /* NULL-terminated string lists for options and probe arguments. */
 #define L(...)	((const char *const[]){__VA_ARGS__, NULL})
 #define NO_OPTS ((const char *const[]){NULL})
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-static void require_root(void)
-{
-	if (geteuid() == 0)
-		return;
-	if (harness_can_skip()) {
-		print_message("skipping: the jail needs root\n");
-		skip();
-	}
-	fail_msg("not running as root, but PROCTOR_MUST_WORK=1 says the jail must work here");
-}
 
 /* ---- running proctor ---------------------------------------------------- */
 
@@ -391,33 +362,11 @@ static char *path_in(const char *dir, const char *name)
 	return p;
 }
 
-/* Remove a test's temporary tree (only what the tests created there). */
-static void remove_tree(const char *path)
-{
-	DIR *d = opendir(path);
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d)) != NULL) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			char *sub = path_in(path, de->d_name);
-			struct stat st;
-			if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-				remove_tree(sub);
-			else
-				unlink(sub);
-			free(sub);
-		}
-		closedir(d);
-	}
-	rmdir(path);
-}
-
 /* ---- limits ------------------------------------------------------------- */
 
 static void test_cpu_limit_kills_spinner(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -437,7 +386,7 @@ static void test_cpu_limit_kills_spinner(void **state)
 
 static void test_cpu_limit_counts_every_thread(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -471,7 +420,7 @@ static void test_cpu_limit_counts_every_thread(void **state)
 
 static void test_wall_limit_kills_sleeper(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -499,7 +448,7 @@ static void test_wall_limit_kills_sleeper(void **state)
 
 static void test_memory_limit_kills_hog(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 
 	run_probe(&o, L("--memory", "64", "--disk", TEST_DISK_MIB, "--wall", "60"),
@@ -544,7 +493,7 @@ static void test_memory_limit_kills_hog(void **state)
  * whatever the kind of memory. */
 static void test_memory_limit_counts_socket_buffers(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 
 	run_probe(&o, L("--memory", "64", "--disk", TEST_DISK_MIB, "--nofile", "4096", "--wall", "60"),
@@ -565,7 +514,7 @@ static void test_memory_limit_counts_socket_buffers(void **state)
  * a file-size limit. */
 static void test_self_raised_limit_signals_are_not_limits(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	static const char *const sigs[] = {"31", "24", "25"}; /* SIGSYS, SIGXCPU, SIGXFSZ */
 	static const char *const hows[] = {"kill",	"tgkill",    "sigqueue", "rlimit", "pdeathsig",
 					   "fsetsig", "childexit", "timer",	 "seccomp"};
@@ -594,7 +543,7 @@ static void test_self_raised_limit_signals_are_not_limits(void **state)
 
 static void test_pids_limit_stops_forkbomb(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -611,7 +560,7 @@ static void test_pids_limit_stops_forkbomb(void **state)
 
 static void test_pids_limit_counts_threads(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -640,7 +589,7 @@ static void test_pids_limit_counts_threads(void **state)
 
 static void test_fsize_limit_stops_big_file(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -660,7 +609,7 @@ static void test_fsize_limit_stops_big_file(void **state)
 
 static void test_disk_limit_gives_enospc(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	/* The writable tree is a tmpfs charged to the memory cgroup: filling
 	 * it must end in ENOSPC, never in an OOM kill. */
 	static const struct {
@@ -701,12 +650,12 @@ static void test_disk_limit_gives_enospc(void **state)
 
 static void test_output_cap_never_blocks(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 
-	long long t0 = now_ms();
+	long long t0 = harness_now_ms();
 	run_probe(&o, L("--output", "64", "--wall", "120"), L("flood", "200"));
-	long long took = now_ms() - t0;
+	long long took = harness_now_ms() - t0;
 	expect_status(&o, "ok");
 	assert_int_equal(o.exit_status, 0);
 	assert_true(jbool(&o, "stdout_truncated"));
@@ -757,7 +706,7 @@ static void test_output_cap_never_blocks(void **state)
 
 static void test_nofile_limit(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -775,7 +724,7 @@ static void test_nofile_limit(void **state)
 
 static void test_seccomp_kills_kexec(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 
 	run_probe(&o, L("--wall", "30"), L("kexec"));
@@ -794,7 +743,7 @@ static void test_seccomp_kills_kexec(void **state)
 
 static void test_exit_codes_and_signals(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 
 	run_probe(&o, L("--wall", "30"), L("exit", "3"));
@@ -838,13 +787,13 @@ static void test_exit_codes_and_signals(void **state)
 
 static void test_daemon_does_not_outlive_run(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
-	long long t0 = now_ms();
+	long long t0 = harness_now_ms();
 	run_probe(&o, L("--wall", "30"), L("daemon"));
-	long long took = now_ms() - t0;
+	long long took = harness_now_ms() - t0;
 	result_line(&o, line, sizeof line);
 	if (kv_num(line, "daemon") <= 0) {
 		fail_msg("the daemon did not start: %s", line);
@@ -861,7 +810,7 @@ static void test_daemon_does_not_outlive_run(void **state)
 
 static void test_network_is_unreachable(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	/* Loopback and TEST-NET-3 (RFC 5737) only: never a real address. */
 	static const char *const addrs[] = {"127.0.0.1", "203.0.113.1"};
 	for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
@@ -892,7 +841,7 @@ static void test_network_is_unreachable(void **state)
 
 static void test_environment_is_exactly_the_contract(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 	char *const env[] = {"DATABASE_URL=postgres://x:ADV-CANARY-db@10.0.0.1/x",
@@ -937,11 +886,10 @@ static void test_environment_is_exactly_the_contract(void **state)
 
 static void test_host_secrets_are_unreadable(void **state)
 {
-	require_root();
-	const char *sd = getenv("PROCTOR_STATE_DIR");
+	harness_require_root("the jail");
 	const char *const paths[] = {
-	    "/etc/shadow", "/root",	     "/proc/1/environ", sd && *sd ? sd : "/var/lib/proctor",
-	    "/home",	   "/sys/fs/cgroup",
+	    "/etc/shadow",	 "/root", "/proc/1/environ",
+	    harness_state_dir(), "/home", "/sys/fs/cgroup",
 	};
 	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
 		struct proc_out o;
@@ -966,7 +914,7 @@ static void test_host_secrets_are_unreadable(void **state)
 
 static void test_privileged_calls_are_denied(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	static const struct {
 		const char *mode;
 		const char *tokens[3];
@@ -993,7 +941,7 @@ static void test_privileged_calls_are_denied(void **state)
 
 static void test_identity_is_unprivileged(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -1031,7 +979,7 @@ static void test_identity_is_unprivileged(void **state)
 
 static void test_hostname_is_not_the_hosts(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024], name[256], host[256] = {0};
 
@@ -1049,50 +997,6 @@ static void test_hostname_is_not_the_hosts(void **state)
 }
 
 /* ---- two sandboxes ------------------------------------------------------ */
-
-/* Start proctor in the background with stdout and stderr to files. */
-static pid_t spawn_proctor(const char *const *args, const char *out, const char *err)
-{
-	const char *argv[64];
-	size_t n = 0;
-	argv[n++] = harness_proctor();
-	for (size_t i = 0; args[i]; i++) {
-		assert_true(n < 62);
-		argv[n++] = args[i];
-	}
-	argv[n] = NULL;
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	pid_t pid;
-	int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc != 0) {
-		fail_msg("spawn %s: %s", argv[0], strerror(rc));
-	}
-	return pid;
-}
-
-/* Wait for our own child, killing it (by pid) after timeout_ms. */
-static int wait_child(pid_t pid, long long timeout_ms)
-{
-	long long deadline = now_ms() + timeout_ms;
-	int st;
-	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-		if (w == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		if (now_ms() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			fail_msg("proctor %d did not finish in %lld ms; killed", (int)pid,
-				 timeout_ms);
-		}
-		sleep_ms(20);
-	}
-}
 
 /* Find a host process of a slot uid that has written `rel` in its /work. */
 static pid_t find_sandboxed(const char *rel, long long *ret_uid)
@@ -1126,31 +1030,31 @@ static pid_t find_sandboxed(const char *rel, long long *ret_uid)
 static void test_sandbox_dies_with_its_proctor(void **state)
 {
 	(void)state;
-	require_root();
+	harness_require_root("the jail");
 	char *dir = harness_tmpdir();
 	char *out = path_in(dir, "a.out"), *err = path_in(dir, "a.err");
 	char put[PATH_MAX + 16];
 	snprintf(put, sizeof put, "%s:probe", harness_probe());
 	const char *args[] = {"run", "--json", "--wall", "60", "--put", put, "--",
 			      "./probe", "hold", "owner-secret", "release", "60", NULL};
-	pid_t pid = spawn_proctor(args, out, err);
+	pid_t pid = harness_spawn(args, out, err);
 	long long uid = 0;
 	pid_t victim = 0;
 	for (int i = 0; i < 250 && !victim; i++) {
-		sleep_ms(20);
+		harness_sleep_ms(20);
 		victim = find_sandboxed("owner-secret", &uid);
 	}
 	assert_true(victim > 0);
 	/* Only the proctor this test started is killed, by its pid. */
 	assert_int_equal(kill(pid, SIGKILL), 0);
-	assert_int_equal(wait_child(pid, 10000), 128 + SIGKILL);
+	assert_int_equal(harness_wait_child(pid, 10000), 128 + SIGKILL);
 	/* The program is gone within moments, without any other proctor's
 	 * help; the slot's empty run cgroup waits for the next lease. */
 	bool gone = false;
 	for (int i = 0; i < 100 && !gone; i++) {
 		gone = kill(victim, 0) < 0 && errno == ESRCH;
 		if (!gone)
-			sleep_ms(20);
+			harness_sleep_ms(20);
 	}
 	assert_true(gone);
 
@@ -1161,7 +1065,7 @@ static void test_sandbox_dies_with_its_proctor(void **state)
 	assert_false(contains(probe_stdout(&o), "owner-secret"));
 	proc_out_free(&o);
 	harness_assert_clean();
-	remove_tree(dir);
+	harness_rm_tree(dir);
 	free(out);
 	free(err);
 	free(dir);
@@ -1169,19 +1073,19 @@ static void test_sandbox_dies_with_its_proctor(void **state)
 
 static void test_two_sandboxes_are_isolated(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	char *dir = harness_tmpdir();
 	char *a_out = path_in(dir, "a.out"), *a_err = path_in(dir, "a.err");
 	char put[PATH_MAX + 16];
 	snprintf(put, sizeof put, "%s:probe", harness_probe());
 
 	/* A writes /work/secret and stays until the test creates /work/release. */
-	pid_t a = spawn_proctor(L("run", "--json", "--wall", "60", "--put", put, "--", "./probe",
+	pid_t a = harness_spawn(L("run", "--json", "--wall", "60", "--put", put, "--", "./probe",
 				  "hold", "/work/secret", "/work/release", "40"),
 				a_out, a_err);
 	long long a_uid = -1;
 	pid_t a_probe = 0;
-	for (long long until = now_ms() + 20000; !a_probe && now_ms() < until;) {
+	for (long long until = harness_now_ms() + 20000; !a_probe && harness_now_ms() < until;) {
 		a_probe = find_sandboxed("secret", &a_uid);
 		if (!a_probe) {
 			if (waitpid(a, NULL, WNOHANG) == a) {
@@ -1189,11 +1093,11 @@ static void test_two_sandboxes_are_isolated(void **state)
 				char *err = read_host_file(a_err, &len);
 				fail_msg("sandbox A ended early; stderr: %.2000s", err ? err : "");
 			}
-			sleep_ms(50);
+			harness_sleep_ms(50);
 		}
 	}
 	if (!a_probe) {
-		wait_child(a, 60000);
+		harness_wait_child(a, 60000);
 		fail_msg("sandbox A never wrote /work/secret");
 	}
 
@@ -1249,7 +1153,7 @@ static void test_two_sandboxes_are_isolated(void **state)
 	} else {
 		close(fd);
 	}
-	int rc = wait_child(a, 60000);
+	int rc = harness_wait_child(a, 60000);
 	size_t len;
 	char *a_json = read_host_file(a_out, &len);
 	assert_non_null(a_json);
@@ -1270,7 +1174,7 @@ static void test_two_sandboxes_are_isolated(void **state)
 	json_decref(j);
 	free(a_json);
 	harness_assert_clean();
-	remove_tree(dir);
+	harness_rm_tree(dir);
 	free(a_out);
 	free(a_err);
 	free(dir);
@@ -1278,7 +1182,7 @@ static void test_two_sandboxes_are_isolated(void **state)
 
 static void test_slot_reuse_starts_fresh(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 	char line[1024];
 
@@ -1332,7 +1236,7 @@ static void expect_one_line_error(const struct proc_out *o, const char *a, const
 
 static void test_bad_options_are_usage_errors(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	static const struct {
 		const char *opt, *value;
 	} cases[] = {
@@ -1373,7 +1277,7 @@ static void test_bad_options_are_usage_errors(void **state)
 
 static void test_missing_program_exits_127(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	static const char *const programs[] = {"./nonexistent", "no-such-command-anywhere"};
 	for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
 		struct proc_out o;
@@ -1396,7 +1300,7 @@ static void test_missing_program_exits_127(void **state)
 
 static void test_stdin_comes_from_file(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	char *dir = harness_tmpdir();
 	char *in = path_in(dir, "input.txt");
 	static const char text[] = "line one\nline two\n\ttabbed end";
@@ -1417,14 +1321,14 @@ static void test_stdin_comes_from_file(void **state)
 	proc_out_free(&o);
 	harness_assert_clean();
 
-	remove_tree(dir);
+	harness_rm_tree(dir);
 	free(in);
 	free(dir);
 }
 
 static void test_put_directory_and_get_file(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	char *dir = harness_tmpdir();
 	char *in = path_in(dir, "in");
 	char *sub = path_in(in, "sub");
@@ -1484,7 +1388,7 @@ static void test_put_directory_and_get_file(void **state)
 	proc_out_free(&o);
 	harness_assert_clean();
 
-	remove_tree(dir);
+	harness_rm_tree(dir);
 	free(in);
 	free(sub);
 	free(a_txt);
@@ -1496,7 +1400,7 @@ static void test_put_directory_and_get_file(void **state)
 
 static void test_get_refuses_symlink(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	char *dir = harness_tmpdir();
 	char *stolen = path_in(dir, "stolen");
 	static const char *const targets[] = {"/etc/passwd", "../../../../../../etc/passwd"};
@@ -1531,14 +1435,14 @@ static void test_get_refuses_symlink(void **state)
 		proc_out_free(&o);
 		harness_assert_clean();
 	}
-	remove_tree(dir);
+	harness_rm_tree(dir);
 	free(stolen);
 	free(dir);
 }
 
 static void test_invalid_utf8_is_replaced(void **state)
 {
-	require_root();
+	harness_require_root("the jail");
 	struct proc_out o;
 
 	run_probe(&o, L("--wall", "30"), L("badutf8"));

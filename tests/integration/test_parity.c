@@ -225,18 +225,6 @@ static int group_setup(void **state)
 	return 0;
 }
 
-static void require_ready(void)
-{
-	if (ready)
-		return;
-	if (harness_can_skip()) {
-		print_message("skipping: %s\n", setup_why);
-		skip();
-	}
-	fail_msg("the %s backend cannot run here, but PROCTOR_MUST_WORK=1: %s", vm ? "vm" : "jail",
-		 setup_why);
-}
-
 /* `proctor run --json --isolation ISO [--image PIN] OPTS [--put probe] -- ARGV`. */
 static void run_on_backend(struct proc_out *o, const char *const *opts, const char *const *argv)
 {
@@ -311,7 +299,7 @@ static void describe(const struct pcase *c, char *buf, size_t cap)
 static void test_each_limit_gives_the_documented_verdict(void **state)
 {
 	(void)state;
-	require_ready();
+	harness_require(ready, vm ? "the vm backend" : "the jail backend", setup_why);
 	load_rows();
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct pcase *c = &cases[i];
@@ -360,13 +348,9 @@ static void test_each_limit_gives_the_documented_verdict(void **state)
 static void write_file(const char *dir, const char *name, const char *text, mode_t mode)
 {
 	char path[PATH_MAX];
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	harness_path_join(path, dir, name);
+	harness_write_text(NULL, path, text);
 	assert_int_equal(chmod(path, mode), 0);
 }
 
@@ -392,7 +376,7 @@ static void test_put_copies_only_regular_files_and_directories(void **state)
 	struct proc_out o = {0};
 
 	(void)state;
-	require_ready();
+	harness_require(ready, vm ? "the vm backend" : "the jail backend", setup_why);
 	char *tmp = harness_tmpdir();
 	snprintf(dir, sizeof(dir), "%s", tmp);
 	free(tmp);

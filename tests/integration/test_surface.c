@@ -20,52 +20,6 @@
 
 #include "harness.h"
 
-static int setup_root(void **state)
-{
-	(void)state;
-	if (geteuid() != 0) {
-		if (harness_can_skip())
-			skip();
-		fail_msg("these tests need root (PROCTOR_MUST_WORK=1 forbids skipping)");
-	}
-	return 0;
-}
-
-static void write_file(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "we");
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}
-
-static void rm_tree(const char *path)
-{
-	char *cmd;
-	if (asprintf(&cmd, "rm -rf -- '%s'", path) < 0)
-		fail_msg("out of memory");
-	if (system(cmd) != 0)
-		print_message("could not remove %s\n", path);
-	free(cmd);
-}
-
-/* Whether s is well-formed UTF-8 (no overlongs, surrogates, or cut tails). */
-static bool valid_utf8(const unsigned char *s)
-{
-	while (*s) {
-		size_t n = *s < 0x80 ? 1 : (*s >> 5) == 6 ? 2 : (*s >> 4) == 14 ? 3 : (*s >> 3) == 30 ? 4 : 0;
-		if (!n || (n == 2 && *s < 0xc2))
-			return false;
-		for (size_t i = 1; i < n; i++)
-			if ((s[i] & 0xc0) != 0x80)
-				return false;
-		s += n;
-	}
-	return true;
-}
-
 /*
  * An assignment whose test step runs the submission's own attack.sh with
  * the report path (the runner stands in for any runner that imports the
@@ -93,10 +47,10 @@ static char *make_assignment(const char *tmp, const char *attack, const char *fo
 		 "tests:\n"
 		 "  - {name: only, points: 1}\n",
 		 format);
-	write_file(dir, "assignment.yaml", yaml);
+	harness_write_text(dir, "assignment.yaml", yaml);
 	snprintf(sub, sizeof sub, "%s/submission", tmp);
 	assert_int_equal(mkdir(sub, 0755), 0);
-	write_file(sub, "attack.sh", attack);
+	harness_write_text(sub, "attack.sh", attack);
 	return dir;
 }
 
@@ -138,8 +92,8 @@ static void test_report_dir_with_odd_names_still_gets_a_result(void **state)
 			fail_msg("verdict %s, want the student's crashed (report not a regular file)", st);
 		json_t *reason = json_object_get(o.json, "reason");
 		if (json_is_string(reason))
-			assert_true(valid_utf8((const unsigned char *)json_string_value(reason)));
-		assert_true(valid_utf8((const unsigned char *)o.out));
+			assert_true(harness_valid_utf8(json_string_value(reason)));
+		assert_true(harness_valid_utf8(o.out));
 		proc_out_free(&o);
 	}
 	/* The text summary too: a result, on the terminal, without raw controls. */
@@ -150,7 +104,7 @@ static void test_report_dir_with_odd_names_still_gets_a_result(void **state)
 	assert_null(strchr(o.out, '\033'));
 	proc_out_free(&o);
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -352,7 +306,7 @@ test_junit_with_700000_attributes_is_refused_quickly_on_the_students_account(voi
 	assert_helper_limits((unsigned long long)uid);
 	proc_out_free(&o);
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -386,10 +340,10 @@ static void test_junit_error_quoting_a_multibyte_name_is_one_attempt(void **stat
 		fail_msg("verdict %s (%s), want crashed: tag mismatch", st,
 			 reason ? reason : "no reason");
 	assert_int_equal(jint(&o, "attempts"), 1);
-	assert_true(valid_utf8((const unsigned char *)reason));
+	assert_true(harness_valid_utf8(reason));
 	proc_out_free(&o);
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -461,7 +415,7 @@ static void guard_write_tree(const char *root, const struct guard_file *files)
 		}
 		char *slash = strrchr(path, '/');
 		*slash = '\0';
-		write_file(path, slash + 1, f->text);
+		harness_write_text(path, slash + 1, f->text);
 	}
 }
 
@@ -504,7 +458,7 @@ static char *guard_assignment(const char *tmp, const char *name, const struct gu
 	    "  - {name: test_add, points: 1}\n"
 	    "  - {name: %s, points: 1}\n",
 	    name, run, second);
-	write_file(dir, "assignment.yaml", yaml);
+	harness_write_text(dir, "assignment.yaml", yaml);
 	return dir;
 }
 
@@ -622,7 +576,7 @@ static void test_guard_is_never_a_proctor_guard_py_the_program_wrote(void **stat
 	/* The same file beside right code changes nothing either. */
 	guard_expect(dir, tmp, "right-with-proctor-guard", right, "graded", 2, NULL);
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -663,7 +617,7 @@ static void test_guard_runs_before_any_startup_file_the_program_wrote(void **sta
 	guard_expect(dir, tmp, "builds-sitecustomize", custom, "graded", 0, NULL);
 	guard_expect(dir, tmp, "ships-sitecustomize", shipped, "graded", 0, NULL);
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -706,7 +660,7 @@ static void test_guarded_pytest_reads_no_configuration_the_program_wrote(void **
 	    {NULL, NULL}};
 	guard_expect(dir, tmp, "ships-pytest-ini", shipped, "graded", 2, NULL);
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -730,7 +684,7 @@ static void test_guarded_pytest_ignores_a_conftest_py_the_program_wrote(void **s
 	guard_expect(dir, tmp, "builds-conftest", built, "graded", 0,
 		     "proctor_guard: ignored /work/conftest.py");
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -779,7 +733,7 @@ static void test_guarded_pytest_runs_no_cache_or_init_the_build_left(void **stat
 	guard_expect(dir, tmp, "builds-init-py", init, "graded", 0, NULL);
 	guard_expect(dir, tmp, "ships-innocent-init-py", innocent, "graded", 2, NULL);
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -806,7 +760,7 @@ static void test_guarded_pytest_never_imports_a_package_in_place_of_a_hidden_mod
 	guard_expect(dir, tmp, "ships-test-hidden-package", shipped, "crashed", 0,
 		     "proctor_guard: import test_hidden would run /work/test_hidden/__init__.py");
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -854,7 +808,7 @@ static void test_guarded_pytest_keeps_the_hidden_tests_own_config_and_only_their
 	guard_expect(dir, tmp, "nested-ships-conftest-package", conftest_pkg, "crashed", 0,
 		     "instead of the hidden /work/checks/conftest.py");
 	free(dir);
-	rm_tree(tmp);
+	harness_rm_tree(tmp);
 	free(tmp);
 	harness_assert_clean();
 }
@@ -862,27 +816,29 @@ static void test_guarded_pytest_keeps_the_hidden_tests_own_config_and_only_their
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup(test_report_dir_with_odd_names_still_gets_a_result, setup_root),
+	    cmocka_unit_test_setup(test_report_dir_with_odd_names_still_gets_a_result,
+				   harness_setup_root),
 	    cmocka_unit_test_setup(
 		test_junit_with_700000_attributes_is_refused_quickly_on_the_students_account,
-		setup_root),
+		harness_setup_root),
 	    cmocka_unit_test_setup(test_junit_error_quoting_a_multibyte_name_is_one_attempt,
-				   setup_root),
+				   harness_setup_root),
 	    cmocka_unit_test_setup(test_guard_is_never_a_proctor_guard_py_the_program_wrote,
-				   setup_root),
+				   harness_setup_root),
 	    cmocka_unit_test_setup(test_guard_runs_before_any_startup_file_the_program_wrote,
-				   setup_root),
+				   harness_setup_root),
 	    cmocka_unit_test_setup(test_guarded_pytest_reads_no_configuration_the_program_wrote,
-				   setup_root),
+				   harness_setup_root),
 	    cmocka_unit_test_setup(test_guarded_pytest_ignores_a_conftest_py_the_program_wrote,
-				   setup_root),
+				   harness_setup_root),
 	    cmocka_unit_test_setup(test_guarded_pytest_runs_no_cache_or_init_the_build_left,
-				   setup_root),
+				   harness_setup_root),
 	    cmocka_unit_test_setup(
 		test_guarded_pytest_never_imports_a_package_in_place_of_a_hidden_module,
-		setup_root),
+		harness_setup_root),
 	    cmocka_unit_test_setup(
-		test_guarded_pytest_keeps_the_hidden_tests_own_config_and_only_theirs, setup_root),
+		test_guarded_pytest_keeps_the_hidden_tests_own_config_and_only_theirs,
+		harness_setup_root),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,12 +42,6 @@ static char setup_why[4096];
 
 #define L(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-static const char *state_dir(void)
-{
-	const char *s = getenv("PROCTOR_STATE_DIR");
-	return s && *s ? s : "/var/lib/proctor";
-}
-
 static void proctor(struct proc_out *o, char *const *env, int timeout_s, const char *const *args)
 {
 	const char *argv[64];
@@ -90,17 +84,6 @@ static void run_vm(struct proc_out *o, const char *const *opts, const char *cons
 	harness_run(o, NULL, RUN_TIMEOUT_S, (char *const *)argv);
 	if (!o->json)
 		fail_msg("proctor printed no JSON (exit %d); stderr:\n%s", o->exit_status, o->err);
-}
-
-static void require_ready(void)
-{
-	if (ready)
-		return;
-	if (harness_can_skip()) {
-		print_message("skipping: %s\n", setup_why);
-		skip();
-	}
-	fail_msg("the microVM cannot run here, but PROCTOR_MUST_WORK=1: %s", setup_why);
 }
 
 static void expect(const struct proc_out *o, const char *status, const char *limit)
@@ -149,7 +132,7 @@ static int clean_after(void **state)
 	(void)state;
 	harness_assert_clean();
 	/* Nothing of any VM's run directory survives its sandbox. */
-	snprintf(path, sizeof(path), "%s/vm/run", state_dir());
+	snprintf(path, sizeof(path), "%s/vm/run", harness_state_dir());
 	for (int i = 0; i < 64; i++) {
 		char p[4300];
 		snprintf(p, sizeof(p), "%s/%d", path, i);
@@ -166,7 +149,7 @@ static void test_vm_runs_a_program_in_the_guest(void **state)
 	struct proc_out o = {0};
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	run_vm(&o, NULL, L("/bin/sh", "-c", "echo hello; uname -r; echo err >&2; exit 3"));
 	expect(&o, "nonzero_exit", NULL);
 	assert_int_equal(jint(&o, "exit_code"), 3);
@@ -196,7 +179,7 @@ static void test_vm_secrets_network_and_privileges(void **state)
 	char host_secret[4200];
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct proc_out o = {0};
 		run_vm(&o, L("--wall", "30"), cases[i].args);
@@ -207,7 +190,7 @@ static void test_vm_secrets_network_and_privileges(void **state)
 		proc_out_free(&o);
 	}
 	/* A host file is simply not there: the guest has its own tree. */
-	snprintf(host_secret, sizeof(host_secret), "%s/vm-test-secret", state_dir());
+	snprintf(host_secret, sizeof(host_secret), "%s/vm-test-secret", harness_state_dir());
 	FILE *f = fopen(host_secret, "w");
 	assert_non_null(f);
 	fputs("ADV-CANARY-host-file\n", f);
@@ -227,7 +210,7 @@ static void test_vm_environment_is_only_the_fixed_one(void **state)
 	char put[4200];
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	snprintf(put, sizeof(put), "%s:probe", harness_probe());
 	const char *argv[] = {"run",   "--json", "--isolation", "vm",	   "--image", image_pin,
 			      "--put", put,	 "--",		"./probe", "environ", NULL};
@@ -244,7 +227,7 @@ static void test_vm_persister_leaves_nothing_for_the_next(void **state)
 	struct proc_out o = {0};
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	run_vm(&o, L("--wall", "30"),
 	       L("/bin/sh", "-c",
 		 "echo planted > /tmp/leftover; echo planted > /work/leftover; "
@@ -270,7 +253,7 @@ static void test_vm_restored_guests_get_fresh_random_and_clock(void **state)
 				   NULL};
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	for (int i = 0; i < 2; i++) {
 		struct proc_out o = {0};
 		run_vm(&o, NULL, cmd);
@@ -298,7 +281,7 @@ static void test_vm_files_in_and_out(void **state)
 	FILE *f;
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	snprintf(in, sizeof(in), "%s/in.txt", dir);
 	snprintf(out, sizeof(out), "%s/out.txt", dir);
 	f = fopen(in, "w");
@@ -329,7 +312,7 @@ static void damage_snapshots(const char *suffix, bool truncate_only)
 	DIR *d;
 	struct dirent *de;
 
-	snprintf(dir, sizeof(dir), "%s/vm/snapshots", state_dir());
+	snprintf(dir, sizeof(dir), "%s/vm/snapshots", harness_state_dir());
 	d = opendir(dir);
 	assert_non_null(d);
 	while ((de = readdir(d))) {
@@ -351,15 +334,16 @@ static void test_vm_broken_snapshot_is_rebuilt(void **state)
 	struct proc_out o = {0};
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	/* A stale snapshot of the same image and shape (another key): the next
 	 * snapshot built removes it. */
 	char stale[4300], img_dir[4200];
 	const char *ver = strchr(image_pin, '@') + 1;
-	snprintf(img_dir, sizeof(img_dir), "%s/images/small/%s", state_dir(), ver);
+	snprintf(img_dir, sizeof(img_dir), "%s/images/small/%s", harness_state_dir(), ver);
 	static const char *const ext[] = {".json", ".state", ".state.ram", ".lock"};
 	for (size_t i = 0; i < 4; i++) {
-		snprintf(stale, sizeof(stale), "%s/vm/snapshots/%040d%s", state_dir(), 0, ext[i]);
+		snprintf(stale, sizeof(stale), "%s/vm/snapshots/%040d%s", harness_state_dir(), 0,
+			 ext[i]);
 		FILE *f = fopen(stale, "w");
 		assert_non_null(f);
 		if (i == 0)
@@ -372,7 +356,7 @@ static void test_vm_broken_snapshot_is_rebuilt(void **state)
 	run_vm(&o, NULL, L("/bin/echo", "after a truncated state"));
 	expect(&o, "ok", NULL);
 	proc_out_free(&o);
-	snprintf(stale, sizeof(stale), "%s/vm/snapshots/%040d.state.ram", state_dir(), 0);
+	snprintf(stale, sizeof(stale), "%s/vm/snapshots/%040d.state.ram", harness_state_dir(), 0);
 	if (access(stale, F_OK) == 0)
 		fail_msg("the stale snapshot %s was not removed", stale);
 	clean_after(NULL);
@@ -391,7 +375,7 @@ static void test_vm_class_grades_in_microvms(void **state)
 	int rows = 0, full = 0;
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	/* The Python example on the image, four submissions, two workers that
 	 * each keep a pre-started VM: every result as EXPECTED, nothing left. */
 	snprintf(cmd, sizeof(cmd),
@@ -408,8 +392,8 @@ static void test_vm_class_grades_in_microvms(void **state)
 	snprintf(subs, sizeof(subs), "%s/subs", dir);
 	snprintf(out, sizeof(out), "%s/out.csv", dir);
 	proctor(&o, NULL, 1200,
-		L("class", "-j", "2", "--isolation", "vm", "--state-dir", state_dir(), "--out", out,
-		  a, subs));
+		L("class", "-j", "2", "--isolation", "vm", "--state-dir", harness_state_dir(),
+		  "--out", out, a, subs));
 	if (o.exit_status != 0)
 		fail_msg("class exited %d: %s", o.exit_status, o.err);
 	f = fopen(out, "r");
@@ -438,7 +422,7 @@ static void test_vm_bad_input_is_a_clear_error(void **state)
 	struct proc_out o = {0};
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	/* No such image: a usage error. */
 	proctor(&o, NULL, 60, L("run", "--isolation", "vm", "--image", "small@999", "--", "true"));
 	assert_int_equal(o.exit_status, 2);
@@ -498,7 +482,7 @@ static void test_vm_guest_that_dies_is_proctors_error(void **state)
 	pid_t killer;
 
 	(void)state;
-	require_ready();
+	harness_require(ready, "the microVM", setup_why);
 	/* While the program sleeps, the VM dies (QEMU killed from outside, as
 	 * an OOM kill or a crash of QEMU would): Proctor's error, not a verdict
 	 * on the program, and nothing left behind. */

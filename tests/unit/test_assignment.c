@@ -2,7 +2,6 @@
  * file:line: key. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +18,7 @@
 
 #include "digest.h"
 #include "grade/assignment.h"
+#include "harness.h"
 #include "runlimits.h"
 
 #define FIXTURES TEST_DATA "/assignments"
@@ -65,38 +65,6 @@ static void expect_error(const char *fixture, const char *tail)
 	expect_error_in(dir, tail);
 }
 
-static void write_file(const char *dir, const char *rel, const void *buf, size_t len)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(buf, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-}
-
-static void write_text(const char *dir, const char *rel, const char *text)
-{
-	write_file(dir, rel, text, strlen(text));
-}
-
-static char *read_all(const char *path, size_t *ret_len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = malloc(1 << 20);
-	size_t n;
-
-	assert_non_null(f);
-	assert_non_null(buf);
-	n = fread(buf, 1, 1 << 20, f);
-	fclose(f);
-	buf[n < (1 << 20) ? n : n - 1] = '\0';
-	*ret_len = n;
-	return buf;
-}
-
 /* A fresh temporary directory; `fixture`'s assignment.yaml is copied in
  * when not NULL. */
 static void make_tmp(char *dir, size_t cap, const char *fixture)
@@ -107,23 +75,10 @@ static void make_tmp(char *dir, size_t cap, const char *fixture)
 		char src[PATH_MAX];
 		size_t len;
 		snprintf(src, sizeof(src), "%s/%s/assignment.yaml", FIXTURES, fixture);
-		char *text = read_all(src, &len);
-		write_file(dir, "assignment.yaml", text, len);
+		char *text = harness_read(src, &len);
+		harness_write(dir, "assignment.yaml", text, len);
 		free(text);
 	}
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void rm_tree(const char *dir)
-{
-	assert_int_equal(nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
 /* The digest as docs/assignment.md defines it, computed here independently:
@@ -142,7 +97,7 @@ static void expected_digest(const char *dir, const char *const *rels, char hex[6
 		uint64_t size;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, rel);
-		text = read_all(path, &len);
+		text = harness_read(path, &len);
 		size = len;
 		digest_update_str(d, rel);
 		digest_update(d, &size, sizeof(size));
@@ -384,7 +339,7 @@ static void test_assignment_digest_changes_with_a_tests_dir_file(void **state)
 	make_tmp(dir, sizeof(dir), "tests_dir_symlink");
 	snprintf(sub, sizeof(sub), "%s/tests", dir);
 	assert_int_equal(mkdir(sub, 0755), 0);
-	write_text(dir, "tests/t.py", "assert True\n");
+	harness_write_text(dir, "tests/t.py", "assert True\n");
 	a = load_ok(dir);
 	memcpy(before, a->digest, sizeof(before));
 	assignment_free(a);
@@ -393,11 +348,11 @@ static void test_assignment_digest_changes_with_a_tests_dir_file(void **state)
 	assert_string_equal(a->digest, before); /* stable */
 	assignment_free(a);
 
-	write_text(dir, "tests/t.py", "assert False\n");
+	harness_write_text(dir, "tests/t.py", "assert False\n");
 	a = load_ok(dir);
 	assert_string_not_equal(a->digest, before);
 	assignment_free(a);
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_visibility_names_match_the_schema(void **state)
@@ -448,11 +403,11 @@ static void test_assignment_rejects_file_over_1_mib(void **state)
 	for (size_t i = 79; i < size; i += 80)
 		big[i] = '\n';
 	make_tmp(dir, sizeof(dir), NULL);
-	write_file(dir, "assignment.yaml", big, size);
+	harness_write(dir, "assignment.yaml", big, size);
 	snprintf(tail, sizeof(tail), ": larger than 1 MiB (%zu bytes)", size);
 	expect_error_in(dir, tail);
 	free(big);
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_control_characters(void **state)
@@ -461,9 +416,9 @@ static void test_assignment_rejects_control_characters(void **state)
 	char dir[64];
 
 	make_tmp(dir, sizeof(dir), NULL);
-	write_text(dir, "assignment.yaml", "name: a\nsubmission:\n  files: [m\x01.c]\n");
+	harness_write_text(dir, "assignment.yaml", "name: a\nsubmission:\n  files: [m\x01.c]\n");
 	expect_error_in(dir, ":3: control character 0x01 (only tab and newline may appear)");
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_invalid_utf8_with_line(void **state)
@@ -474,11 +429,11 @@ static void test_assignment_rejects_invalid_utf8_with_line(void **state)
 	struct err e = {0};
 
 	make_tmp(dir, sizeof(dir), NULL);
-	write_text(dir, "assignment.yaml", "name: a\nimage: caf\xc3\n");
+	harness_write_text(dir, "assignment.yaml", "name: a\nimage: caf\xc3\n");
 	snprintf(want, sizeof(want), "%s/assignment.yaml:2: not valid YAML: ", dir);
 	assert_int_equal(assignment_load(dir, &a, &e), -1);
 	assert_int_equal(strncmp(e.msg, want, strlen(want)), 0);
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_text_that_is_not_a_map(void **state)
@@ -517,12 +472,12 @@ static void test_assignment_rejects_anchors_and_aliases(void **state)
 				"supported; write the value out");
 	/* An alias whose anchor is undefined is refused too, by the alias. */
 	make_tmp(dir, sizeof(dir), NULL);
-	write_text(dir, "assignment.yaml", "name: a\nimage: *nowhere\n");
+	harness_write_text(dir, "assignment.yaml", "name: a\nimage: *nowhere\n");
 	struct assignment *a = NULL;
 	struct err e = {0};
 	assert_int_equal(assignment_load(dir, &a, &e), -1);
 	assert_non_null(strstr(e.msg, "assignment.yaml:2: "));
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_merge_keys(void **state)
@@ -549,13 +504,13 @@ static void test_assignment_reads_isolation_vm(void **state)
 	struct assignment *a;
 
 	make_tmp(dir, sizeof(dir), NULL);
-	write_text(dir, "assignment.yaml",
-		   "name: a\nisolation: vm\nsubmission: {files: [a]}\ntest: {run: [t]}\n"
-		   "report: {format: tap}\ntests: [{name: a}]\n");
+	harness_write_text(dir, "assignment.yaml",
+			   "name: a\nisolation: vm\nsubmission: {files: [a]}\ntest: {run: [t]}\n"
+			   "report: {format: tap}\ntests: [{name: a}]\n");
 	a = load_ok(dir);
 	assert_int_equal(a->isolation, ASSIGNMENT_ISOLATION_VM);
 	assignment_free(a);
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_unknown_isolation(void **state)
@@ -564,11 +519,12 @@ static void test_assignment_rejects_unknown_isolation(void **state)
 	char dir[64];
 
 	make_tmp(dir, sizeof(dir), NULL);
-	write_text(dir, "assignment.yaml",
-		   "name: a\nisolation: docker\nsubmission: {files: [a]}\ntest: {run: [t]}\n"
-		   "report: {format: tap}\ntests: [{name: a}]\n");
+	harness_write_text(
+	    dir, "assignment.yaml",
+	    "name: a\nisolation: docker\nsubmission: {files: [a]}\ntest: {run: [t]}\n"
+	    "report: {format: tap}\ntests: [{name: a}]\n");
 	expect_error_in(dir, ":2: isolation: expected one of any, jail, vm, got 'docker'");
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_unknown_nested_key(void **state)
@@ -743,7 +699,7 @@ static void test_assignment_limit_bounds_follow_the_limit_table(void **state)
 				 "name: bounds\nsubmission: {files: [a]}\ntest:\n  run: [t]\n"
 				 "  limits: {%s: %s}\nreport: {format: tap}\ntests: [{name: a}]\n",
 				 keys[k].key, text);
-			write_text(dir, "assignment.yaml", yaml);
+			harness_write_text(dir, "assignment.yaml", yaml);
 			/* A value in the table this host cannot grant (nofile
 			 * above the hard limit of a root without
 			 * CAP_SYS_RESOURCE, as in containers) is refused too,
@@ -768,7 +724,7 @@ static void test_assignment_limit_bounds_follow_the_limit_table(void **state)
 			assignment_free(a);
 		}
 	}
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_quoted_number(void **state)
@@ -848,8 +804,8 @@ static void test_assignment_rejects_tests_dir_symlink_leading_outside(void **sta
 	snprintf(link, sizeof(link), "%s/tests", dir);
 	assert_int_equal(symlink(outside, link), 0);
 	expect_error_in(dir, ":6: tests_dir: 'tests' leads outside the assignment directory");
-	rm_tree(dir);
-	rm_tree(outside);
+	harness_rm_tree(dir);
+	harness_rm_tree(outside);
 }
 
 static void test_assignment_rejects_assignment_dir_as_tests_dir(void **state)
@@ -859,11 +815,11 @@ static void test_assignment_rejects_assignment_dir_as_tests_dir(void **state)
 
 	/* It holds assignment.yaml and the expected outputs. */
 	make_tmp(dir, sizeof(dir), NULL);
-	write_text(dir, "assignment.yaml",
-		   "name: a\nsubmission: {files: [a]}\ntests_dir: .\ntest: {run: [t]}\n"
-		   "report: {format: tap}\ntests: [{name: a}]\n");
+	harness_write_text(dir, "assignment.yaml",
+			   "name: a\nsubmission: {files: [a]}\ntests_dir: .\ntest: {run: [t]}\n"
+			   "report: {format: tap}\ntests: [{name: a}]\n");
 	expect_error_in(dir, ":3: tests_dir: '.' is the assignment directory itself");
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_symlink_inside_tests_dir(void **state)
@@ -878,7 +834,7 @@ static void test_assignment_rejects_symlink_inside_tests_dir(void **state)
 	assert_int_equal(symlink("/etc/passwd", link), 0);
 	expect_error_in(dir, ":6: tests_dir: 'tests/passwd' is a symlink; only regular files and "
 			     "directories are copied");
-	rm_tree(dir);
+	harness_rm_tree(dir);
 }
 
 static void test_assignment_rejects_missing_case_file(void **state)

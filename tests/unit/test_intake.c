@@ -25,6 +25,7 @@
 
 #include "grade/intake.h"
 #include "grade/opener.h"
+#include "harness.h"
 #include "util.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -1434,14 +1435,6 @@ static void chown_path(const char *dir, const char *rel, mode_t mode)
 	assert_int_equal(chmod(p, mode), 0);
 }
 
-static void skip_unless_root(void)
-{
-	if (geteuid() != 0) {
-		print_message("needs root (to own files as another uid): skipped\n");
-		skip();
-	}
-}
-
 /*
  * In a child as HELPER_UID, as the helper runs: first make sure that uid
  * cannot open `unreachable` by its path, then take the submission from
@@ -1507,7 +1500,7 @@ static void test_intake_reads_a_0700_tree_of_another_uid_through_the_opener(void
 	int src, sock, status;
 	pid_t pid;
 
-	skip_unless_root();
+	harness_require_root("owning files as another uid");
 	rules.globs = globs;
 	rules.n_globs = ARRAY_LEN(globs);
 	write_at(f->in, "solution.py", solution, 0600);
@@ -1546,7 +1539,7 @@ static void test_intake_reads_an_unreachable_archive_from_its_descriptor(void **
 	struct err e;
 	int src, status;
 
-	skip_unless_root();
+	harness_require_root("owning files as another uid");
 	in_path(f, path, sizeof(path), "sub.zip");
 	a = aw_open(path, FMT_ZIP);
 	aw_file(a, "sub/solution.py", solution);

@@ -2,7 +2,6 @@
  * our own, and the bzImage extractor on synthetic LZ4-legacy kernels.  Nothing is downloaded. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <lz4.h>
 #include <setjmp.h>
@@ -19,62 +18,10 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
 #include "vm/kit.h"
 
 /* ---- helpers ---- */
-
-static char *make_tmpdir(void)
-{
-	char *p = strdup("/tmp/proctor-kit-unit-XXXXXX");
-
-	assert_non_null(p);
-	assert_non_null(mkdtemp(p));
-	return p;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void remove_tmpdir(char *dir)
-{
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-static void write_bytes(const char *dir, const char *rel, const void *data, size_t len)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, data, len), (ssize_t)len);
-	assert_int_equal(close(fd), 0);
-}
-
-/* The whole file at path, malloc'd. */
-static unsigned char *slurp(const char *path, size_t *ret_len)
-{
-	struct stat st;
-	unsigned char *buf;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	buf = malloc((size_t)st.st_size + 1);
-	assert_non_null(buf);
-	assert_int_equal(read(fd, buf, (size_t)st.st_size), st.st_size);
-	close(fd);
-	*ret_len = (size_t)st.st_size;
-	return buf;
-}
 
 static void put_le32(unsigned char *p, uint32_t v)
 {
@@ -154,7 +101,7 @@ static size_t cpio_parse(const unsigned char *b, size_t len, struct entry *v, si
 static void test_initramfs_parses_back_and_is_deterministic(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = harness_tmpdir();
 	char agent[PATH_MAX], mods[PATH_MAX], out1[PATH_MAX], out2[PATH_MAX], tmp[PATH_MAX];
 	static const char agent_bytes[] = "\177ELF fake agent, an odd length";
 	static const char order[] = "b-mod.ko\na_mod.ko\n";
@@ -168,12 +115,12 @@ static void test_initramfs_parses_back_and_is_deterministic(void **state)
 	snprintf(mods, sizeof(mods), "%s/modules", dir);
 	snprintf(out1, sizeof(out1), "%s/one.cpio", dir);
 	snprintf(out2, sizeof(out2), "%s/two.cpio", dir);
-	write_bytes(dir, "agent", agent_bytes, sizeof(agent_bytes) - 1);
+	harness_write(dir, "agent", agent_bytes, sizeof(agent_bytes) - 1);
 	assert_int_equal(mkdir(mods, 0755), 0);
 	/* Created out of name order: the archive sorts them. */
-	write_bytes(dir, "modules/order", order, sizeof(order) - 1);
-	write_bytes(dir, "modules/b-mod.ko", big, sizeof(big));
-	write_bytes(dir, "modules/a_mod.ko", "", 0);
+	harness_write(dir, "modules/order", order, sizeof(order) - 1);
+	harness_write(dir, "modules/b-mod.ko", big, sizeof(big));
+	harness_write(dir, "modules/a_mod.ko", "", 0);
 
 	assert_int_equal(vm_initramfs_write(out1, agent, mods, &e), 0);
 	assert_int_equal(vm_initramfs_write(out2, agent, mods, &e), 0);
@@ -181,7 +128,8 @@ static void test_initramfs_parses_back_and_is_deterministic(void **state)
 	assert_int_equal(stat(out1, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0644);
 	size_t len1, len2;
-	unsigned char *a = slurp(out1, &len1), *b = slurp(out2, &len2);
+	unsigned char *a = (unsigned char *)harness_read(out1, &len1),
+		      *b = (unsigned char *)harness_read(out2, &len2);
 	assert_int_equal(len1, len2);
 	assert_memory_equal(a, b, len1);
 
@@ -235,13 +183,14 @@ static void test_initramfs_parses_back_and_is_deterministic(void **state)
 	assert_int_equal(access(tmp, F_OK), -1);
 	free(a);
 	free(b);
-	remove_tmpdir(dir);
+	harness_rm_tree(dir);
+	free(dir);
 }
 
 static void test_initramfs_refuses_what_is_not_a_file(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = harness_tmpdir();
 	char agent[PATH_MAX], mods[PATH_MAX], out[PATH_MAX], tmp[PATH_MAX], sub[PATH_MAX];
 	struct err e;
 
@@ -250,7 +199,7 @@ static void test_initramfs_refuses_what_is_not_a_file(void **state)
 	snprintf(out, sizeof(out), "%s/initramfs", dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
 	snprintf(sub, sizeof(sub), "%s/modules/sub", dir);
-	write_bytes(dir, "agent", "x", 1);
+	harness_write(dir, "agent", "x", 1);
 	assert_int_equal(mkdir(mods, 0755), 0);
 
 	/* No agent. */
@@ -265,7 +214,8 @@ static void test_initramfs_refuses_what_is_not_a_file(void **state)
 	assert_non_null(strstr(e.msg, "'sub' is not a regular file"));
 	assert_int_equal(access(tmp, F_OK), -1);
 	assert_int_equal(access(out, F_OK), -1);
-	remove_tmpdir(dir);
+	harness_rm_tree(dir);
+	free(dir);
 }
 
 /* ---- the bzImage ---- */

@@ -2,7 +2,6 @@
  * of the tree digest and pins (image.c), without building anything. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,46 +15,11 @@
 
 #include <cmocka.h>
 
+#include "harness.h"
 #include "image/image.h"
 #include "image/recipe.h"
 
 /* ---- helpers ---- */
-
-static char *make_tmpdir(void)
-{
-	char *p = strdup("/tmp/proctor-image-unit-XXXXXX");
-
-	assert_non_null(p);
-	assert_non_null(mkdtemp(p));
-	return p;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void remove_tmpdir(char *dir)
-{
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-static void write_text(const char *dir, const char *rel, const char *text)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
 
 /* Load `text` as DIR/r.yaml; the recipe, or NULL with the message in e. */
 static struct recipe *load_text(const char *dir, const char *text, struct err *e)
@@ -63,7 +27,7 @@ static struct recipe *load_text(const char *dir, const char *text, struct err *e
 	char path[PATH_MAX];
 	struct recipe *r = NULL;
 
-	write_text(dir, "r.yaml", text);
+	harness_write_text(dir, "r.yaml", text);
 	snprintf(path, sizeof(path), "%s/r.yaml", dir);
 	if (recipe_load(path, &r, e) < 0)
 		return NULL;
@@ -73,23 +37,24 @@ static struct recipe *load_text(const char *dir, const char *text, struct err *e
 /* Loading `text` fails with exactly "DIR/r.yaml<tail>". */
 static void expect_error(const char *text, const char *tail)
 {
-	char *dir = make_tmpdir(), want[2048];
+	char *dir = harness_tmpdir(), want[2048];
 	struct err e = {0};
 
-	write_text(dir, "hello.txt", "hello\n");
+	harness_write_text(dir, "hello.txt", "hello\n");
 	snprintf(want, sizeof(want), "%s/r.yaml%s", dir, tail);
 	struct recipe *r = load_text(dir, text, &e);
 	if (r)
 		fail_msg("expected '%s', but the recipe loaded", want);
 	assert_string_equal(e.msg, want);
-	remove_tmpdir(dir);
+	harness_rm_tree(dir);
+	free(dir);
 }
 
 /* ---- recipes ---- */
 
 static void test_recipe_defaults(void **state)
 {
-	char *dir = make_tmpdir();
+	char *dir = harness_tmpdir();
 	struct err e = {0};
 
 	(void)state;
@@ -107,18 +72,19 @@ static void test_recipe_defaults(void **state)
 	assert_int_equal(strncmp(r->digest, "sha256:", 7), 0);
 	assert_int_equal(strlen(r->digest), 71);
 	recipe_free(r);
-	remove_tmpdir(dir);
+	harness_rm_tree(dir);
+	free(dir);
 }
 
 static void test_recipe_full(void **state)
 {
-	char *dir = make_tmpdir(), path[PATH_MAX];
+	char *dir = harness_tmpdir(), path[PATH_MAX];
 	struct err e = {0};
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/sub", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
-	write_text(dir, "sub/pip.conf", "[global]\n");
+	harness_write_text(dir, "sub/pip.conf", "[global]\n");
 	struct recipe *r = load_text(dir,
 				     "name: py.3-x_y\n"
 				     "suite: trixie\n"
@@ -152,12 +118,13 @@ static void test_recipe_full(void **state)
 	memcpy(digest, r->digest, sizeof(digest));
 	recipe_free(r);
 	/* A file's contents are part of the recipe's digest. */
-	write_text(dir, "sub/pip.conf", "[global]\nindex-url = x\n");
+	harness_write_text(dir, "sub/pip.conf", "[global]\nindex-url = x\n");
 	snprintf(path, sizeof(path), "%s/r.yaml", dir);
 	assert_int_equal(recipe_load(path, &r, &e), 0);
 	assert_string_not_equal(r->digest, digest);
 	recipe_free(r);
-	remove_tmpdir(dir);
+	harness_rm_tree(dir);
+	free(dir);
 }
 
 static void test_recipe_refusals_name_file_line_and_key(void **state)
@@ -236,7 +203,7 @@ static void test_recipe_refusals_name_file_line_and_key(void **state)
 
 static void test_resolve_refuses_bare_names_and_garbage(void **state)
 {
-	char *dir = make_tmpdir();
+	char *dir = harness_tmpdir();
 	struct image_info info;
 	struct err e = {0};
 
@@ -260,7 +227,8 @@ static void test_resolve_refuses_bare_names_and_garbage(void **state)
 	assert_int_equal(image_list(dir, &all, &n, &e), 0);
 	assert_int_equal(n, 0);
 	free(all);
-	remove_tmpdir(dir);
+	harness_rm_tree(dir);
+	free(dir);
 }
 
 /* ---- the tree digest ---- */
@@ -276,13 +244,13 @@ static void digest_of(const char *dir, char out[72])
 
 static void test_tree_digest_covers_contents_modes_links_and_names(void **state)
 {
-	char *dir = make_tmpdir(), path[PATH_MAX], d0[72], d1[72];
+	char *dir = harness_tmpdir(), path[PATH_MAX], d0[72], d1[72];
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/etc", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
-	write_text(dir, "etc/a", "A\n");
-	write_text(dir, "etc/b", "B\n");
+	harness_write_text(dir, "etc/a", "A\n");
+	harness_write_text(dir, "etc/b", "B\n");
 	snprintf(path, sizeof(path), "%s/etc/link", dir);
 	assert_int_equal(symlink("/etc/passwd", path), 0);
 	digest_of(dir, d0);
@@ -290,10 +258,10 @@ static void test_tree_digest_covers_contents_modes_links_and_names(void **state)
 	assert_string_equal(d0, d1); /* stable */
 
 	/* Contents. */
-	write_text(dir, "etc/a", "a\n");
+	harness_write_text(dir, "etc/a", "a\n");
 	digest_of(dir, d1);
 	assert_string_not_equal(d0, d1);
-	write_text(dir, "etc/a", "A\n");
+	harness_write_text(dir, "etc/a", "A\n");
 	digest_of(dir, d1);
 	assert_string_equal(d0, d1);
 
@@ -316,11 +284,12 @@ static void test_tree_digest_covers_contents_modes_links_and_names(void **state)
 	/* Names: moving bytes from one file to another changes it. */
 	char d2[72];
 	digest_of(dir, d2);
-	write_text(dir, "etc/a", "A\nB\n");
-	write_text(dir, "etc/b", "");
+	harness_write_text(dir, "etc/a", "A\nB\n");
+	harness_write_text(dir, "etc/b", "");
 	digest_of(dir, d1);
 	assert_string_not_equal(d2, d1);
-	remove_tmpdir(dir);
+	harness_rm_tree(dir);
+	free(dir);
 }
 
 int main(void)

@@ -15,6 +15,7 @@
 
 #include "capbuf.h"
 #include "grade/report.h"
+#include "harness.h"
 #include "util.h"
 
 #include "../../bench/report_shapes.h"
@@ -82,16 +83,6 @@ static char *read_data(const char *name, size_t *ret_len)
 	return buf;
 }
 
-static bool valid_utf8(const char *s)
-{
-	size_t len = strlen(s), n;
-	char *copy = utf8_sanitize(s, len, false, &n);
-	bool ok = copy && n == len && memcmp(copy, s, len) == 0;
-
-	free(copy);
-	return ok;
-}
-
 /* Invariants every parsed report keeps, whatever the input. */
 static void check_invariants(const struct report *r, const struct report_caps *caps)
 {
@@ -100,13 +91,13 @@ static void check_invariants(const struct report *r, const struct report_caps *c
 		const struct report_entry *en = &r->entries[i];
 
 		assert_non_null(en->name);
-		assert_true(strlen(en->name) <= caps->max_message && valid_utf8(en->name));
+		assert_true(strlen(en->name) <= caps->max_message && harness_valid_utf8(en->name));
 		if (en->classname)
 			assert_true(strlen(en->classname) <= caps->max_message &&
-				    valid_utf8(en->classname));
+				    harness_valid_utf8(en->classname));
 		if (en->message)
 			assert_true(strlen(en->message) <= caps->max_message &&
-				    valid_utf8(en->message));
+				    harness_valid_utf8(en->message));
 		assert_true(en->outcome <= OUTCOME_SKIPPED);
 	}
 }
@@ -533,7 +524,7 @@ static void test_junit_caps_messages_at_a_character_boundary(void **state)
 		assert_int_equal(parse_timed(junit_parse, doc, len, NULL, &r, &e), 0);
 		m = r.entries[0].message;
 		assert_int_equal(strlen(m), 4095); /* 1365 whole characters */
-		assert_true(valid_utf8(m));
+		assert_true(harness_valid_utf8(m));
 		report_free(&r);
 		free(doc);
 	}
@@ -752,7 +743,7 @@ static void test_junit_error_message_is_valid_utf8_where_cut(void **state)
 			assert_int_equal(parse_timed(junit_parse, doc, strlen(doc), NULL, &r, &e),
 					 -1);
 			assert_non_null(strstr(e.msg, "Opening and ending tag mismatch"));
-			assert_true(valid_utf8(e.msg));
+			assert_true(harness_valid_utf8(e.msg));
 		}
 	}
 }

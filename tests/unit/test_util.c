@@ -1,0 +1,256 @@
+/* Unit tests of shared helpers: err.c's bounded messages, util.c's parsers, sandbox_path_rel(). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "harness.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define MSG_MAX (sizeof(((struct err *)0)->msg) - 1) /* longest message */
+
+/* n copies of the UTF-8 string unit, NUL-terminated, in buf. */
+static char *repeat(char *buf, size_t cap, const char *unit, size_t n)
+{
+	size_t ul = strlen(unit);
+
+	assert_true(n * ul < cap);
+	for (size_t i = 0; i < n; i++)
+		memcpy(buf + i * ul, unit, ul);
+	buf[n * ul] = '\0';
+	return buf;
+}
+
+/* ---- err_set / err_wrap ---------------------------------------------------- */
+
+static void test_err_wrap_prefixes_context(void **state)
+{
+	struct err e;
+
+	(void)state;
+	assert_int_equal(err_set(&e, ENOENT, "open '%s'", "a.txt"), -1);
+	assert_int_equal(err_wrap(&e, "put '%s'", "a.txt"), -1);
+	assert_string_equal(e.msg, "put 'a.txt': open 'a.txt': No such file or directory");
+	assert_int_equal(e.errnum, ENOENT);
+}
+
+static void test_err_wrap_cuts_the_inner_message_to_fit(void **state)
+{
+	static char inner[2048];
+	struct err e;
+
+	(void)state;
+	err_set(&e, 0, "%s", repeat(inner, sizeof(inner), "x", MSG_MAX));
+	assert_int_equal(strlen(e.msg), MSG_MAX);
+	err_wrap(&e, "ctx");
+	assert_int_equal(strlen(e.msg), MSG_MAX);
+	assert_memory_equal(e.msg, "ctx: xxx", 8);
+}
+
+static void test_err_wrap_keeps_the_outer_context_of_an_overlong_prefix(void **state)
+{
+	static char prefix[4096];
+	struct err e;
+
+	(void)state;
+	err_set(&e, 0, "inner");
+	err_wrap(&e, "%s", repeat(prefix, sizeof(prefix), "p", 3000));
+	assert_true(strlen(e.msg) <= MSG_MAX);
+	assert_memory_equal(e.msg, "ppp", 3);
+	/* The prefix is cut, the separator and what is left of the inner
+	 * message follow it. */
+	assert_non_null(strstr(e.msg, "p: "));
+}
+
+static void test_err_wrap_never_cuts_a_utf8_character(void **state)
+{
+	static char text[4096];
+	struct err e;
+
+	(void)state;
+	/* 511 two-byte characters fill the message but one byte; after a
+	 * two-byte prefix the room for them is odd, so the cut falls inside
+	 * a character, which is dropped whole. */
+	err_set(&e, 0, "%s", repeat(text, sizeof(text), "\xc3\xa9", 511));
+	assert_int_equal(strlen(e.msg), 1022);
+	err_wrap(&e, "ab");
+	assert_true(harness_valid_utf8(e.msg));
+	assert_int_equal(strlen(e.msg), 2 + 2 + 1018);
+
+	/* A prefix longer than its buffer, cut inside a character. */
+	err_set(&e, 0, "inner");
+	err_wrap(&e, "%s", repeat(text, sizeof(text), "\xc3\xa9", 300));
+	assert_true(harness_valid_utf8(e.msg));
+	assert_non_null(strstr(e.msg, ": inner"));
+
+	/* Three- and four-byte characters too. */
+	err_set(&e, 0, "%s", repeat(text, sizeof(text), "\xe2\x82\xac", 341));
+	err_wrap(&e, "ab");
+	assert_true(harness_valid_utf8(e.msg));
+	err_set(&e, 0, "%s", repeat(text, sizeof(text), "\xf0\x9f\x98\x80", 255));
+	err_wrap(&e, "ab");
+	assert_true(harness_valid_utf8(e.msg));
+	assert_true(strlen(e.msg) <= MSG_MAX);
+}
+
+static void test_err_wrap_repeated_stays_bounded(void **state)
+{
+	struct err e;
+
+	(void)state;
+	err_set(&e, EACCES, "open");
+	for (int i = 0; i < 200; i++)
+		err_wrap(&e, "level %d of a deep call chain", i);
+	assert_true(strlen(e.msg) <= MSG_MAX);
+	assert_memory_equal(e.msg, "level 199 of a deep call chain: level 198", 41);
+	assert_int_equal(e.errnum, EACCES);
+}
+
+static void test_err_set_cuts_the_message_not_the_system_reason(void **state)
+{
+	static char text[4096];
+	struct err e;
+	const char *reason = ": No such file or directory";
+
+	(void)state;
+	err_set(&e, ENOENT, "%s", repeat(text, sizeof(text), "\xc3\xa9", 1000));
+	assert_true(strlen(e.msg) <= MSG_MAX);
+	assert_true(harness_valid_utf8(e.msg));
+	assert_string_equal(e.msg + strlen(e.msg) - strlen(reason), reason);
+}
+
+/* ---- parse_u64 / stat_field ------------------------------------------------ */
+
+static void test_parse_u64_takes_only_whole_decimals_in_range(void **state)
+{
+	uint64_t v = 7;
+
+	(void)state;
+	assert_int_equal(parse_u64("0", 1, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(parse_u64("18446744073709551615", 20, &v), 0);
+	assert_true(v == UINT64_MAX);
+	v = 7;
+	static const char *const bad[] = {
+	    "",	    "18446744073709551616", "-1", "+1", " 1", "1 ", "1x",
+	    "0x10", "99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse_u64(bad[i], strlen(bad[i]), &v), -1);
+		assert_int_equal(v, 7); /* untouched on failure */
+	}
+	/* Only [s, s+len) counts. */
+	assert_int_equal(parse_u64("12\n", 2, &v), 0);
+	assert_int_equal(v, 12);
+}
+
+static void test_stat_field_finds_the_whole_key_on_its_own_line(void **state)
+{
+	const char *stat = "anon 4096\nfile_mapped 9\nfile 123\nshmem 8192\nbad x1\n";
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(stat_field(stat, "file", &v), 0);
+	assert_int_equal(v, 123);
+	assert_int_equal(stat_field(stat, "shmem", &v), 0);
+	assert_int_equal(v, 8192);
+	assert_int_equal(stat_field(stat, "anon", &v), 0);
+	assert_int_equal(v, 4096);
+	v = 5;
+	assert_int_equal(stat_field(stat, "fil", &v), -1);
+	assert_int_equal(stat_field(stat, "pgfault", &v), -1);
+	assert_int_equal(stat_field(stat, "bad", &v), -1);
+	assert_int_equal(v, 5);
+	/* The last line needs no line end. */
+	assert_int_equal(stat_field("usage_usec 17", "usage_usec", &v), 0);
+	assert_int_equal(v, 17);
+}
+
+/* ---- sandbox_path_rel ---------------------------------------------------- */
+
+static void expect_rel(const char *path, const char *want)
+{
+	char buf[256];
+	struct err e;
+
+	if (sandbox_path_rel(path, buf, sizeof(buf), &e) < 0)
+		fail_msg("'%s' refused: %s", path, e.msg);
+	assert_string_equal(buf, want);
+}
+
+static void expect_refused(const char *path, const char *why)
+{
+	char buf[256], want[512];
+	struct err e;
+
+	assert_int_equal(sandbox_path_rel(path, buf, sizeof(buf), &e), -1);
+	snprintf(want, sizeof(want), "sandbox path '%s' %s", path, why);
+	assert_string_equal(e.msg, want);
+}
+
+static void test_sandbox_path_rel_maps_work_and_tmp(void **state)
+{
+	(void)state;
+	expect_rel("/work", "work");
+	expect_rel("/work/", "work");
+	expect_rel("/tmp", "tmp");
+	expect_rel("/tmp/", "tmp");
+	expect_rel("a", "work/a");
+	expect_rel("a/b", "work/a/b");
+	expect_rel("/work/a/b", "work/a/b");
+	expect_rel("/tmp/x", "tmp/x");
+	expect_rel("/work/.hidden/...", "work/.hidden/...");
+	expect_rel("tmp/x", "work/tmp/x"); /* relative is below /work */
+}
+
+static void test_sandbox_path_rel_refuses_what_leaves_the_tree(void **state)
+{
+	(void)state;
+	expect_refused("/etc/passwd", "is not below /work or /tmp");
+	expect_refused("/workshop/x", "is not below /work or /tmp");
+	expect_refused("/", "is not below /work or /tmp");
+	expect_refused("", "names no file");
+	expect_refused("..", "has a '.' or '..' component");
+	expect_refused("../etc", "has a '.' or '..' component");
+	expect_refused("/work/a/../../etc", "has a '.' or '..' component");
+	expect_refused("/tmp/./x", "has a '.' or '..' component");
+	expect_refused("a/.", "has a '.' or '..' component");
+}
+
+static void test_sandbox_path_rel_refuses_what_does_not_fit(void **state)
+{
+	char buf[9];
+	struct err e;
+
+	(void)state;
+	assert_int_equal(sandbox_path_rel("/work/abc", buf, sizeof(buf), &e), 0);
+	assert_string_equal(buf, "work/abc");
+	assert_int_equal(sandbox_path_rel("/work/abcd", buf, sizeof(buf), &e), -1);
+	assert_int_equal(e.errnum, ENAMETOOLONG);
+	assert_non_null(strstr(e.msg, "'/work/abcd'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_err_wrap_prefixes_context),
+	    cmocka_unit_test(test_err_wrap_cuts_the_inner_message_to_fit),
+	    cmocka_unit_test(test_err_wrap_keeps_the_outer_context_of_an_overlong_prefix),
+	    cmocka_unit_test(test_err_wrap_never_cuts_a_utf8_character),
+	    cmocka_unit_test(test_err_wrap_repeated_stays_bounded),
+	    cmocka_unit_test(test_err_set_cuts_the_message_not_the_system_reason),
+	    cmocka_unit_test(test_parse_u64_takes_only_whole_decimals_in_range),
+	    cmocka_unit_test(test_stat_field_finds_the_whole_key_on_its_own_line),
+	    cmocka_unit_test(test_sandbox_path_rel_maps_work_and_tmp),
+	    cmocka_unit_test(test_sandbox_path_rel_refuses_what_leaves_the_tree),
+	    cmocka_unit_test(test_sandbox_path_rel_refuses_what_does_not_fit),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
