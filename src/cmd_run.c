@@ -78,12 +78,12 @@ static int add_env(const struct cli_option *opt, char *value, struct err *e)
 	struct run_options *o = opt->dest;
 
 	if (!valid_env_name(value))
-		return err_set(e, 0,
-			       "--env: '%s' is not NAME=VALUE with NAME made of letters, digits "
-			       "and '_'",
-			       value);
+		return err_setk(e, ERR_USAGE, 0,
+				"--env: '%s' is not NAME=VALUE with NAME made of letters, digits "
+				"and '_'",
+				value);
 	if (o->n_env == MAX_LIST)
-		return err_set(e, 0, "--env: more than %d variables", MAX_LIST);
+		return err_setk(e, ERR_USAGE, 0, "--env: more than %d variables", MAX_LIST);
 	o->env[o->n_env++] = value;
 	return 0;
 }
@@ -93,9 +93,9 @@ static int add_put(const struct cli_option *opt, char *value, struct err *e)
 	struct run_options *o = opt->dest;
 
 	if (o->n_put == MAX_LIST)
-		return err_set(e, 0, "--put: more than %d files", MAX_LIST);
+		return err_setk(e, ERR_USAGE, 0, "--put: more than %d files", MAX_LIST);
 	if (split_pair(value, false, o->put[o->n_put]) < 0)
-		return err_set(e, 0, "--put: '%s' is not HOST:SANDBOX", value);
+		return err_setk(e, ERR_USAGE, 0, "--put: '%s' is not HOST:SANDBOX", value);
 	o->n_put++;
 	return 0;
 }
@@ -105,9 +105,9 @@ static int add_get(const struct cli_option *opt, char *value, struct err *e)
 	struct run_options *o = opt->dest;
 
 	if (o->n_get == MAX_LIST)
-		return err_set(e, 0, "--get: more than %d files", MAX_LIST);
+		return err_setk(e, ERR_USAGE, 0, "--get: more than %d files", MAX_LIST);
 	if (split_pair(value, true, o->get[o->n_get]) < 0)
-		return err_set(e, 0, "--get: '%s' is not SANDBOX:HOST", value);
+		return err_setk(e, ERR_USAGE, 0, "--get: '%s' is not SANDBOX:HOST", value);
 	o->n_get++;
 	return 0;
 }

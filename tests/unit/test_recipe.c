@@ -70,7 +70,7 @@ static struct recipe *load_text(const char *dir, const char *text, struct err *e
 	return r;
 }
 
-/* Loading `text` fails with exactly "DIR/r.yaml<tail>". */
+/* Loading `text` fails with exactly "DIR/r.yaml<tail>", the recipe's fault. */
 static void expect_error(const char *text, const char *tail)
 {
 	char *dir = make_tmpdir(), want[2048];
@@ -82,6 +82,7 @@ static void expect_error(const char *text, const char *tail)
 	if (r)
 		fail_msg("expected '%s', but the recipe loaded", want);
 	assert_string_equal(e.msg, want);
+	assert_int_equal(e.kind, ERR_INPUT);
 	remove_tmpdir(dir);
 }
 
