@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,7 +14,11 @@
 #include "host/tree.h"
 #include "util.h"
 
-static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *e)
+/* Copy `in` to `out`, at most `max` bytes.  A source that cannot be read,
+ * or a destination that is full, is `theirs` to fix: ERR_INPUT for a put
+ * (the user's file, or more than the writable tree holds). */
+static int copy_fd(int in, int out, uint64_t max, const char *what, enum err_kind theirs,
+		   struct err *e)
 {
 	char buf[65536];
 	uint64_t total = 0;
@@ -23,7 +28,7 @@ static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return err_set(e, errno, "read '%s'", what);
+			return err_setk(e, theirs, errno, "read '%s'", what);
 		}
 		if (n == 0)
 			return 0;
@@ -31,8 +36,10 @@ static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *
 		if (total > max)
 			return err_set(e, EFBIG, "'%s' is larger than %llu bytes", what,
 				       (unsigned long long)max);
-		if (write_all(out, buf, (size_t)n) < 0)
-			return err_set(e, errno, "write '%s'", what);
+		if (write_all(out, buf, (size_t)n) < 0) {
+			bool full = errno == ENOSPC || errno == EDQUOT || errno == EFBIG;
+			return err_setk(e, full ? theirs : ERR_INTERNAL, errno, "write '%s'", what);
+		}
 	}
 }
 
@@ -117,7 +124,7 @@ static int sink_file(void *ctx, int src, const char *host_path, const char *rel,
 
 	if (dst < 0)
 		return err_set(e, errno, "create '%s' in the sandbox", rel);
-	int rc = copy_fd(src, dst, UINT64_MAX, host_path, e);
+	int rc = copy_fd(src, dst, UINT64_MAX, host_path, ERR_INPUT, e);
 	if (rc == 0 && (fchown(dst, k->uid, k->gid) < 0 || fchmod(dst, mode) < 0))
 		rc = err_set(e, errno, "set owner of '%s'", rel);
 	close(dst);
@@ -187,7 +194,7 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 			if (dst < 0)
 				rc = err_set(e, errno, "'%s'", sub_host);
 			else {
-				rc = copy_fd(fd, dst, *budget, sub_shown, e);
+				rc = copy_fd(fd, dst, *budget, sub_shown, ERR_INTERNAL, e);
 				if (rc == 0)
 					*budget -= (uint64_t)st.st_size < *budget ? (uint64_t)st.st_size
 										   : *budget;
@@ -227,7 +234,7 @@ int files_get(int scratch_fd, const char *rel, const char *shown, const char *ho
 		close(src);
 		return err_set(e, saved, "'%s'", host_path);
 	}
-	rc = copy_fd(src, dst, max_bytes, shown, e);
+	rc = copy_fd(src, dst, max_bytes, shown, ERR_INTERNAL, e);
 	close(src);
 	close(dst);
 	return rc;
