@@ -14,6 +14,15 @@
 #include "host/tree.h"
 #include "util.h"
 
+/* Whether a put's destination failed by the user's doing: the sandbox
+ * paths given collide (a file where a directory must go, or the other way
+ * round), or the writable tree is full (--disk). */
+static bool put_dst_theirs(int errnum)
+{
+	return errnum == ENOTDIR || errnum == EISDIR || errnum == EEXIST || errnum == ENOSPC ||
+	       errnum == EDQUOT || errnum == EFBIG;
+}
+
 /* Copy `in` to `out`, at most `max` bytes.  A source that cannot be read,
  * or a destination that is full, is `theirs` to fix: ERR_INPUT for a put
  * (the user's file, or more than the writable tree holds). */
@@ -91,7 +100,9 @@ static int sink_parents(void *ctx, const char *rel, struct err *e)
 {
 	struct jail_sink *k = ctx;
 
-	return parent_dirs(k->scratch_fd, rel, k->uid, k->gid, e);
+	if (parent_dirs(k->scratch_fd, rel, k->uid, k->gid, e) < 0)
+		return put_dst_theirs(e->errnum) ? err_classify(e, ERR_INPUT) : -1;
+	return 0;
 }
 
 static int sink_dir(void *ctx, const char *rel, struct err *e)
@@ -99,7 +110,7 @@ static int sink_dir(void *ctx, const char *rel, struct err *e)
 	struct jail_sink *k = ctx;
 
 	if (mkdir_p_at(k->scratch_fd, rel, 0755, k->uid, k->gid, e) < 0)
-		return -1;
+		return put_dst_theirs(e->errnum) ? err_classify(e, ERR_INPUT) : -1;
 	if (k->uid == 0 && strchr(rel, '/')) {
 		/* A protected tree landing in a directory the program made:
 		 * take it back (see parent_dirs). */
@@ -123,7 +134,8 @@ static int sink_file(void *ctx, int src, const char *host_path, const char *rel,
 	int dst = open_beneath(k->scratch_fd, rel, O_WRONLY | O_CREAT | O_TRUNC, mode);
 
 	if (dst < 0)
-		return err_set(e, errno, "create '%s' in the sandbox", rel);
+		return err_setk(e, put_dst_theirs(errno) ? ERR_INPUT : ERR_INTERNAL, errno,
+				"create '%s' in the sandbox", rel);
 	int rc = copy_fd(src, dst, UINT64_MAX, host_path, ERR_INPUT, e);
 	if (rc == 0 && (fchown(dst, k->uid, k->gid) < 0 || fchmod(dst, mode) < 0))
 		rc = err_set(e, errno, "set owner of '%s'", rel);
