@@ -1,6 +1,7 @@
 /* Unit tests of err.c: kinds that survive the way up, the one table of what they mean, and cuts on
  * character boundaries. */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -9,10 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "err.h"
+#include "grade/assignment.h"
+#include "grade/grade.h"
+#include "host/tree.h"
+#include "sandbox.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -324,6 +331,109 @@ static void test_err_wrap_of_a_full_message_stays_in_bounds(void **state)
 	assert_string_equal(e.msg, ": inner");
 }
 
+/* ---- where the user's failures are told apart ---- */
+
+static void test_an_isolation_no_backend_has_is_a_usage_error(void **state)
+{
+	(void)state;
+	const struct sandbox_ops *ops = NULL;
+	char why[128];
+	struct err e;
+
+	assert_int_equal(sandbox_select("bogus", false, &ops, why, sizeof(why), &e), -1);
+	assert_int_equal(e.kind, ERR_USAGE);
+	assert_string_equal(e.msg, "--isolation: unknown backend 'bogus' (auto, jail, vm)");
+	assert_null(ops);
+}
+
+static void test_an_isolation_the_assignment_forbids_is_a_usage_error(void **state)
+{
+	(void)state;
+	struct assignment a = {.isolation = ASSIGNMENT_ISOLATION_VM,
+			       .file = (char *)"a/assignment.yaml"};
+	const struct sandbox_ops *ops = NULL;
+	char why[128];
+	struct err e;
+
+	assert_int_equal(grade_prepare("jail", &a, &ops, why, sizeof(why), &e), -1);
+	assert_int_equal(e.kind, ERR_USAGE);
+	assert_int_equal(err_exit_status(e.kind), 2);
+	assert_non_null(strstr(e.msg, "requires isolation 'vm'"));
+}
+
+static void test_a_bad_sandbox_path_is_a_usage_error(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {"/etc/passwd", "../x", "/work/a/../b", "/tmp/./x", "",
+					  /* too long for the caller's buffer: still the path's */
+					  "/work/a-name-longer-than-sixteen"};
+	char rel[16];
+	struct err e;
+
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		assert_int_equal(sandbox_path_rel(bad[i], rel, sizeof(rel), &e), -1);
+		assert_int_equal(e.kind, ERR_USAGE);
+	}
+	assert_int_equal(sandbox_path_rel("/work/", rel, sizeof(rel), &e), 0);
+	assert_string_equal(rel, "work");
+}
+
+static int sink_ok(void *ctx, const char *rel, struct err *e)
+{
+	return 0;
+}
+
+static int sink_file_ok(void *ctx, int fd, const char *host_path, const char *rel, mode_t mode,
+			struct err *e)
+{
+	return 0;
+}
+
+static int sink_file_fails(void *ctx, int fd, const char *host_path, const char *rel, mode_t mode,
+			   struct err *e)
+{
+	return err_set(e, EIO, "the backend");
+}
+
+static void test_what_a_put_refuses_is_the_users_and_the_backends_failure_is_ours(void **state)
+{
+	(void)state;
+	const struct tree_sink ok = {.dir = sink_ok, .file = sink_file_ok};
+	const struct tree_sink broken = {.dir = sink_ok, .file = sink_file_fails};
+	char dir[] = "/tmp/test_err_XXXXXX", path[PATH_MAX], cmd[PATH_MAX + 16];
+	struct err e;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.txt", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("alpha\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(tree_put(dir, "work/in", &ok, &e), 0);
+
+	/* A FIFO below the top: refused, and the user's. */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(tree_put(dir, "work/in", &ok, &e), -1);
+	assert_int_equal(e.kind, ERR_INPUT);
+	assert_non_null(strstr(e.msg, "is a FIFO"));
+	assert_int_equal(unlink(path), 0);
+
+	/* A host path that is not there: the user's. */
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	assert_int_equal(tree_put(path, "work/in", &ok, &e), -1);
+	assert_int_equal(e.kind, ERR_INPUT);
+	assert_int_equal(e.errnum, ENOENT);
+
+	/* The backend failing to take a file: ours, whatever the walker is. */
+	assert_int_equal(tree_put(dir, "work/in", &broken, &e), -1);
+	assert_int_equal(e.kind, ERR_INTERNAL);
+	assert_int_equal(e.errnum, EIO);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -340,6 +450,10 @@ int main(void)
 	    cmocka_unit_test(test_err_wrap_cuts_the_old_message_on_a_character_boundary),
 	    cmocka_unit_test(test_err_wrap_cuts_a_long_context_on_a_character_boundary),
 	    cmocka_unit_test(test_err_wrap_of_a_full_message_stays_in_bounds),
+	    cmocka_unit_test(test_an_isolation_no_backend_has_is_a_usage_error),
+	    cmocka_unit_test(test_an_isolation_the_assignment_forbids_is_a_usage_error),
+	    cmocka_unit_test(test_a_bad_sandbox_path_is_a_usage_error),
+	    cmocka_unit_test(test_what_a_put_refuses_is_the_users_and_the_backends_failure_is_ours),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
