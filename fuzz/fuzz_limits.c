@@ -1,5 +1,6 @@
 /* libFuzzer target: limits_set() on arbitrary text, for every limit name and an unknown one. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct limit_desc *t = limits_table(&n);
 	const struct limit_desc *d;
 	struct limits l, before;
-	struct err e = {.errnum = -12345};
+	struct err e = {.errnum = -12345, .kind = ERR_KIND_COUNT};
 	char *text;
 	uint64_t ms, ref_ms;
 	int rc, ref_rc;
@@ -112,8 +113,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (e.errnum == -12345 || strnlen(e.msg, sizeof(e.msg)) == sizeof(e.msg))
 			abort();
-		if (d && strncmp(e.msg, "--", 2) != 0)
+		/* Every refusal is the user's: a usage error (exit 2), never
+		 * Proctor's own, whatever the text. */
+		if (e.kind != ERR_USAGE || err_exit_status(e.kind) != 2)
 			abort();
+		/* ... and names the option it refuses. */
+		if (d) {
+			char opt[32];
+			snprintf(opt, sizeof(opt), "--%s: ", d->name);
+			if (memcmp(e.msg, opt, strlen(opt)) != 0)
+				abort();
+		}
 	}
 
 	/* The seconds parser against its reference, on the same text. */

@@ -67,7 +67,8 @@ struct cli_option {
 	unsigned min, max;	     /* CLI_UINT: inclusive bounds */
 	const char *const *choices; /* CLI_CHOICE: NULL-terminated */
 	/* CLI_CALL: store or refuse the value; on refusal e->msg is the whole
-	 * message after "proctor: ", naming the option ("--env: ..."). */
+	 * message after "proctor: ", naming the option ("--env: ..."), and
+	 * e->kind ERR_USAGE: a refusal is always reported as a usage error. */
 	int (*call)(const struct cli_option *opt, char *value, struct err *e);
 	bool *given; /* set to true when the option appears, or NULL */
 };

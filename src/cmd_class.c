@@ -1740,8 +1740,9 @@ int cmd_class(int argc, char **argv)
 
 	status = 3;
 	if (grade_prepare(o.isolation, c.a, &ops, why, sizeof(why), &e) < 0) {
-		if (strncmp(e.msg, "--isolation", 11) == 0)
-			status = cli_usage_error("%s", e.msg);
+		status = err_exit_status(e.kind);
+		if (status == 2)
+			cli_usage_error("%s", e.msg);
 		else
 			say("%s", e.msg);
 		goto out;

@@ -97,7 +97,7 @@ int cmd_grade(int argc, char **argv)
 	struct assignment *a = NULL;
 	if (assignment_load(apath, &a, &e) < 0) {
 		fprintf(stderr, "proctor: %s\n", e.msg);
-		return 2;
+		return err_exit_status(e.kind); /* the assignment is invalid: 2 */
 	}
 	struct grade_options o = {
 		.sandbox = {.state_dir = c.state_dir, .max_slots = c.slots, .uid_base = SANDBOX_UID_BASE},
@@ -106,13 +106,13 @@ int cmd_grade(int argc, char **argv)
 	if (grade_prepare(c.isolation, a, &o.ops, why, sizeof(why), &e) < 0) {
 		fprintf(stderr, "proctor: %s\n", e.msg);
 		assignment_free(a);
-		return strncmp(e.msg, "--isolation", 11) == 0 ? 2 : 3;
+		return err_exit_status(e.kind);
 	}
 	json_t *result = NULL;
 	if (grade_submission(a, spath, &o, &result, &e) < 0) {
 		fprintf(stderr, "proctor: %s\n", e.msg);
 		assignment_free(a);
-		return 3;
+		return err_exit_status(e.kind);
 	}
 	int status = strcmp(json_string_value(json_object_get(result, "status")), "error") == 0 ? 3 : 0;
 	json_t *shown = strcmp(view, "student") == 0 ? grade_student_view(result) : json_incref(result);

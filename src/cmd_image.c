@@ -53,20 +53,6 @@ static const struct cli_command image_cmd = {
     .stop_at_operand = true,
 };
 
-static int exit_status(int rc)
-{
-	switch (rc) {
-	case 0:
-		return 0;
-	case IMAGE_BUILD_FAILED:
-		return 1;
-	case IMAGE_BAD_INPUT:
-		return 2;
-	default:
-		return 3;
-	}
-}
-
 static json_t *info_json(const struct image_info *i)
 {
 	char pin[96];
@@ -143,7 +129,7 @@ static int image_word(int argc, char **argv)
 		rc = image_build(state_dir, args[0], &info, &e);
 		if (rc < 0) {
 			fprintf(stderr, "proctor: %s\n", e.msg);
-			return exit_status(rc);
+			return err_exit_status(e.kind);
 		}
 		if (json)
 			return print_json(info_json(&info));
@@ -154,7 +140,7 @@ static int image_word(int argc, char **argv)
 		rc = image_resolve(state_dir, args[0], &info, &e);
 		if (rc < 0) {
 			fprintf(stderr, "proctor: image show: %s\n", e.msg);
-			return exit_status(rc);
+			return err_exit_status(e.kind);
 		}
 		if (json)
 			return print_json(info_json(&info));
@@ -180,7 +166,7 @@ static int image_word(int argc, char **argv)
 			vm_forget_image(state_dir, gone_dir);
 		if (rc < 0) {
 			fprintf(stderr, "proctor: %s\n", e.msg);
-			return exit_status(rc);
+			return err_exit_status(e.kind);
 		}
 		return 0;
 	}
@@ -190,7 +176,7 @@ static int image_word(int argc, char **argv)
 	rc = image_list(state_dir, &all, &n, &e);
 	if (rc < 0) {
 		fprintf(stderr, "proctor: image ls: %s\n", e.msg);
-		return exit_status(rc);
+		return err_exit_status(e.kind);
 	}
 	if (json) {
 		json_t *arr = json_array();

@@ -78,12 +78,12 @@ static int add_env(const struct cli_option *opt, char *value, struct err *e)
 	struct run_options *o = opt->dest;
 
 	if (!valid_env_name(value))
-		return err_set(e, 0,
-			       "--env: '%s' is not NAME=VALUE with NAME made of letters, digits "
-			       "and '_'",
-			       value);
+		return err_setk(e, ERR_USAGE, 0,
+				"--env: '%s' is not NAME=VALUE with NAME made of letters, digits "
+				"and '_'",
+				value);
 	if (o->n_env == MAX_LIST)
-		return err_set(e, 0, "--env: more than %d variables", MAX_LIST);
+		return err_setk(e, ERR_USAGE, 0, "--env: more than %d variables", MAX_LIST);
 	o->env[o->n_env++] = value;
 	return 0;
 }
@@ -93,9 +93,9 @@ static int add_put(const struct cli_option *opt, char *value, struct err *e)
 	struct run_options *o = opt->dest;
 
 	if (o->n_put == MAX_LIST)
-		return err_set(e, 0, "--put: more than %d files", MAX_LIST);
+		return err_setk(e, ERR_USAGE, 0, "--put: more than %d files", MAX_LIST);
 	if (split_pair(value, false, o->put[o->n_put]) < 0)
-		return err_set(e, 0, "--put: '%s' is not HOST:SANDBOX", value);
+		return err_setk(e, ERR_USAGE, 0, "--put: '%s' is not HOST:SANDBOX", value);
 	o->n_put++;
 	return 0;
 }
@@ -105,9 +105,9 @@ static int add_get(const struct cli_option *opt, char *value, struct err *e)
 	struct run_options *o = opt->dest;
 
 	if (o->n_get == MAX_LIST)
-		return err_set(e, 0, "--get: more than %d files", MAX_LIST);
+		return err_setk(e, ERR_USAGE, 0, "--get: more than %d files", MAX_LIST);
 	if (split_pair(value, true, o->get[o->n_get]) < 0)
-		return err_set(e, 0, "--get: '%s' is not SANDBOX:HOST", value);
+		return err_setk(e, ERR_USAGE, 0, "--get: '%s' is not SANDBOX:HOST", value);
 	o->n_get++;
 	return 0;
 }
@@ -284,6 +284,17 @@ static int internal_error(const struct run_options *o, struct run_result *r, con
 	return 3;
 }
 
+/* A failure before the program ran, reported as its kind says: the user's
+ * (a usage error, exit 2) as one line after `what` ("--put: "), any other
+ * as Proctor's own (status "error", exit 3). */
+static int failure(const struct run_options *o, struct run_result *r, const char *what,
+		   const struct err *e)
+{
+	if (err_exit_status(e->kind) == 2)
+		return cli_usage_error("%s%s", what, e->msg);
+	return internal_error(o, r, e->msg);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_options o = {.isolation = "auto", .slots = CLI_DEFAULT_SLOTS, .image = "host"};
@@ -314,22 +325,17 @@ int cmd_run(int argc, char **argv)
 	}
 	if (sandbox_select(o.isolation, strcmp(o.image, "host") != 0, &ops, why, sizeof(why), &e) <
 	    0) {
-		status = strncmp(e.msg, "--isolation", 11) == 0 ? cli_usage_error("%s", e.msg)
-								: internal_error(&o, &res, e.msg);
+		status = failure(&o, &res, "", &e); /* the message names --isolation */
 		goto out;
 	}
 
 	if (ops->prepare(&e) < 0) {
-		status = internal_error(&o, &res, e.msg);
+		status = failure(&o, &res, "", &e);
 		goto out;
 	}
 	struct image_info img;
-	int irc = image_resolve(o.state_dir, o.image, &img, &e);
-	if (irc == IMAGE_BAD_INPUT) {
-		status = cli_usage_error("--image: %s", e.msg);
-		goto out;
-	} else if (irc != 0) {
-		status = internal_error(&o, &res, e.msg);
+	if (image_resolve(o.state_dir, o.image, &img, &e) < 0) {
+		status = failure(&o, &res, "--image: ", &e);
 		goto out;
 	}
 	struct sandbox_options sopts = {
@@ -341,14 +347,15 @@ int cmd_run(int argc, char **argv)
 	    .memory_bytes = o.limits.memory_bytes,
 	};
 	if (ops->create(&sopts, &sb, &e) < 0) {
-		status = internal_error(&o, &res, e.msg);
+		status = failure(&o, &res, "", &e);
 		goto out;
 	}
 	for (size_t i = 0; i < o.n_put; i++) {
 		if (sandbox_put(sb, o.put[i][0], o.put[i][1], 0, &e) < 0) {
-			/* The host side was checked up front; a failure here is a
-			 * file that did not fit or could not be read. */
-			status = cli_usage_error("--put: %s", e.msg);
+			/* The host side was checked up front; what is left of the
+			 * user's is a file the put refuses, cannot read, or that
+			 * does not fit (ERR_INPUT, host/tree.c and the backends). */
+			status = failure(&o, &res, "--put: ", &e);
 			goto out;
 		}
 	}
@@ -361,7 +368,7 @@ int cmd_run(int argc, char **argv)
 	    .privileged = o.privileged,
 	};
 	if (sandbox_run(sb, &spec, &res, &e) < 0) {
-		status = internal_error(&o, &res, e.msg);
+		status = failure(&o, &res, "", &e);
 		goto out;
 	}
 	get_errors = json_array();

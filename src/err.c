@@ -1,4 +1,4 @@
-/* Error reporting: formatting and wrapping of struct err. */
+/* Error reporting: formatting and wrapping of struct err, and what each kind of error means. */
 #include "err.h"
 
 #include <stdarg.h>
@@ -29,15 +29,13 @@ static size_t char_boundary(const char *s, size_t len)
 	return len;
 }
 
-int err_set(struct err *e, int errnum, const char *fmt, ...)
+static void set_v(struct err *e, enum err_kind kind, int errnum, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static void set_v(struct err *e, enum err_kind kind, int errnum, const char *fmt, va_list ap)
 {
 	char suffix[160] = "";
-	va_list ap;
-	int n;
+	int n = vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 
-	va_start(ap, fmt);
-	n = vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
 	if (n < 0)
 		e->msg[0] = '\0';
 	if (errnum != 0)
@@ -50,6 +48,26 @@ int err_set(struct err *e, int errnum, const char *fmt, ...)
 		len = char_boundary(e->msg, len);
 	memcpy(e->msg + len, suffix, slen + 1);
 	e->errnum = errnum;
+	e->kind = kind;
+}
+
+int err_set(struct err *e, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_v(e, ERR_INTERNAL, errnum, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int err_setk(struct err *e, enum err_kind kind, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_v(e, kind, errnum, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 
@@ -77,4 +95,50 @@ int err_wrap(struct err *e, const char *fmt, ...)
 	memcpy(e->msg + plen + 2, old, olen);
 	e->msg[plen + 2 + olen] = '\0';
 	return -1;
+}
+
+int err_classify(struct err *e, enum err_kind kind)
+{
+	e->kind = kind;
+	return -1;
+}
+
+/*
+ * The one table from kinds to what users and programs see: the exit status
+ * of every command (docs/cli-contract.md, "Error kinds"), and the HTTP
+ * status and stable code the service answers with.  Rows are never
+ * renumbered or reused; every kind has one (tests/unit/test_err.c).
+ */
+static const struct {
+	int exit_status;
+	int http_status;
+	const char *code;
+} kinds[ERR_KIND_COUNT] = {
+    [ERR_INTERNAL] = {3, 500, "internal"},	   /* Proctor's own: retry later */
+    [ERR_USAGE] = {2, 400, "invalid_request"},	   /* a malformed option or request */
+    [ERR_INPUT] = {2, 422, "invalid_input"},	   /* the user's file */
+    [ERR_NOT_FOUND] = {2, 404, "not_found"},	   /* named but not there */
+    [ERR_UNAVAILABLE] = {3, 503, "unavailable"},   /* not on this host */
+    [ERR_BUSY] = {3, 503, "busy"},		   /* every slot leased: retry later */
+    [ERR_BUILD_FAILED] = {1, 422, "build_failed"}, /* the user's build ran and failed */
+};
+
+static enum err_kind known(enum err_kind kind)
+{
+	return (unsigned)kind < ERR_KIND_COUNT ? kind : ERR_INTERNAL;
+}
+
+int err_exit_status(enum err_kind kind)
+{
+	return kinds[known(kind)].exit_status;
+}
+
+int err_http_status(enum err_kind kind)
+{
+	return kinds[known(kind)].http_status;
+}
+
+const char *err_code(enum err_kind kind)
+{
+	return kinds[known(kind)].code;
 }

@@ -114,19 +114,20 @@ int limits_set(struct limits *l, const char *name, const char *raw, struct err *
 		if (strcmp(table[i].name, name) == 0)
 			d = &table[i];
 	if (!d || !dst)
-		return err_set(e, 0, "unknown limit '%s'", name);
+		return err_setk(e, ERR_USAGE, 0, "unknown limit '%s'", name);
 	printable(raw, text, sizeof(text));
 
 	switch (d->unit) {
 	case LIMIT_UNIT_SECONDS:
 		if (parse_seconds_ms(raw, &v) < 0)
-			return err_set(e, 0,
-				       "--%s: '%s' is not a number of seconds "
-				       "(like 2 or 0.5, at most 3 decimals)",
-				       name, text);
+			return err_setk(e, ERR_USAGE, 0,
+					"--%s: '%s' is not a number of seconds "
+					"(like 2 or 0.5, at most 3 decimals)",
+					name, text);
 		if (v < d->min || v > d->max)
-			return err_set(e, 0, "--%s: %s s is out of range (0.001 to %llu s)", name,
-				       text, (unsigned long long)(d->max / 1000));
+			return err_setk(e, ERR_USAGE, 0,
+					"--%s: %s s is out of range (0.001 to %llu s)", name, text,
+					(unsigned long long)(d->max / 1000));
 		*dst = v;
 		return 0;
 	case LIMIT_UNIT_MIB:
@@ -136,12 +137,13 @@ int limits_set(struct limits *l, const char *name, const char *raw, struct err *
 				   : d->unit == LIMIT_UNIT_KIB ? " KiB"
 							       : "";
 		if (parse_u64(raw, strlen(raw), &v) < 0)
-			return err_set(e, 0, "--%s: '%s' is not a whole number%s", name, text,
-				       unit);
+			return err_setk(e, ERR_USAGE, 0, "--%s: '%s' is not a whole number%s", name,
+					text, unit);
 		if (v < d->min || v > d->max)
-			return err_set(e, 0, "--%s: %s%s is out of range (%llu to %llu%s)", name,
-				       text, unit, (unsigned long long)d->min,
-				       (unsigned long long)d->max, unit);
+			return err_setk(e, ERR_USAGE, 0,
+					"--%s: %s%s is out of range (%llu to %llu%s)", name, text,
+					unit, (unsigned long long)d->min,
+					(unsigned long long)d->max, unit);
 		if (d->unit == LIMIT_UNIT_MIB)
 			v <<= 20;
 		else if (d->unit == LIMIT_UNIT_KIB)
@@ -197,21 +199,23 @@ int limits_check_host(const struct limits *l, struct err *e)
 	uint64_t c;
 
 	if (l->nofile > (c = host_ceiling(RLIMIT_NOFILE, priv)))
-		return err_set(e, 0,
-			       "nofile: %llu open files is more than this host can grant: its limit "
-			       "is %llu%s",
-			       (unsigned long long)l->nofile, (unsigned long long)c, why);
+		return err_setk(
+		    e, ERR_USAGE, 0,
+		    "nofile: %llu open files is more than this host can grant: its limit "
+		    "is %llu%s",
+		    (unsigned long long)l->nofile, (unsigned long long)c, why);
 	if (l->fsize_bytes > (c = host_ceiling(RLIMIT_FSIZE, priv)))
-		return err_set(e, 0,
-			       "fsize: %llu MiB is more than this host can grant: its limit is %llu "
-			       "MiB%s",
-			       (unsigned long long)(l->fsize_bytes >> 20),
-			       (unsigned long long)(c >> 20), why);
+		return err_setk(
+		    e, ERR_USAGE, 0,
+		    "fsize: %llu MiB is more than this host can grant: its limit is %llu "
+		    "MiB%s",
+		    (unsigned long long)(l->fsize_bytes >> 20), (unsigned long long)(c >> 20), why);
 	/* creds.c sets RLIMIT_NPROC to pids + 16. */
 	if (l->pids + 16 > (c = host_ceiling(RLIMIT_NPROC, priv)))
-		return err_set(e, 0,
-			       "pids: %llu processes is more than this host can grant: its process "
-			       "limit is %llu, and the sandbox needs pids + 16%s",
-			       (unsigned long long)l->pids, (unsigned long long)c, why);
+		return err_setk(
+		    e, ERR_USAGE, 0,
+		    "pids: %llu processes is more than this host can grant: its process "
+		    "limit is %llu, and the sandbox needs pids + 16%s",
+		    (unsigned long long)l->pids, (unsigned long long)c, why);
 	return 0;
 }

@@ -51,10 +51,10 @@ int sandbox_select(const char *name, bool have_image, const struct sandbox_ops *
 	if (strcmp(name, "auto") != 0) {
 		const struct sandbox_ops *b = sandbox_backend(name);
 		if (!b)
-			return err_set(e, 0, "--isolation: unknown backend '%s' (auto, jail, vm)",
+			return err_setk(e, ERR_USAGE, 0, "--isolation: unknown backend '%s' (auto, jail, vm)",
 				       name);
 		if (b->probe(&perr) < 0)
-			return err_set(e, 0, "isolation '%s' cannot work on this host: %s", name,
+			return err_setk(e, ERR_UNAVAILABLE, 0, "isolation '%s' cannot work on this host: %s", name,
 				       perr.msg);
 		snprintf(why, why_len, "isolation '%s' was asked for", name);
 		*ret = b;
@@ -75,7 +75,8 @@ int sandbox_select(const char *name, bool have_image, const struct sandbox_ops *
 		*ret = &jail_ops;
 		return 0;
 	}
-	return err_set(e, 0, "no isolation backend works on this host (run 'proctor doctor')");
+	return err_setk(e, ERR_UNAVAILABLE, 0,
+			"no isolation backend works on this host (run 'proctor doctor')");
 }
 
 int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err *e)
@@ -95,22 +96,24 @@ int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err
 		rest = sandbox_path + 5;
 		top = "tmp";
 	} else if (sandbox_path[0] == '/')
-		return err_set(e, 0, "sandbox path '%s' is not below /work or /tmp", sandbox_path);
+		return err_setk(e, ERR_USAGE, 0, "sandbox path '%s' is not below /work or /tmp",
+				sandbox_path);
 	else
 		rest = sandbox_path;
 	if (rest[0] == '\0')
-		return err_set(e, 0, "sandbox path '%s' names no file", sandbox_path);
+		return err_setk(e, ERR_USAGE, 0, "sandbox path '%s' names no file", sandbox_path);
 	for (const char *p = rest; *p;) {
 		size_t n = strcspn(p, "/");
 		if ((n == 2 && p[0] == '.' && p[1] == '.') || (n == 1 && p[0] == '.'))
-			return err_set(e, 0, "sandbox path '%s' has a '.' or '..' component",
-				       sandbox_path);
+			return err_setk(e, ERR_USAGE, 0,
+					"sandbox path '%s' has a '.' or '..' component",
+					sandbox_path);
 		p += n;
 		while (*p == '/')
 			p++;
 	}
 	if ((size_t)snprintf(buf, len, "%s/%s", top, rest) >= len)
-		return err_set(e, ENAMETOOLONG, "sandbox path '%s'", sandbox_path);
+		return err_setk(e, ERR_USAGE, ENAMETOOLONG, "sandbox path '%s'", sandbox_path);
 	return 0;
 }
 

@@ -23,8 +23,8 @@ int yaml_fail(struct yaml_ctx *c, int line, const char *path, const char *fmt, .
 	if (line > 0)
 		snprintf(where, sizeof(where), ":%d", line);
 	if (path && *path)
-		return err_set(c->e, 0, "%s%s: %s: %s", c->file, where, path, msg);
-	return err_set(c->e, 0, "%s%s: %s", c->file, where, msg);
+		return err_setk(c->e, ERR_INPUT, 0, "%s%s: %s: %s", c->file, where, path, msg);
+	return err_setk(c->e, ERR_INPUT, 0, "%s%s: %s", c->file, where, msg);
 }
 
 int yaml_oom(struct yaml_ctx *c)
@@ -58,10 +58,11 @@ int yaml_read_text(struct yaml_ctx *c, const char *path, char **ret, size_t *ret
 	size_t len = 0;
 	int r = -1, line = 1, fd = open(path, O_RDONLY | O_CLOEXEC);
 
+	/* A file the user named that cannot be read is theirs to fix. */
 	if (fd < 0)
-		return err_set(c->e, errno, "%s", c->file);
+		return err_setk(c->e, ERR_INPUT, errno, "%s", c->file);
 	if (fstat(fd, &st) < 0)
-		err_set(c->e, errno, "%s", c->file);
+		err_setk(c->e, ERR_INPUT, errno, "%s", c->file);
 	else if (!S_ISREG(st.st_mode))
 		yaml_fail(c, 0, NULL, "not a regular file");
 	else if (st.st_size > YAML_FILE_MAX)
@@ -74,7 +75,7 @@ int yaml_read_text(struct yaml_ctx *c, const char *path, char **ret, size_t *ret
 	while (r == 0 && len <= YAML_FILE_MAX) {
 		ssize_t n = read(fd, buf + len, YAML_FILE_MAX + 1 - len);
 		if (n < 0 && errno != EINTR)
-			r = err_set(c->e, errno, "%s: read", c->file);
+			r = err_setk(c->e, ERR_INPUT, errno, "%s: read", c->file);
 		else if (n == 0)
 			break;
 		else if (n > 0)

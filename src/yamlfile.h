@@ -34,7 +34,8 @@ struct yaml_field {
 	char path[YAML_PATH_LEN];
 };
 
-/* Set c->e to "FILE[:LINE]: [PATH: ]MESSAGE"; returns -1. */
+/* Set c->e to "FILE[:LINE]: [PATH: ]MESSAGE", the user's file at fault
+ * (ERR_INPUT); returns -1.  yaml_oom() is Proctor's (ERR_INTERNAL). */
 __attribute__((format(printf, 4, 5))) int yaml_fail(struct yaml_ctx *c, int line, const char *path,
 						    const char *fmt, ...);
 int yaml_oom(struct yaml_ctx *c);

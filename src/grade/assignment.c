@@ -374,7 +374,7 @@ static int resolve_path(struct yaml_ctx *c, const struct yaml_field *f, bool wan
 	else if (!(real = realpath(joined, NULL)) && (errno == ENOENT || errno == ENOTDIR))
 		yaml_fail(c, f->line, f->path, "'%s' does not exist", b);
 	else if (!real || stat(real, &st) < 0)
-		err_set(c->e, errno, "%s:%d: %s: '%s'", c->file, f->line, f->path, b);
+		err_setk(c->e, ERR_INPUT, errno, "%s:%d: %s: '%s'", c->file, f->line, f->path, b);
 	/* A symlink may point anywhere; what counts is where it leads. */
 	else if (!yaml_path_within(c->dir, real))
 		yaml_fail(c, f->line, f->path, "'%s' leads outside the assignment directory", b);
@@ -800,7 +800,7 @@ static int walk_tree(struct yaml_ctx *c, const char *rel, int line, struct file_
 	if (asprintf(&abs, "%s/%s", c->dir, rel) < 0)
 		return yaml_oom(c);
 	if (!(d = opendir(abs)))
-		r = err_set(c->e, errno, "%s:%d: tests_dir: '%s'", c->file, line, rel);
+		r = err_setk(c->e, ERR_INPUT, errno, "%s:%d: tests_dir: '%s'", c->file, line, rel);
 	while (r == 0 && (errno = 0, de = readdir(d))) {
 		char *child = NULL;
 		struct stat st;
@@ -813,7 +813,8 @@ static int walk_tree(struct yaml_ctx *c, const char *rel, int line, struct file_
 		}
 		yaml_shown(child, strlen(child), b, sizeof(b));
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			r = err_set(c->e, errno, "%s:%d: tests_dir: '%s'", c->file, line, b);
+			r = err_setk(c->e, ERR_INPUT, errno, "%s:%d: tests_dir: '%s'", c->file,
+				     line, b);
 		else if (S_ISDIR(st.st_mode))
 			r = walk_tree(c, child, line, l);
 		else if (!S_ISREG(st.st_mode))
@@ -827,7 +828,7 @@ static int walk_tree(struct yaml_ctx *c, const char *rel, int line, struct file_
 		free(child);
 	}
 	if (r == 0 && errno != 0)
-		r = err_set(c->e, errno, "%s:%d: tests_dir: '%s'", c->file, line, rel);
+		r = err_setk(c->e, ERR_INPUT, errno, "%s:%d: tests_dir: '%s'", c->file, line, rel);
 	if (d)
 		closedir(d);
 	free(abs);
@@ -882,13 +883,16 @@ static int compute_digest(struct yaml_ctx *c, struct assignment *a, const char *
 			break;
 		}
 		if (stat(abs, &st) < 0)
-			r = err_set(c->e, errno, "%s: '%s'", c->file, l.rel[i]);
+			r = err_setk(c->e, ERR_INPUT, errno, "%s: '%s'", c->file, l.rel[i]);
 		if (r == 0) {
 			size = (uint64_t)st.st_size;
 			digest_update_str(d, l.rel[i]);
 			digest_update(d, &size, sizeof(size));
-			if (digest_update_file(d, abs, c->e) < 0)
-				r = err_wrap(c->e, "%s: digest", c->file);
+			/* A file of the assignment that cannot be read. */
+			if (digest_update_file(d, abs, c->e) < 0) {
+				err_wrap(c->e, "%s: digest", c->file);
+				r = err_classify(c->e, ERR_INPUT);
+			}
 		}
 		free(abs);
 	}
@@ -927,7 +931,7 @@ static int locate(const char *dir, struct assignment *a, char **ret_shown, struc
 	if (!shown_path || !parent)
 		err_set(e, ENOMEM, "%s", dir);
 	else if (!(a->dir = realpath(*parent ? parent : ".", NULL)))
-		err_set(e, errno, "%s", *parent ? parent : ".");
+		err_setk(e, ERR_INPUT, errno, "%s", *parent ? parent : ".");
 	else if (asprintf(&a->file, "%s/%s", strcmp(a->dir, "/") ? a->dir : "", name) >= 0)
 		r = 0;
 	else {

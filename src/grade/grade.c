@@ -76,10 +76,10 @@ int grade_prepare(const char *isolation, const struct assignment *a,
 	if (a->isolation != ASSIGNMENT_ISOLATION_ANY) {
 		const char *req = names[a->isolation];
 		if (strcmp(isolation, "auto") != 0 && strcmp(isolation, req) != 0)
-			return err_set(e, 0,
-				       "--isolation %s: %s requires isolation '%s' (isolation: in "
-				       "assignment.yaml)",
-				       isolation, a->file, req);
+			return err_setk(e, ERR_USAGE, 0,
+					"--isolation %s: %s requires isolation '%s' (isolation: in "
+					"assignment.yaml)",
+					isolation, a->file, req);
 		want = req;
 	}
 	if (sandbox_select(want, strcmp(a->image, "host") != 0, ret, why, why_len, e) < 0)

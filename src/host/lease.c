@@ -70,7 +70,8 @@ int host_lease(const char *kind, unsigned max, unsigned wait_ms, unsigned *ret_i
 		pause = pause < 100 ? pause * 2 : 100;
 	}
 	if (rc == 1)
-		return err_set(e, EBUSY, "all %u %s in '%s' were leased by running proctors for %u s",
-			       max, kind, dir, wait_ms / 1000);
+		return err_setk(e, ERR_BUSY, EBUSY,
+				"all %u %s in '%s' were leased by running proctors for %u s", max,
+				kind, dir, wait_ms / 1000);
 	return rc;
 }

@@ -22,7 +22,7 @@
  * proctor's sandbox ends; polled with a growing back-off up to 100 ms).
  * On success *ret_index is the number and *ret_fd the lock, owned by the
  * caller (closing it ends the lease).  Still all busy after the wait: -1
- * with errnum EBUSY and a message naming the count.
+ * with errnum EBUSY, kind ERR_BUSY and a message naming the count.
  */
 int host_lease(const char *kind, unsigned max, unsigned wait_ms, unsigned *ret_index, int *ret_fd,
 	       struct err *e);

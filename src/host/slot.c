@@ -59,7 +59,7 @@ int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct
 	struct slot s = {.lock_fd = -1, .dir_fd = -1};
 	if (host_lease("slots", max_slots, SLOT_WAIT_MS, &i, &s.lock_fd, e) < 0) {
 		if (e->errnum == EBUSY)
-			return err_set(e, EBUSY,
+			return err_setk(e, ERR_BUSY, EBUSY,
 				       "all %u sandbox slots of this host stayed busy for %u s (raise "
 				       "--slots)",
 				       max_slots, SLOT_WAIT_MS / 1000);

@@ -29,8 +29,9 @@ static const char *type_name(mode_t m)
 
 static int refuse(const char *path, mode_t m, struct err *e)
 {
-	return err_set(e, 0, "'%s' is %s: a put copies only regular files and directories", path,
-		       type_name(m));
+	return err_setk(e, ERR_INPUT, 0,
+			"'%s' is %s: a put copies only regular files and directories", path,
+			type_name(m));
 }
 
 static mode_t file_mode(const struct stat *st)
@@ -52,15 +53,16 @@ static int open_seen(int dir_fd, const char *name, int nofollow, const struct st
 	struct stat st;
 
 	if (fd < 0)
-		return err_set(e, errno, "'%s'", shown);
+		return err_setk(e, ERR_INPUT, errno, "'%s'", shown);
 	if (fstat(fd, &st) < 0) {
 		int saved = errno;
 		close(fd);
-		return err_set(e, saved, "stat '%s'", shown);
+		return err_setk(e, ERR_INPUT, saved, "stat '%s'", shown);
 	}
 	if (st.st_dev != want->st_dev || st.st_ino != want->st_ino) {
 		close(fd);
-		return err_set(e, 0, "'%s' was replaced while it was being copied", shown);
+		return err_setk(e, ERR_INPUT, 0, "'%s' was replaced while it was being copied",
+				shown);
 	}
 	return fd;
 }
@@ -88,8 +90,8 @@ static int walk(int dir_fd, char *host, size_t hlen, char *rel, size_t rlen,
 
 	if (depth > TREE_MAX_DEPTH) {
 		close(dir_fd);
-		return err_set(e, ELOOP, "'%s' is nested more than %d levels deep", host,
-			       TREE_MAX_DEPTH);
+		return err_setk(e, ERR_INPUT, ELOOP, "'%s' is nested more than %d levels deep",
+				host, TREE_MAX_DEPTH);
 	}
 	if (s->dir(s->ctx, rel, e) < 0) {
 		close(dir_fd);
@@ -98,7 +100,7 @@ static int walk(int dir_fd, char *host, size_t hlen, char *rel, size_t rlen,
 	if (!(d = fdopendir(dir_fd))) {
 		int saved = errno;
 		close(dir_fd);
-		return err_set(e, saved, "read directory '%s'", host);
+		return err_setk(e, ERR_INPUT, saved, "read directory '%s'", host);
 	}
 	while (rc == 0) {
 		struct dirent *de;
@@ -108,18 +110,18 @@ static int walk(int dir_fd, char *host, size_t hlen, char *rel, size_t rlen,
 		errno = 0;
 		if (!(de = readdir(d))) {
 			if (errno)
-				rc = err_set(e, errno, "read directory '%s'", host);
+				rc = err_setk(e, ERR_INPUT, errno, "read directory '%s'", host);
 			break;
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (!append(host, &hl, de->d_name) || !append(rel, &rl, de->d_name)) {
 			host[hlen] = rel[rlen] = '\0';
-			rc = err_set(e, ENAMETOOLONG, "a name below '%s'", host);
+			rc = err_setk(e, ERR_INPUT, ENAMETOOLONG, "a name below '%s'", host);
 			break;
 		}
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			rc = err_set(e, errno, "'%s'", host);
+			rc = err_setk(e, ERR_INPUT, errno, "'%s'", host);
 		else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 			rc = refuse(host, st.st_mode, e);
 		else {
@@ -147,10 +149,10 @@ int tree_put(const char *host_path, const char *rel, const struct tree_sink *s, 
 
 	if ((size_t)snprintf(host, sizeof(host), "%s", host_path) >= sizeof(host) ||
 	    (size_t)snprintf(dst, sizeof(dst), "%s", rel) >= sizeof(dst))
-		return err_set(e, ENAMETOOLONG, "'%s'", host_path);
+		return err_setk(e, ERR_INPUT, ENAMETOOLONG, "'%s'", host_path);
 	/* The top is the caller's own path: a symlink to it is followed. */
 	if (stat(host, &st) < 0)
-		return err_set(e, errno, "'%s'", host);
+		return err_setk(e, ERR_INPUT, errno, "'%s'", host);
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return refuse(host, st.st_mode, e);
 	if ((fd = open_seen(AT_FDCWD, host, 0, &st, host, e)) < 0)

@@ -38,7 +38,10 @@ struct tree_sink {
  * -- a symlink, a FIFO, a socket, a device -- fails the whole put with a
  * message naming it and its type; it is never followed and never opened,
  * so a FIFO cannot block the copy and a device is never touched.  So do a
- * tree deeper than TREE_MAX_DEPTH and a path longer than PATH_MAX.
+ * tree deeper than TREE_MAX_DEPTH and a path longer than PATH_MAX.  These
+ * refusals, and a host file or directory that cannot be opened or read,
+ * are the caller's to fix (ERR_INPUT); the sink's failures keep their own
+ * kind.
  * Entries are taken in directory order; what was copied before a failure
  * stays (callers throw the sandbox away).
  */

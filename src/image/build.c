@@ -116,14 +116,16 @@ static int write_id_map(pid_t pid, const char *file, uid_t base, struct err *e)
 	return write_file_at(AT_FDCWD, path, map, e);
 }
 
+static void log_reason(int log_fd, char *buf, size_t cap);
+
 /* Run mmdebstrap (argv, envp) in the build's namespaces with cwd work_fd.
- * Returns 0; IMAGE_BUILD_FAILED when it ran and failed; IMAGE_FAILED when
- * it could not be run. */
+ * Returns 0, or -1: ERR_BUILD_FAILED when it ran and failed (e: its first
+ * error line, or its exit status), ERR_INTERNAL when it could not be run. */
 static int run_mmdebstrap(char *const argv[], char *const envp[], int work_fd, int log_fd,
 			  uid_t base, struct err *e)
 {
-	int rep[2] = {-1, -1}, go[2] = {-1, -1}, pidfd = -1, tree = -1, st, rc = IMAGE_FAILED;
-	char buf[64];
+	int rep[2] = {-1, -1}, go[2] = {-1, -1}, pidfd = -1, tree = -1, st, rc = -1;
+	char buf[64], reason[512];
 	pid_t pid;
 
 	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
@@ -171,11 +173,16 @@ static int run_mmdebstrap(char *const argv[], char *const envp[], int work_fd, i
 	if (tool_read_report(rep[0], "mmdebstrap", e) < 0)
 		goto out_close;
 	if (timed_out < 0) {
-		err_set(e, 0, "mmdebstrap took longer than %u s and was killed", BUILD_TIMEOUT_S);
-		rc = IMAGE_BUILD_FAILED;
+		err_setk(e, ERR_BUILD_FAILED, 0, "mmdebstrap took longer than %u s and was killed",
+			 BUILD_TIMEOUT_S);
 	} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		err_set(e, 0, "mmdebstrap failed (%s)", tool_status_text(st, buf, sizeof(buf)));
-		rc = IMAGE_BUILD_FAILED;
+		/* Its first error line says why better than its status. */
+		log_reason(log_fd, reason, sizeof(reason));
+		if (reason[0])
+			err_setk(e, ERR_BUILD_FAILED, 0, "mmdebstrap failed: %s", reason);
+		else
+			err_setk(e, ERR_BUILD_FAILED, 0, "mmdebstrap failed (%s)",
+				 tool_status_text(st, buf, sizeof(buf)));
 	} else {
 		rc = 0;
 	}
@@ -680,8 +687,7 @@ static void log_reason(int log_fd, char *buf, size_t cap)
 int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base, struct err *e)
 {
 	struct strv mirrors = {0}, argv = {0}, env = {0};
-	char reason[512];
-	int rc = IMAGE_FAILED;
+	int rc = -1;
 
 	if (write_sources(workfd, r->suite, base, &mirrors, e) < 0 ||
 	    stage_files(workfd, r, base, e) < 0)
@@ -694,11 +700,6 @@ int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base,
 	}
 	tool_log_cmd(log_fd, "running", argv.v);
 	rc = run_mmdebstrap(argv.v, env.v, workfd, log_fd, base, e);
-	if (rc == IMAGE_BUILD_FAILED && !strstr(e->msg, "took longer")) {
-		log_reason(log_fd, reason, sizeof(reason));
-		if (reason[0])
-			err_set(e, 0, "mmdebstrap failed: %s", reason);
-	}
 out:
 	free_strv(mirrors.v);
 	free_strv(argv.v);

@@ -25,8 +25,9 @@
  * `base`, the host uid and gid of the build's root (its leased range);
  * the host's apt sources (retargeted at the recipe's suite) and the
  * recipe's files are copied into it first.  mmdebstrap's output goes to
- * log_fd.  Returns 0, IMAGE_BUILD_FAILED (e: "mmdebstrap failed: E: Unable
- * to locate package x", its first error line) or IMAGE_FAILED.
+ * log_fd.  Returns 0 or -1: ERR_BUILD_FAILED when mmdebstrap ran and failed
+ * (e: "mmdebstrap failed: E: Unable to locate package x", its first error
+ * line), else ERR_INTERNAL.
  */
 int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base, struct err *e);
 

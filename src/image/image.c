@@ -267,15 +267,13 @@ static int read_info(const char *images, const char *name, unsigned version, str
 	struct stat st;
 	json_error_t je;
 	json_t *j;
-	int dfd, rc = IMAGE_FAILED;
+	int dfd, rc = -1;
 
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s/%u", images, name, version) >= sizeof(dir))
 		return err_set(e, ENAMETOOLONG, "image %s@%u", name, version);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
-		err_set(e, 0, "no image %s@%u in %s", name, version, images);
-		return IMAGE_BAD_INPUT;
-	}
+	if (dfd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return err_setk(e, ERR_NOT_FOUND, 0, "no image %s@%u in %s", name, version, images);
 	if (dfd < 0)
 		return err_set(e, errno, "image %s@%u: open '%s'", name, version, dir);
 	if (read_whole_at(dfd, "image.json", O_NOFOLLOW, JSON_MAX, &text, NULL, e) < 0) {
@@ -624,8 +622,9 @@ static int lease_builder(int *ret_fd, uid_t *ret_base, struct err *e)
 	/* Host-wide: the uid ranges are the host's, whatever the state dir. */
 	if (host_lease("builders", IMAGE_BUILD_SLOTS, 0, &n, ret_fd, e) < 0) {
 		if (e->errnum == EBUSY)
-			return err_set(e, 0, "all %u build slots are busy (builds running at once)",
-				       IMAGE_BUILD_SLOTS);
+			return err_setk(e, ERR_BUSY, 0,
+					"all %u build slots are busy (builds running at once)",
+					IMAGE_BUILD_SLOTS);
 		return err_wrap(e, "lease a build slot");
 	}
 	*ret_base = (uid_t)(IMAGE_BUILD_UID_BASE + n * IMAGE_BUILD_IDS);
@@ -638,7 +637,7 @@ static int build_in(const struct recipe *r, const char *build_path, int buildfd,
 		    uid_t base, char digest[72], struct err *e)
 {
 	char tar_path[PATH_MAX], rootfs[PATH_MAX], sqfs[PATH_MAX], vm[PATH_MAX];
-	int workfd = -1, rc = IMAGE_FAILED;
+	int workfd = -1, rc = -1;
 
 	snprintf(tar_path, sizeof(tar_path), "%s/work/rootfs.tar", build_path);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", build_path);
@@ -653,9 +652,8 @@ static int build_in(const struct recipe *r, const char *build_path, int buildfd,
 		err_set(e, errno, "make the work directory");
 		goto out;
 	}
-	if ((rc = build_mmdebstrap(r, workfd, log_fd, base, e)) < 0)
+	if (build_mmdebstrap(r, workfd, log_fd, base, e) < 0)
 		goto out;
-	rc = IMAGE_FAILED;
 	/* Back as host root: the tree with its owners, then the VM image. */
 	char *tar_argv[] = {(char *)IMAGE_TAR,
 			    (char *)"--numeric-owner",
@@ -695,11 +693,10 @@ static int build_in(const struct recipe *r, const char *build_path, int buildfd,
 	/* mmdebstrap succeeds with an empty tree when the suite has no
 	 * packages in the sources it was given. */
 	if (!installed_anything(buildfd)) {
-		err_set(e, 0,
-			"mmdebstrap installed no packages (is suite '%s' in the host's apt "
-			"sources?)",
-			r->suite);
-		rc = IMAGE_BUILD_FAILED;
+		err_setk(e, ERR_BUILD_FAILED, 0,
+			 "mmdebstrap installed no packages (is suite '%s' in the host's apt "
+			 "sources?)",
+			 r->suite);
 		goto out;
 	}
 	tool_log_cmd(log_fd, "running", sq_argv);
@@ -709,10 +706,8 @@ static int build_in(const struct recipe *r, const char *build_path, int buildfd,
 	}
 	/* The microVM's kernel, from the host's apt sources like the tree:
 	 * a package apt cannot find or fetch is the build's failure. */
-	int krc = vm_kernel_fetch(vm, log_fd, e);
-	if (krc < 0) {
+	if (vm_kernel_fetch(vm, log_fd, e) < 0) {
 		err_wrap(e, "fetch the guest kernel");
-		rc = krc == VM_KIT_APT_FAILED ? IMAGE_BUILD_FAILED : IMAGE_FAILED;
 		goto out;
 	}
 	if (image_tree_digest(rootfs, digest, e) < 0)
@@ -731,19 +726,20 @@ int image_build(const char *state_dir, const char *recipe_path, struct image_inf
 	char images[PATH_MAX], build_path[PATH_MAX], digest[72], failed_log[PATH_MAX + 32];
 	const char *build_name = NULL;
 	struct recipe *r = NULL;
-	int namefd = -1, lockfd = -1, buildfd = -1, log_fd = -1, slotfd = -1, rc = IMAGE_FAILED;
+	int namefd = -1, lockfd = -1, buildfd = -1, log_fd = -1, slotfd = -1, rc = -1;
 	uint64_t t0 = now_ns();
 	uid_t base = 0;
 
 	if (recipe_load(recipe_path, &r, e) < 0)
-		return IMAGE_BAD_INPUT;
+		return -1;
 	if (geteuid() != 0) {
-		err_set(e, 0, "image build: needs root (the tree is extracted with its owners)");
+		err_setk(e, ERR_UNAVAILABLE, 0,
+			 "image build: needs root (the tree is extracted with its owners)");
 		goto out;
 	}
 	for (size_t i = 0; tools[i]; i++) {
 		if (access(tools[i], X_OK) < 0) {
-			err_set(e, errno, "image build: %s", tools[i]);
+			err_setk(e, ERR_UNAVAILABLE, errno, "image build: %s", tools[i]);
 			goto out;
 		}
 	}
@@ -831,7 +827,7 @@ int image_list(const char *state_dir, struct image_info **ret, size_t *ret_n, st
 	int rc = 0;
 
 	if (images_dir(state_dir, false, images, sizeof(images), e) < 0)
-		return IMAGE_FAILED;
+		return -1;
 	if (!(d = opendir(images))) {
 		if (errno != ENOENT)
 			return err_set(e, errno, "list '%s'", images);
@@ -860,7 +856,7 @@ int image_list(const char *state_dir, struct image_info **ret, size_t *ret_n, st
 			int r = read_info(images, de->d_name, version, &v[n], e);
 			if (r == 0)
 				n++;
-			else if (r != IMAGE_BAD_INPUT) /* that one: removed meanwhile */
+			else if (e->kind != ERR_NOT_FOUND) /* that one: removed meanwhile */
 				rc = r;
 		}
 		closedir(vd);
@@ -896,14 +892,12 @@ int image_resolve(const char *state_dir, const char *pin, struct image_info *ret
 	if (strncmp(pin, "sha256:", 7) == 0) {
 		struct image_info *all;
 		size_t n;
-		int rc;
-		if (!valid_digest(pin)) {
-			err_set(e, 0, "image '%s': a digest is sha256: and 64 lowercase hex digits",
-				b);
-			return IMAGE_BAD_INPUT;
-		}
-		if ((rc = image_list(state_dir, &all, &n, e)) < 0)
-			return rc;
+		if (!valid_digest(pin))
+			return err_setk(
+			    e, ERR_USAGE, 0,
+			    "image '%s': a digest is sha256: and 64 lowercase hex digits", b);
+		if (image_list(state_dir, &all, &n, e) < 0)
+			return -1;
 		for (size_t i = 0; i < n; i++) {
 			if (strcmp(all[i].digest, pin) == 0) {
 				*ret = all[i];
@@ -912,19 +906,16 @@ int image_resolve(const char *state_dir, const char *pin, struct image_info *ret
 			}
 		}
 		free(all);
-		err_set(e, 0, "no image has the digest %s", pin);
-		return IMAGE_BAD_INPUT;
+		return err_setk(e, ERR_NOT_FOUND, 0, "no image has the digest %s", pin);
 	}
-	if (!strchr(pin, '@') && recipe_valid_name(pin)) {
-		err_set(e, 0, "image '%s': pin a version (%s@N) or a digest (sha256:HEX)", b, b);
-		return IMAGE_BAD_INPUT;
-	}
-	if (!parse_pin(pin, name, &version)) {
-		err_set(e, 0, "image '%s' is not NAME@VERSION, sha256:HEX or host", b);
-		return IMAGE_BAD_INPUT;
-	}
+	if (!strchr(pin, '@') && recipe_valid_name(pin))
+		return err_setk(e, ERR_USAGE, 0,
+				"image '%s': pin a version (%s@N) or a digest (sha256:HEX)", b, b);
+	if (!parse_pin(pin, name, &version))
+		return err_setk(e, ERR_USAGE, 0,
+				"image '%s' is not NAME@VERSION, sha256:HEX or host", b);
 	if (images_dir(state_dir, false, images, sizeof(images), e) < 0)
-		return IMAGE_FAILED;
+		return -1;
 	return read_info(images, name, version, ret, e);
 }
 
@@ -933,27 +924,23 @@ int image_remove(const char *state_dir, const char *pin, struct err *e)
 	char images[PATH_MAX], name[65], vname[16], gone[32];
 	unsigned version;
 	struct stat st;
-	int namefd, lockfd, rc = IMAGE_FAILED;
+	int namefd, lockfd, rc = -1;
 
-	if (!parse_pin(pin, name, &version)) {
-		err_set(e, 0, "image rm: '%.64s' is not NAME@VERSION", pin);
-		return IMAGE_BAD_INPUT;
-	}
+	if (!parse_pin(pin, name, &version))
+		return err_setk(e, ERR_USAGE, 0, "image rm: '%.64s' is not NAME@VERSION", pin);
 	if (images_dir(state_dir, false, images, sizeof(images), e) < 0)
-		return IMAGE_FAILED;
+		return -1;
 	snprintf(vname, sizeof(vname), "%u", version);
 	snprintf(gone, sizeof(gone), ".rm-%u", version);
 	if (open_name_locked(images, name, false, &namefd, &lockfd, e) < 0) {
-		if (e->errnum == ENOENT) {
-			err_set(e, 0, "image rm: no image %s in %s", pin, images);
-			return IMAGE_BAD_INPUT;
-		}
+		if (e->errnum == ENOENT)
+			return err_setk(e, ERR_NOT_FOUND, 0, "image rm: no image %s in %s", pin,
+					images);
 		return err_wrap(e, "image rm");
 	}
-	if (fstatat(namefd, vname, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
-		err_set(e, 0, "image rm: no image %s in %s", pin, images);
-		rc = IMAGE_BAD_INPUT;
-	} else if (renameat(namefd, vname, namefd, gone) < 0) {
+	if (fstatat(namefd, vname, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		err_setk(e, ERR_NOT_FOUND, 0, "image rm: no image %s in %s", pin, images);
+	else if (renameat(namefd, vname, namefd, gone) < 0) {
 		/* First out of sight, so a resolve never sees half a tree. */
 		err_set(e, errno, "image rm: %s", pin);
 	} else if (rm_tree_at(namefd, gone, e) < 0) {

@@ -34,14 +34,16 @@ struct image_info {
 	char squashfs[4096]; /* absolute path of rootfs.squashfs ("" for "host") */
 };
 
-/* What failed, for the caller's exit status.  Every function here returns
- * 0 or one of these; the message is in the struct err either way. */
-enum image_failure {
-	IMAGE_FAILED = -1,	 /* Proctor's own failure: a system call, the disk, a host tool */
-	IMAGE_BAD_INPUT = -2,	 /* the recipe or the pin is wrong, or no such image */
-	IMAGE_BUILD_FAILED = -3, /* the build itself: mmdebstrap (an unknown package, the
-				  * mirror) or a setup command of the recipe */
-};
+/* Every function here returns 0 or -1, and e->kind says whose failure it
+ * is, for the caller's exit status:
+ *   ERR_USAGE         a pin that is not NAME@VERSION, sha256:HEX or host
+ *   ERR_INPUT         the recipe is wrong (recipe_load)
+ *   ERR_NOT_FOUND     a well-formed pin that names no image
+ *   ERR_BUILD_FAILED  the build itself: mmdebstrap (an unknown package, the
+ *                     mirror), a setup command of the recipe, the guest kernel
+ *   ERR_UNAVAILABLE   a build without root or without its host tools
+ *   ERR_BUSY          every build slot is leased
+ *   ERR_INTERNAL      Proctor's own failure: a system call, the disk, a host tool */
 
 /*
  * Build the recipe (YAML, docs/images.md) into the next version of its

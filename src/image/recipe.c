@@ -136,7 +136,7 @@ static int resolve_src(struct yaml_ctx *c, const struct yaml_field *f, char **re
 	else if (!(real = realpath(joined, NULL)) && (errno == ENOENT || errno == ENOTDIR))
 		yaml_fail(c, f->line, f->path, "'%s' does not exist", b);
 	else if (!real || stat(real, &st) < 0)
-		err_set(c->e, errno, "%s:%d: %s: '%s'", c->file, f->line, f->path, b);
+		err_setk(c->e, ERR_INPUT, errno, "%s:%d: %s: '%s'", c->file, f->line, f->path, b);
 	else if (!yaml_path_within(c->dir, real) || strcmp(real, c->dir) == 0)
 		yaml_fail(c, f->line, f->path, "'%s' leads outside the recipe's directory", b);
 	else if (!S_ISREG(st.st_mode))
@@ -356,7 +356,9 @@ static int compute_digest(struct yaml_ctx *c, struct recipe *r, const char *text
 		digest_update_str(d, mode);
 		if (digest_update_file(d, r->files[i].src, c->e) < 0) {
 			digest_free(d);
-			return err_wrap(c->e, "%s: files[%zu].src", c->file, i);
+			/* A file of the recipe that cannot be read. */
+			err_wrap(c->e, "%s: files[%zu].src", c->file, i);
+			return err_classify(c->e, ERR_INPUT);
 		}
 	}
 	digest_final(d, hex);
@@ -377,7 +379,7 @@ int recipe_load(const char *path, struct recipe **ret, struct err *e)
 		return err_set(e, ENOMEM, "%s", path);
 	r->variant = RECIPE_VARIANT_APT;
 	if (!(r->file = realpath(path, NULL))) {
-		err_set(e, errno, "%s", path);
+		err_setk(e, ERR_INPUT, errno, "%s", path);
 		goto out_free;
 	}
 	if (!(dir = strdup(r->file)) || !(r->suite = strdup("bookworm"))) {

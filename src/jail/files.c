@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,7 +14,20 @@
 #include "host/tree.h"
 #include "util.h"
 
-static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *e)
+/* Whether a put's destination failed by the user's doing: the sandbox
+ * paths given collide (a file where a directory must go, or the other way
+ * round), or the writable tree is full (--disk). */
+static bool put_dst_theirs(int errnum)
+{
+	return errnum == ENOTDIR || errnum == EISDIR || errnum == EEXIST || errnum == ENOSPC ||
+	       errnum == EDQUOT || errnum == EFBIG;
+}
+
+/* Copy `in` to `out`, at most `max` bytes.  A source that cannot be read,
+ * or a destination that is full, is `theirs` to fix: ERR_INPUT for a put
+ * (the user's file, or more than the writable tree holds). */
+static int copy_fd(int in, int out, uint64_t max, const char *what, enum err_kind theirs,
+		   struct err *e)
 {
 	char buf[65536];
 	uint64_t total = 0;
@@ -23,7 +37,7 @@ static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return err_set(e, errno, "read '%s'", what);
+			return err_setk(e, theirs, errno, "read '%s'", what);
 		}
 		if (n == 0)
 			return 0;
@@ -31,8 +45,10 @@ static int copy_fd(int in, int out, uint64_t max, const char *what, struct err *
 		if (total > max)
 			return err_set(e, EFBIG, "'%s' is larger than %llu bytes", what,
 				       (unsigned long long)max);
-		if (write_all(out, buf, (size_t)n) < 0)
-			return err_set(e, errno, "write '%s'", what);
+		if (write_all(out, buf, (size_t)n) < 0) {
+			bool full = errno == ENOSPC || errno == EDQUOT || errno == EFBIG;
+			return err_setk(e, full ? theirs : ERR_INTERNAL, errno, "write '%s'", what);
+		}
 	}
 }
 
@@ -84,7 +100,9 @@ static int sink_parents(void *ctx, const char *rel, struct err *e)
 {
 	struct jail_sink *k = ctx;
 
-	return parent_dirs(k->scratch_fd, rel, k->uid, k->gid, e);
+	if (parent_dirs(k->scratch_fd, rel, k->uid, k->gid, e) < 0)
+		return put_dst_theirs(e->errnum) ? err_classify(e, ERR_INPUT) : -1;
+	return 0;
 }
 
 static int sink_dir(void *ctx, const char *rel, struct err *e)
@@ -92,7 +110,7 @@ static int sink_dir(void *ctx, const char *rel, struct err *e)
 	struct jail_sink *k = ctx;
 
 	if (mkdir_p_at(k->scratch_fd, rel, 0755, k->uid, k->gid, e) < 0)
-		return -1;
+		return put_dst_theirs(e->errnum) ? err_classify(e, ERR_INPUT) : -1;
 	if (k->uid == 0 && strchr(rel, '/')) {
 		/* A protected tree landing in a directory the program made:
 		 * take it back (see parent_dirs). */
@@ -116,8 +134,9 @@ static int sink_file(void *ctx, int src, const char *host_path, const char *rel,
 	int dst = open_beneath(k->scratch_fd, rel, O_WRONLY | O_CREAT | O_TRUNC, mode);
 
 	if (dst < 0)
-		return err_set(e, errno, "create '%s' in the sandbox", rel);
-	int rc = copy_fd(src, dst, UINT64_MAX, host_path, e);
+		return err_setk(e, put_dst_theirs(errno) ? ERR_INPUT : ERR_INTERNAL, errno,
+				"create '%s' in the sandbox", rel);
+	int rc = copy_fd(src, dst, UINT64_MAX, host_path, ERR_INPUT, e);
 	if (rc == 0 && (fchown(dst, k->uid, k->gid) < 0 || fchmod(dst, mode) < 0))
 		rc = err_set(e, errno, "set owner of '%s'", rel);
 	close(dst);
@@ -187,7 +206,7 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 			if (dst < 0)
 				rc = err_set(e, errno, "'%s'", sub_host);
 			else {
-				rc = copy_fd(fd, dst, *budget, sub_shown, e);
+				rc = copy_fd(fd, dst, *budget, sub_shown, ERR_INTERNAL, e);
 				if (rc == 0)
 					*budget -= (uint64_t)st.st_size < *budget ? (uint64_t)st.st_size
 										   : *budget;
@@ -227,7 +246,7 @@ int files_get(int scratch_fd, const char *rel, const char *shown, const char *ho
 		close(src);
 		return err_set(e, saved, "'%s'", host_path);
 	}
-	rc = copy_fd(src, dst, max_bytes, shown, e);
+	rc = copy_fd(src, dst, max_bytes, shown, ERR_INTERNAL, e);
 	close(src);
 	close(dst);
 	return rc;

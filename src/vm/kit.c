@@ -205,7 +205,7 @@ static int kernel_package(int log_fd, char ret[129], char *out, struct err *e)
 			(char *)VM_KERNEL_METAPACKAGE, NULL};
 
 	if (run_captured(argv, log_fd, QUERY_TIMEOUT_S, out, e) < 0)
-		return VM_KIT_APT_FAILED;
+		return err_classify(e, ERR_BUILD_FAILED);
 	for (char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		l += strspn(l, " |");
 		if (strncmp(l, "Depends: linux-image-", 21) != 0)
@@ -218,8 +218,8 @@ static int kernel_package(int log_fd, char ret[129], char *out, struct err *e)
 		ret[len] = '\0';
 		return 0;
 	}
-	err_set(e, 0, "%s depends on no linux-image-* package", VM_KERNEL_METAPACKAGE);
-	return VM_KIT_APT_FAILED;
+	return err_setk(e, ERR_BUILD_FAILED, 0, "%s depends on no linux-image-* package",
+			VM_KERNEL_METAPACKAGE);
 }
 
 /* Download pkg's candidate into the directory dl (apt-get download writes
@@ -239,7 +239,7 @@ static int download(const char *pkg, const char *dl, int log_fd, char ret[NAME_M
 
 	if (run_captured(argv, log_fd, DOWNLOAD_TIMEOUT_S, out, e) < 0) {
 		err_wrap(e, "download %s", pkg);
-		return VM_KIT_APT_FAILED;
+		return err_classify(e, ERR_BUILD_FAILED);
 	}
 	d = opendir(dl);
 	if (!d)
@@ -676,7 +676,7 @@ static int fetch_into(struct fetch *f, const char *out_dir, int out_fd, int log_
 	if ((rc = kernel_package(log_fd, f->pkg, f->out, e)) < 0 ||
 	    (rc = download(f->pkg, f->tmp, log_fd, f->deb, f->out, e)) < 0)
 		return rc;
-	rc = VM_KIT_FAILED;
+	rc = -1;
 	snprintf(f->deb_path, sizeof(f->deb_path), "%s/%s", f->tmp, f->deb);
 	snprintf(f->x, sizeof(f->x), "%s/x", f->tmp);
 	char *version_argv[] = {(char *)KIT_DPKG_DEB, (char *)"-f", f->deb_path, (char *)"Version",
@@ -762,7 +762,7 @@ int vm_kernel_fetch(const char *out_dir, int log_fd, struct err *e)
 {
 	static const char *const tools[] = {KIT_APT_CACHE, KIT_APT_GET, KIT_DPKG_DEB, KIT_SH, NULL};
 	struct fetch *f = calloc(1, sizeof(*f));
-	int parent_fd = -1, out_fd = -1, rc = VM_KIT_FAILED;
+	int parent_fd = -1, out_fd = -1, rc = -1;
 	bool made = false;
 	struct err ignored;
 	size_t len = strlen(out_dir);

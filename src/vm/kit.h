@@ -9,14 +9,6 @@
 /* The Debian metapackage whose dependency is the kernel fetched. */
 #define VM_KERNEL_METAPACKAGE "linux-image-cloud-amd64"
 
-/* What vm_kernel_fetch() failed at, for the caller's classification. */
-enum vm_kit_failure {
-	VM_KIT_FAILED = -1,	/* Proctor's own failure: a system call, the disk, a host tool,
-				 * a package that is not what a kernel package should be */
-	VM_KIT_APT_FAILED = -2, /* apt could not find or download the kernel package (the
-				 * host's apt sources, the mirror) */
-};
-
 /*
  * Make out_dir (mode 0755; it must not exist yet) holding the guest kernel
  * of the package VM_KERNEL_METAPACKAGE depends on (its candidate version in
@@ -31,7 +23,10 @@ enum vm_kit_failure {
  *   kernel.json   {"package", "version", "release", "vmlinux_sha256"}
  * The download and the unpacked package live in a temporary directory
  * beside out_dir, removed on every path; on failure out_dir is removed too.
- * Needs root.  Returns 0 or an enum vm_kit_failure.
+ * Needs root.  Returns 0 or -1: ERR_BUILD_FAILED when apt could not find
+ * or download the kernel package (the host's apt sources, the mirror: the
+ * image build's failure), else ERR_INTERNAL (a system call, the disk, a
+ * host tool, a package that is not what a kernel package should be).
  */
 int vm_kernel_fetch(const char *out_dir, int log_fd, struct err *e);
 

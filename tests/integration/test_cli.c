@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -185,12 +186,77 @@ static void test_equals_and_separate_values_are_both_accepted(void **state)
 	free(tmp);
 }
 
+static void write_text(const char *dir, const char *name, const char *text)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void expect_usage_error_naming(const char *cmd, char **argv, const char *named)
+{
+	struct proc_out o;
+	harness_run(&o, NULL, 30, argv);
+	if (o.exit_status != 2 || strncmp(o.err, "proctor: ", 9) != 0 ||
+	    strchr(o.err, '\n') != o.err + o.err_len - 1 || !strstr(o.err, named))
+		fail_msg("proctor %s: exit %d, stderr '%s'; want exit 2 and one line naming '%s'",
+			 cmd, o.exit_status, o.err, named);
+	proc_out_free(&o);
+}
+
+/* The backend is the user's to choose: a name no backend has, or one the
+ * assignment's isolation: forbids, is a usage error (exit 2) in every
+ * command that takes --isolation, told apart from a backend this host
+ * cannot run (exit 3) by the error's kind, not its text. */
+static void test_isolation_nobody_has_or_the_assignment_forbids_is_exit_2(void **state)
+{
+	(void)state;
+	char *tmp = harness_tmpdir(), any[4200], vm[4200], subs[4200], sub[4200], cmd[4300];
+	const char *yaml = "name: minimal\nsubmission:\n  files: [main.c]\ntest:\n"
+			   "  run: [./run_tests]\nreport:\n  format: tap\ntests:\n  - name: adds\n";
+	char vm_yaml[512];
+
+	snprintf(any, sizeof any, "%s/any", tmp);
+	snprintf(vm, sizeof vm, "%s/vm", tmp);
+	snprintf(subs, sizeof subs, "%s/subs", tmp);
+	snprintf(sub, sizeof sub, "%s/subs/s1", tmp);
+	assert_int_equal(mkdir(any, 0755), 0);
+	assert_int_equal(mkdir(vm, 0755), 0);
+	assert_int_equal(mkdir(subs, 0755), 0);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	write_text(any, "assignment.yaml", yaml);
+	snprintf(vm_yaml, sizeof vm_yaml, "%sisolation: vm\n", yaml);
+	write_text(vm, "assignment.yaml", vm_yaml);
+	write_text(sub, "main.c", "int main(void) { return 0; }\n");
+
+	const char *unknown = "proctor: --isolation: unknown backend 'bogus' (auto, jail, vm)\n";
+	char *run[] = {"run", "--isolation", "bogus", "--", "true", NULL};
+	expect_usage_error("run", run, unknown);
+	char *grade[] = {"grade", "--isolation", "bogus", any, sub, NULL};
+	expect_usage_error("grade", grade, unknown);
+	char *class[] = {"class", "--isolation", "bogus", any, subs, NULL};
+	expect_usage_error("class", class, unknown);
+
+	char *grade_jail[] = {"grade", "--isolation", "jail", vm, sub, NULL};
+	expect_usage_error_naming("grade", grade_jail, "requires isolation 'vm'");
+	char *class_jail[] = {"class", "--isolation", "jail", vm, subs, NULL};
+	expect_usage_error_naming("class", class_jail, "requires isolation 'vm'");
+
+	snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", tmp);
+	assert_int_equal(system(cmd), 0);
+	free(tmp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_option_without_its_value_is_one_message_and_exit_2),
-		cmocka_unit_test(test_unknown_option_and_flag_with_value_have_one_shape),
-		cmocka_unit_test(test_equals_and_separate_values_are_both_accepted),
+	    cmocka_unit_test(test_every_option_without_its_value_is_one_message_and_exit_2),
+	    cmocka_unit_test(test_unknown_option_and_flag_with_value_have_one_shape),
+	    cmocka_unit_test(test_equals_and_separate_values_are_both_accepted),
+	    cmocka_unit_test(test_isolation_nobody_has_or_the_assignment_forbids_is_exit_2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

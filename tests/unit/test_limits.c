@@ -121,8 +121,9 @@ static void set_fails(const char *name, const char *text)
 	if (shown[0] != '\0')
 		assert_non_null(strstr(e.msg, shown));
 	assert_null(strchr(e.msg, '\n'));
-	/* A typo is the user's fault, not a system error. */
+	/* A typo is the user's fault, not a system error: a usage error. */
 	assert_int_equal(e.errnum, 0);
+	assert_int_equal(e.kind, ERR_USAGE);
 }
 
 static void test_limits_default_values(void **state)

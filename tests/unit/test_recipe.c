@@ -34,7 +34,7 @@ static struct recipe *load_text(const char *dir, const char *text, struct err *e
 	return r;
 }
 
-/* Loading `text` fails with exactly "DIR/r.yaml<tail>". */
+/* Loading `text` fails with exactly "DIR/r.yaml<tail>", the recipe's fault. */
 static void expect_error(const char *text, const char *tail)
 {
 	char *dir = harness_tmpdir(), want[2048];
@@ -46,6 +46,7 @@ static void expect_error(const char *text, const char *tail)
 	if (r)
 		fail_msg("expected '%s', but the recipe loaded", want);
 	assert_string_equal(e.msg, want);
+	assert_int_equal(e.kind, ERR_INPUT);
 	harness_rm_tree(dir);
 	free(dir);
 }
@@ -201,6 +202,14 @@ static void test_recipe_refusals_name_file_line_and_key(void **state)
 
 /* ---- pins ---- */
 
+/* A refused pin: -1, of `kind`, and the user's to fix (exit status 2). */
+static void expect_refused(int rc, const struct err *e, enum err_kind kind)
+{
+	assert_int_equal(rc, -1);
+	assert_int_equal(e->kind, kind);
+	assert_int_equal(err_exit_status(e->kind), 2);
+}
+
 static void test_resolve_refuses_bare_names_and_garbage(void **state)
 {
 	char *dir = harness_tmpdir();
@@ -208,17 +217,24 @@ static void test_resolve_refuses_bare_names_and_garbage(void **state)
 	struct err e = {0};
 
 	(void)state;
-	assert_int_equal(image_resolve(dir, "small", &info, &e), IMAGE_BAD_INPUT);
+	expect_refused(image_resolve(dir, "small", &info, &e), &e, ERR_USAGE);
 	assert_string_equal(e.msg,
 			    "image 'small': pin a version (small@N) or a digest (sha256:HEX)");
-	assert_int_equal(image_resolve(dir, "small@0", &info, &e), IMAGE_BAD_INPUT);
-	assert_int_equal(image_resolve(dir, "small@01", &info, &e), IMAGE_BAD_INPUT);
-	assert_int_equal(image_resolve(dir, "Small@1", &info, &e), IMAGE_BAD_INPUT);
-	assert_int_equal(image_resolve(dir, "sha256:abc", &info, &e), IMAGE_BAD_INPUT);
-	assert_int_equal(image_resolve(dir, "small@9", &info, &e), IMAGE_BAD_INPUT);
+	expect_refused(image_resolve(dir, "small@0", &info, &e), &e, ERR_USAGE);
+	expect_refused(image_resolve(dir, "small@01", &info, &e), &e, ERR_USAGE);
+	expect_refused(image_resolve(dir, "Small@1", &info, &e), &e, ERR_USAGE);
+	expect_refused(image_resolve(dir, "sha256:abc", &info, &e), &e, ERR_USAGE);
+	/* Well-formed, but not there. */
+	expect_refused(image_resolve(dir, "small@9", &info, &e), &e, ERR_NOT_FOUND);
 	assert_non_null(strstr(e.msg, "no image small@9"));
-	assert_int_equal(image_remove(dir, "small@9", &e), IMAGE_BAD_INPUT);
-	assert_int_equal(image_remove(dir, "host", &e), IMAGE_BAD_INPUT);
+	expect_refused(image_resolve(dir,
+				     "sha256:"
+				     "0123456789abcdef0123456789abcdef"
+				     "0123456789abcdef0123456789abcdef",
+				     &info, &e),
+		       &e, ERR_NOT_FOUND);
+	expect_refused(image_remove(dir, "small@9", &e), &e, ERR_NOT_FOUND);
+	expect_refused(image_remove(dir, "host", &e), &e, ERR_USAGE);
 	assert_int_equal(image_resolve(dir, "host", &info, &e), 0);
 	assert_string_equal(info.rootfs, "/");
 	assert_int_equal(strncmp(info.digest, "sha256:", 7), 0);
