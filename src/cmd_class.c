@@ -67,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capbuf.h"
 #include "cli.h"
 #include "grade/assignment.h"
 #include "grade/grade.h"
@@ -162,8 +163,6 @@ struct class_run {
 
 /* ---- command line ------------------------------------------------------- */
 
-static void sanitize(char *dst, size_t len, const char *src);
-
 /* One line on stderr, "proctor: " first, whatever the user typed or a
  * file name holds (control characters become '?'). */
 static void say_v(const char *prefix, const char *fmt, va_list ap)
@@ -173,7 +172,7 @@ static void say_v(const char *prefix, const char *fmt, va_list ap)
 	char raw[2048], line[2048];
 
 	vsnprintf(raw, sizeof(raw), fmt, ap);
-	sanitize(line, sizeof(line), raw);
+	text_printable(line, sizeof(line), raw, '?');
 	fprintf(stderr, "proctor: %s%s\n", prefix, line);
 }
 
@@ -284,17 +283,11 @@ static void *xcalloc(size_t n, size_t size)
  * safe on a terminal, in JSON and in a CSV. */
 static bool printable_utf8(const char *s)
 {
-	json_t *t = json_string(s);
-
-	if (!t)
+	if (!utf8_valid(s, strlen(s)))
 		return false;
-	json_decref(t);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
 			return false;
-		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-			return false;
-	}
 	return true;
 }
 
@@ -329,40 +322,6 @@ static char *capped_copy(const char *s, size_t cap)
 			n--;
 	}
 	return strndup(s, n);
-}
-
-/* Text for one terminal or log line, at most len-1 bytes: control
- * characters (C0, DEL, C1) become '?', and so does every non-ASCII byte
- * when `src` is not valid UTF-8. */
-static void sanitize(char *dst, size_t len, const char *src)
-{
-	json_t *t = json_string(src);
-	bool utf8 = t != NULL;
-	size_t j = 0;
-
-	json_decref(t);
-	for (const unsigned char *p = (const unsigned char *)src; *p && j + 1 < len; p++) {
-		if (*p < 0x20 || *p == 0x7f || (*p >= 0x80 && !utf8)) {
-			dst[j++] = '?';
-		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			dst[j++] = '?';
-			p++;
-		} else {
-			dst[j++] = (char)*p;
-		}
-	}
-	/* Do not end inside a character cut by the cap. */
-	while (utf8 && j > 0 && ((unsigned char)dst[j - 1] & 0x80)) {
-		size_t k = j - 1;
-		while (k > 0 && ((unsigned char)dst[k] & 0xc0) == 0x80)
-			k--;
-		unsigned char lead = (unsigned char)dst[k];
-		size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-		if (j - k >= need)
-			break;
-		j = k;
-	}
-	dst[j] = '\0';
 }
 
 /* A number for people: integers without decimals, else up to 4 decimals. */
@@ -644,7 +603,7 @@ static int scan_dir(struct class_run *c, struct err *e)
 		}
 		if (de->d_name[0] == '.')
 			continue;
-		sanitize(shown, sizeof(shown), de->d_name);
+		text_printable(shown, sizeof(shown), de->d_name, '?');
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT) /* else gone since readdir */
 				warn(c, "skipping '%s/%s': %s", dir, shown, strerror(errno));
@@ -927,7 +886,7 @@ static void progress_line(struct class_run *c, const struct submission *s)
 	const struct row *r = &s->row;
 	char reason[REASON_MAX + 1], points[160] = "", a[64], b[64];
 
-	sanitize(reason, sizeof(reason), r->reason ? r->reason : "");
+	text_printable(reason, sizeof(reason), r->reason ? r->reason : "", '?');
 	if (r->has_score && strcmp(r->status, "error") != 0) {
 		fmt_num(a, sizeof(a), r->score);
 		fmt_num(b, sizeof(b), r->max_score);
@@ -1567,7 +1526,7 @@ static void print_summary(struct class_run *c, int sig)
 			n_frac++;
 		}
 	}
-	sanitize(dir, sizeof(dir), c->o->dir);
+	text_printable(dir, sizeof(dir), c->o->dir, '?');
 	printf("%zu submission%s in %s: %zu graded in this run, %zu kept from an earlier run", c->n,
 	       c->n == 1 ? "" : "s", dir, graded, c->kept);
 	if (missing)
