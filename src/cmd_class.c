@@ -204,11 +204,6 @@ static int parse_options(int argc, char **argv, struct class_options *o)
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static void *xcalloc(size_t n, size_t size)
-{
-	return calloc(n ? n : 1, size);
-}
-
 /* Printable UTF-8: valid, no C0 or C1 control characters, so a name is
  * safe on a terminal, in JSON and in a CSV. */
 static bool printable_utf8(const char *s)
@@ -632,7 +627,7 @@ static void print_summary(struct class_run *c, int sig)
 	size_t k = count_statuses(c, false, sc), graded = 0, missing = 0, n_scores = 0;
 	size_t bins[HIST_BINS] = {0}, n_frac = 0, most = 0;
 	size_t n = c->g->n;
-	double *scores = xcalloc(n, sizeof(double)), sum = 0;
+	double *scores = calloc(n ? n : 1, sizeof(double)), sum = 0;
 	char a[64], b[64], m[64], dir[PATH_MAX];
 
 	for (size_t i = 0; i < n; i++) {

@@ -12,22 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capbuf.h"
 #include "util.h"
 
 static const char csv_header[] = "submission,status,score,max_score,passed,total,reason\r\n";
-
-/* Copy at most `cap` bytes of UTF-8 `s` without cutting a character. */
-static char *capped_copy(const char *s, size_t cap)
-{
-	size_t n = strlen(s);
-
-	if (n > cap) {
-		n = cap;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	return strndup(s, n);
-}
 
 void gradebook_fmt_num(char *buf, size_t len, double x)
 {
@@ -50,24 +38,26 @@ void gradebook_fmt_num(char *buf, size_t len, double x)
 	}
 }
 
-static int fsync_parent_dir(const char *path)
+/* The directory of `path`, with its '/', or "." */
+static void parent_dir(const char *path, char dir[PATH_MAX])
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, PATH_MAX, "%.*s", slash ? (int)(slash - path + 1) : 1, slash ? path : ".");
+}
+
+/* A name made or renamed in the directory of `path` survives a crash. */
+static void fsync_parent_dir(const char *path)
 {
 	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	int fd, r;
+	int fd;
 
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	parent_dir(path, dir);
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	r = fsync(fd);
-	close(fd);
-	return r;
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
 }
 
 void gradebook_row_clear(struct gradebook_row *r)
@@ -141,7 +131,10 @@ int gradebook_row_from_json(const json_t *j, struct gradebook_row *ret)
 	if (!json_is_string(v))
 		v = json_object_get(j, "message");
 	if (json_is_string(v) && json_string_value(v)[0]) {
-		r.reason = capped_copy(json_string_value(v), GRADEBOOK_REASON_MAX);
+		char reason[GRADEBOOK_REASON_MAX + 1]; /* cut on a character boundary */
+		utf8_fix_into(reason, sizeof(reason), json_string_value(v),
+			      strlen(json_string_value(v)));
+		r.reason = strdup(reason);
 		if (!r.reason)
 			return -1;
 	}
@@ -313,11 +306,7 @@ int gradebook_set_out(struct gradebook *g, const char *out, bool resume, struct 
 	if (resume && g->csv_path && lstat(g->csv_path, &st) == 0 && lstat(g->jsonl_path, &st) < 0)
 		return err_set(e, 0, "--resume: '%s' has no '%s' beside it to resume from",
 			       g->csv_path, g->jsonl_path);
-	const char *slash = strrchr(g->jsonl_path, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - g->jsonl_path + 1), g->jsonl_path);
+	parent_dir(g->jsonl_path, dir);
 	if (access(dir, W_OK | X_OK) < 0)
 		return err_set(e, errno, "--out: cannot write in '%s'", dir);
 	return 0;
