@@ -1,4 +1,4 @@
-/* libFuzzer target: text_escape(), utf8_fix_into() and err_set() give valid UTF-8 within their caps, whatever the bytes and the cut. */
+/* libFuzzer target: text_escape(), text_printable(), utf8_fix_into() and err_set() give valid UTF-8 within their caps, whatever the bytes and the cut. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +73,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (dst[cap] != 'Z')
 		abort(); /* wrote past the cap */
+
+	/* text_printable: one line a terminal shows as it is, within the cap. */
+	char *line = malloc(len + 1);
+	if (!line)
+		abort();
+	memcpy(line, src, len);
+	line[len] = '\0';
+	memset(dst, 'Z', cap + 1);
+	text_printable(dst, cap, line, '?');
+	if (cap > 0) {
+		size_t k = strnlen(dst, cap);
+		if (k >= cap || !valid_utf8((unsigned char *)dst, k))
+			abort();
+		for (size_t i = 0; i < k; i++)
+			if ((unsigned char)dst[i] < 0x20 || dst[i] == 0x7f ||
+			    ((unsigned char)dst[i] == 0xC2 && (unsigned char)dst[i + 1] <= 0x9F))
+				abort();
+	}
+	if (dst[cap] != 'Z')
+		abort();
+	free(line);
 
 	memset(dst, 'Z', cap + 1);
 	size_t n = utf8_fix_into(dst, cap, src, len);

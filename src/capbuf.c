@@ -1,4 +1,4 @@
-/* Capped capture buffer for a program's output, and UTF-8 repair for display. */
+/* Capped capture buffer for a program's output, UTF-8 repair, and text made safe to display. */
 #include "capbuf.h"
 
 #include <stdio.h>
@@ -179,4 +179,38 @@ char *text_escape(char *dst, size_t cap, const char *src, size_t len)
 	}
 	dst[o] = '\0';
 	return dst;
+}
+
+bool utf8_valid(const char *s, size_t len)
+{
+	size_t prefix, n;
+
+	for (size_t i = 0; i < len; i += n)
+		if ((n = utf8_seq((const unsigned char *)s + i, len - i, &prefix)) == 0)
+			return false;
+	return true;
+}
+
+void text_printable(char *dst, size_t len, const char *src, char repl)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t n = strlen(src), o = 0, used, prefix;
+	bool utf8 = utf8_valid(src, n);
+
+	if (len == 0)
+		return;
+	for (size_t i = 0; i < n; i += used) {
+		used = utf8 ? utf8_seq(s + i, n - i, &prefix) : 1;
+		bool control = s[i] < 0x20 || s[i] == 0x7f || (s[i] >= 0x80 && !utf8) ||
+			       (used == 2 && s[i] == 0xc2 && s[i + 1] <= 0x9f);
+		size_t plen = control ? 1 : used;
+		if (o + plen > len - 1)
+			break; /* whole characters only */
+		if (control)
+			dst[o] = repl;
+		else
+			memcpy(dst + o, s + i, used);
+		o += plen;
+	}
+	dst[o] = '\0';
 }

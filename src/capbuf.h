@@ -1,4 +1,4 @@
-/* Capped capture buffer for a program's output, and UTF-8 repair for display. */
+/* Capped capture buffer for a program's output, UTF-8 repair, and text made safe to display. */
 #ifndef PROCTOR_CAPBUF_H
 #define PROCTOR_CAPBUF_H
 
@@ -50,5 +50,17 @@ size_t utf8_fix_into(char *dst, size_t cap, const char *src, size_t len);
  * so the result is valid UTF-8 whatever the input.  Returns dst.
  */
 char *text_escape(char *dst, size_t cap, const char *src, size_t len);
+
+/* Whether [s, s+len) is well-formed UTF-8 (what a JSON string holds). */
+bool utf8_valid(const char *s, size_t len);
+
+/*
+ * The terminal's one sanitizer: the C string `src` as one line in dst (len
+ * bytes, always NUL-terminated).  C0 and C1 controls and DEL become `repl`,
+ * and so does every byte past ASCII when `src` is not UTF-8; a character
+ * cut by the cap is dropped.  Messages quoting what a user typed or a file
+ * name use '?'; prose from a report, whose newlines were breaks, ' '.
+ */
+void text_printable(char *dst, size_t len, const char *src, char repl);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capbuf.h"
 #include "util.h"
 
 /* Added to every table: the parser answers it itself. */
@@ -16,80 +17,13 @@ static const struct cli_option help_option = {
 
 /* ---- messages ----------------------------------------------------------- */
 
-/* Whether s is UTF-8 without overlong forms, surrogates or values past
- * U+10FFFF (what jansson accepts as a JSON string). */
-static bool valid_utf8(const unsigned char *s)
-{
-	while (*s) {
-		unsigned c = *s, cp;
-		size_t n;
-
-		if (c < 0x80) {
-			s++;
-			continue;
-		} else if (c >= 0xc2 && c <= 0xdf) {
-			n = 1;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			n = 2;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			n = 3;
-			cp = c & 0x07;
-		} else {
-			return false;
-		}
-		for (size_t i = 1; i <= n; i++) {
-			if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
-				return false;
-			cp = cp << 6 | (s[i] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		s += n + 1;
-	}
-	return true;
-}
-
-void cli_printable(char *dst, size_t len, const char *src)
-{
-	bool utf8 = valid_utf8((const unsigned char *)src);
-	size_t j = 0;
-
-	if (len == 0)
-		return;
-	for (const unsigned char *p = (const unsigned char *)src; *p && j + 1 < len; p++) {
-		if (*p < 0x20 || *p == 0x7f || (*p >= 0x80 && !utf8)) {
-			dst[j++] = '?';
-		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* C1 controls */
-			dst[j++] = '?';
-			p++;
-		} else {
-			dst[j++] = (char)*p;
-		}
-	}
-	/* Do not end inside a character cut by the cap. */
-	while (utf8 && j > 0 && ((unsigned char)dst[j - 1] & 0x80)) {
-		size_t k = j - 1;
-		while (k > 0 && ((unsigned char)dst[k] & 0xc0) == 0x80)
-			k--;
-		unsigned char lead = (unsigned char)dst[k];
-		size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-		if (j - k >= need)
-			break;
-		j = k;
-	}
-	dst[j] = '\0';
-}
-
 static void usage_line_v(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 static void usage_line_v(const char *fmt, va_list ap)
 {
 	char raw[2048], line[2048];
 
 	vsnprintf(raw, sizeof(raw), fmt, ap);
-	cli_printable(line, sizeof(line), raw);
+	text_printable(line, sizeof(line), raw, '?');
 	fprintf(stderr, "proctor: %s\n", line);
 }
 

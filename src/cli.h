@@ -134,10 +134,6 @@ void cli_options_synopsis(const struct cli_command *cmd, char *buf, size_t len);
  * Returns 2, the usage exit status. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* `src` made fit for one terminal line, at most len-1 bytes, as
- * cli_usage_error() prints it; a character cut by the cap is dropped. */
-void cli_printable(char *dst, size_t len, const char *src);
-
 /* Parse a whole decimal number in [min, max]; on failure print
  * "proctor: OPT: 'TEXT' is not a whole number from MIN to MAX" and return 2. */
 int cli_parse_uint(const char *opt, const char *text, unsigned min, unsigned max,

@@ -685,34 +685,25 @@ static void score_report(struct attempt *at, const struct report *r)
 }
 
 /* Every declared test, unscored: the verdict came before any report. */
-static void unscored_tests(struct attempt *at)
+static json_t *unscored_tests(const struct assignment *a)
 {
-	const struct assignment *a = at->a;
+	bool io = a->mode == GRADE_MODE_IO;
+	size_t total = io ? a->n_cases : a->n_tests;
+	json_t *tests = json_array();
 
-	json_array_clear(at->tests);
-	at->score = 0;
-	at->passed = 0;
-	if (a->mode == GRADE_MODE_IO) {
-		for (size_t i = 0; i < a->n_cases; i++)
-			json_array_append_new(
-				at->tests, json_pack("{s:s, s:n, s:s, s:f, s:f, s:s, s:n, s:n}",
-						     "name", a->cases[i].name, "classname", "status",
-						     "missing", "score", 0.0, "max_score",
-						     a->cases[i].points, "visibility",
-						     visibility_name(a->cases[i].visibility),
-						     "message", "reason"));
-		return;
-	}
-	for (size_t i = 0; i < a->n_tests; i++)
+	for (size_t i = 0; tests && i < total; i++) {
+		const char *classname = io ? NULL : a->tests[i].t.classname;
 		json_array_append_new(
-			at->tests,
+			tests,
 			json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:n, s:n}", "name",
-				  a->tests[i].t.name, "classname",
-				  a->tests[i].t.classname ? json_string(a->tests[i].t.classname)
-							  : json_null(),
-				  "status", "missing", "score", 0.0, "max_score", a->tests[i].t.points,
-				  "visibility", visibility_name(a->tests[i].visibility), "message",
-				  "reason"));
+				  io ? a->cases[i].name : a->tests[i].t.name, "classname",
+				  classname ? json_string(classname) : json_null(), "status",
+				  "missing", "score", 0.0, "max_score",
+				  io ? a->cases[i].points : a->tests[i].t.points, "visibility",
+				  visibility_name(io ? a->cases[i].visibility : a->tests[i].visibility),
+				  "message", "reason"));
+	}
+	return tests;
 }
 
 static char *read_host_file(const char *path, uint64_t cap, size_t *ret_len, struct err *e);
@@ -1238,8 +1229,10 @@ static json_t *document(struct attempt *at, unsigned attempts)
 	bool graded = at->status && strcmp(at->status, "graded") == 0;
 	size_t total = a->mode == GRADE_MODE_IO ? a->n_cases : a->n_tests;
 
-	if (!graded && json_array_size(at->tests) == 0)
-		unscored_tests(at);
+	if (!graded && json_array_size(at->tests) == 0) {
+		json_decref(at->tests);
+		at->tests = unscored_tests(a);
+	}
 	if (!graded) {
 		at->score = 0;
 		at->passed = 0;
@@ -1263,6 +1256,24 @@ static json_t *document(struct attempt *at, unsigned attempts)
 			 "digest", a->digest, "image", "name", a->image, "digest",
 			 at->image_digest, "isolation", at->o->ops->name, "attempts",
 			 (int)attempts, "view", "instructor", "time_factor", at->time_factor);
+}
+
+json_t *grade_error_document(const struct assignment *a, const char *submission,
+			     const struct grade_options *o, const char *reason, unsigned attempts,
+			     double time_factor)
+{
+	size_t total = a->mode == GRADE_MODE_IO ? a->n_cases : a->n_tests;
+
+	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:o, s:[], "
+			 "s:{s:o, s:n, s:[], s:[]}, s:{s:s, s:s}, s:n, s:s, s:i, s:s, s:f}",
+			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status",
+			 "error", "reason", json_text(reason), "score", 0.0, "max_score",
+			 a->max_score, "passed", (json_int_t)0, "total", (json_int_t)total,
+			 "tests", unscored_tests(a), "steps", "submission", "path",
+			 json_text(submission), "digest", "files", "ignored", "assignment", "name",
+			 a->name, "digest", a->digest, "image", "isolation", o->ops->name,
+			 "attempts", (int)attempts, "view", "instructor", "time_factor",
+			 time_factor);
 }
 
 static void attempt_reset(struct attempt *at)

@@ -43,6 +43,16 @@ int grade_prepare(const char *isolation, const struct assignment *a,
 int grade_submission(const struct assignment *a, const char *submission,
 		     const struct grade_options *o, json_t **ret, struct err *e);
 
+/*
+ * The result document of a submission Proctor could not grade at all (its
+ * grading worker failed): status "error", nothing scored, each declared
+ * test "missing"; what only grading would know (steps, the submission's
+ * digest and files, the image) is empty or null.  NULL: out of memory.
+ */
+json_t *grade_error_document(const struct assignment *a, const char *submission,
+			     const struct grade_options *o, const char *reason, unsigned attempts,
+			     double time_factor);
+
 /* The student view: hidden tests' names, messages and all raw output removed. */
 json_t *grade_student_view(const json_t *result);
 

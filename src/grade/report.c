@@ -130,16 +130,6 @@ json_t *report_to_json(const struct report *r)
 	return json_pack("{s:o, s:b}", "entries", entries, "truncated", r->truncated);
 }
 
-static bool utf8_valid(const char *s, size_t len)
-{
-	size_t n;
-	char *copy = utf8_sanitize(s, len, false, &n);
-	bool ok = copy && n == len && memcmp(copy, s, len) == 0;
-
-	free(copy);
-	return ok;
-}
-
 /* A string field: `nullable` allows JSON null (then *ret = NULL). */
 static int get_str(const json_t *o, const char *key, bool nullable, size_t max, char **ret,
 		   struct err *e)

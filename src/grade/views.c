@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "capbuf.h"
 #include "grade/grade.h"
 
 static bool is_visible(const json_t *test)
@@ -118,25 +119,14 @@ json_t *grade_to_gradescope(const json_t *result)
 	return gs;
 }
 
-/*
- * Text from a report or a reason, on one line and harmless to a terminal:
- * C0 and C1 control characters and DEL (escape sequences, carriage
- * returns) become spaces, at most `max` bytes.
- */
+/* Text from a report or a reason, on one line and harmless to a terminal
+ * (controls become spaces), at most `max` bytes. */
 static void print_clean(FILE *f, const char *s, size_t max)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char line[1024];
 
-	for (size_t n = 0; *p && n < max; p++, n++) {
-		if (*p < 0x20 || *p == 0x7f) {
-			fputc(' ', f);
-		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			fputc(' ', f); /* U+0080..U+009F */
-			p++;
-		} else {
-			fputc(*p, f);
-		}
-	}
+	text_printable(line, max + 1 < sizeof(line) ? max + 1 : sizeof(line), s ? s : "", ' ');
+	fputs(line, f);
 }
 
 void grade_print_summary(FILE *f, const json_t *r)

@@ -1,4 +1,4 @@
-/* Unit tests of capbuf.c: the capped capture buffer and UTF-8 repair of captured output. */
+/* Unit tests of capbuf.c: the capped capture buffer, UTF-8 repair of captured output, terminal text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -668,6 +668,26 @@ static void test_utf8_fix_into_repairs_and_cuts_whole_characters(void **state)
 	assert_string_equal(out, "abc");
 }
 
+static void test_text_printable_makes_one_safe_line(void **state)
+{
+	(void)state;
+	char out[16];
+	text_printable(out, sizeof(out), "a\x1b[2J\nb", '?');
+	assert_string_equal(out, "a?[2J?b");
+	text_printable(out, sizeof(out), "a\tb\r\n\xc2\x9b" "c", ' ');
+	assert_string_equal(out, "a b   c"); /* C1 CSI: one character, one space */
+	/* Not UTF-8: every byte past ASCII is replaced, C1 lead bytes too. */
+	text_printable(out, sizeof(out), "x\xff\xc2\x9b", '?');
+	assert_string_equal(out, "x???");
+	text_printable(out, 5, "ab\xc3\xa9\xc3\xa9", '?'); /* a character cut by the cap is dropped */
+	assert_string_equal(out, "ab\xc3\xa9");
+	text_printable(out, 1, "abc", '?');
+	assert_string_equal(out, "");
+	assert_true(utf8_valid("caf\xc3\xa9", 5));
+	assert_false(utf8_valid("\xc0\xaf", 2));     /* overlong '/' */
+	assert_false(utf8_valid("\xed\xa0\x80", 3)); /* a surrogate */
+}
+
 static void test_err_set_cuts_a_long_message_on_a_character_boundary(void **state)
 {
 	(void)state;
@@ -731,6 +751,7 @@ int main(void)
 	    cmocka_unit_test(test_text_escape_short_text_fits_without_dots),
 	    cmocka_unit_test(test_text_escape_cuts_on_a_character_boundary),
 	    cmocka_unit_test(test_utf8_fix_into_repairs_and_cuts_whole_characters),
+	    cmocka_unit_test(test_text_printable_makes_one_safe_line),
 	    cmocka_unit_test(test_err_set_cuts_a_long_message_on_a_character_boundary),
 	};
 

@@ -168,18 +168,6 @@ static void test_cli_help_lists_every_option_and_exit_status(void **state)
 	free(text);
 }
 
-static void test_cli_printable_makes_one_safe_line(void **state)
-{
-	(void)state;
-	char out[16];
-	cli_printable(out, sizeof(out), "a\x1b[2J\nb");
-	assert_string_equal(out, "a?[2J?b");
-	cli_printable(out, sizeof(out), "x\xff");
-	assert_string_equal(out, "x?");
-	cli_printable(out, 5, "ab\xc3\xa9\xc3\xa9"); /* a character cut by the cap is dropped */
-	assert_string_equal(out, "ab\xc3\xa9");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -187,7 +175,6 @@ int main(void)
 	    cmocka_unit_test(test_cli_moves_operands_down_and_stops_where_asked),
 	    cmocka_unit_test(test_cli_refuses_missing_bad_and_unknown_values),
 	    cmocka_unit_test(test_cli_help_lists_every_option_and_exit_status),
-	    cmocka_unit_test(test_cli_printable_makes_one_safe_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
