@@ -17,6 +17,7 @@ packages=(
 	mmdebstrap squashfs-tools                      # proctor image build: the tree, rootfs.squashfs
 	uidmap                                         # mmdebstrap's unprivileged mode
 	qemu-system-x86                                # the microVM backend (QEMU microvm, KVM or TCG)
+	libmicrohttpd-dev libcurl4-openssl-dev         # the service: its HTTP front; the tests' HTTP client and callbacks
 )
 
 missing=()

@@ -1,0 +1,335 @@
+/* The service's HTTP front: libmicrohttpd with every limit set, requests in, JSON answers out. */
+#include "service/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capbuf.h"
+#include "util.h"
+
+/*
+ * Theory of operation.  libmicrohttpd runs a pool of threads on epoll and
+ * calls answer() several times per request: once with the headers, once
+ * per piece of the body, once more when the body is complete.  The first
+ * call refuses what can be refused before reading anything (a target too
+ * long, a declared body too large); the body is then copied into one
+ * buffer that never grows past max_body (a chunked body that passes it is
+ * read to its end and discarded, so the client gets its 413 rather than a
+ * reset); the last call hands the request to the handler and sends what
+ * it answered.  Slow or idle clients are closed by the connection
+ * timeout, a flood of connections by the global and per-address limits,
+ * and headers by the per-connection memory limit.  libmicrohttpd's own
+ * form parser (MHD_PostProcessor, the home of its past CVEs) is never used.
+ */
+
+struct http_server {
+	struct MHD_Daemon *d;
+	struct http_limits limits;
+	http_handler handler;
+	void *ctx;
+	uint16_t port;
+};
+
+/* Per-request state, from the first call to the completion notice. */
+struct pending {
+	char *body;
+	size_t len, cap;
+	bool too_large;
+};
+
+void http_limits_default(struct http_limits *l)
+{
+	*l = (struct http_limits){
+	    .max_body = 64u << 20,
+	    .max_url = 4096,
+	    .max_connections = 512,
+	    .per_ip = 32,
+	    .timeout_s = 30,
+	    .threads = 4,
+	    .conn_memory = 64u << 10,
+	};
+}
+
+int http_error(struct http_response *rs, unsigned status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* A message may quote what the client sent: valid UTF-8 whatever it was. */
+	size_t n;
+	char *fixed = utf8_sanitize(msg, strlen(msg), false, &n);
+	json_t *doc = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message",
+				fixed ? fixed : "");
+	free(fixed);
+	free(rs->body);
+	rs->body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	rs->status = rs->body ? status : 500;
+	rs->content_type = NULL;
+	return 0;
+}
+
+int http_json(struct http_response *rs, unsigned status, char *text)
+{
+	free(rs->body);
+	rs->body = text;
+	rs->status = text ? status : 500;
+	rs->content_type = NULL;
+	return 0;
+}
+
+const char *http_request_query(const struct http_request *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *c, struct http_response *rs)
+{
+	static const char fallback[] =
+	    "{\"error\":{\"code\":\"internal\",\"message\":\"no answer\"}}";
+	struct MHD_Response *r;
+
+	if (rs->body) {
+		r = MHD_create_response_from_buffer(strlen(rs->body), rs->body,
+						    MHD_RESPMEM_MUST_FREE);
+		if (r)
+			rs->body = NULL; /* libmicrohttpd frees it with the response */
+	} else {
+		rs->status = 500;
+		r = MHD_create_response_from_buffer(sizeof(fallback) - 1, (void *)fallback,
+						    MHD_RESPMEM_PERSISTENT);
+	}
+	if (!r) {
+		free(rs->body);
+		rs->body = NULL;
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				rs->content_type ? rs->content_type : "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (rs->retry_after_s) {
+		char v[16];
+		snprintf(v, sizeof(v), "%u", rs->retry_after_s);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+	}
+	enum MHD_Result ok = MHD_queue_response(c, rs->status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+/* Answer an error the layer decides itself, before the handler. */
+static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const char *code,
+			      const char *message)
+{
+	struct http_response rs = {0};
+	http_error(&rs, status, code, "%s", message);
+	return send_response(c, &rs);
+}
+
+static const char *bearer_of(struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return NULL;
+	h += 7;
+	while (*h == ' ')
+		h++;
+	return *h ? h : NULL;
+}
+
+static void remote_of(struct MHD_Connection *c, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	snprintf(buf, len, "?");
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ci->client_addr;
+		inet_ntop(AF_INET, &in->sin_addr, buf, (socklen_t)len);
+	}
+}
+
+/* Append a piece of the body, or note that the body is past the cap. */
+static void take_body(struct pending *p, size_t max, const char *data, size_t n)
+{
+	if (p->too_large)
+		return;
+	if (n > max - p->len) {
+		p->too_large = true;
+		free(p->body);
+		p->body = NULL;
+		p->len = p->cap = 0;
+		return;
+	}
+	if (p->len + n + 1 > p->cap) {
+		size_t cap = p->cap ? p->cap : 4096;
+		while (cap < p->len + n + 1)
+			cap *= 2;
+		if (cap > max + 1)
+			cap = max + 1;
+		char *grown = realloc(p->body, cap);
+		if (!grown) {
+			p->too_large = true; /* answered as 413: we cannot hold it */
+			free(p->body);
+			p->body = NULL;
+			p->len = p->cap = 0;
+			return;
+		}
+		p->body = grown;
+		p->cap = cap;
+	}
+	memcpy(p->body + p->len, data, n);
+	p->len += n;
+	p->body[p->len] = '\0';
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **con_cls)
+{
+	struct http_server *s = cls;
+	struct pending *p = *con_cls;
+	(void)version;
+
+	if (!p) {
+		/* The headers are in; nothing of the body is read yet. */
+		if (strlen(url) > s->limits.max_url)
+			return refuse(c, 414, "uri_too_long", "the request target is too long");
+		const char *cl =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		uint64_t declared;
+		if (cl && parse_u64(cl, strlen(cl), &declared) == 0 && declared > s->limits.max_body) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "the body is larger than %zu bytes",
+				 s->limits.max_body);
+			return refuse(c, 413, "too_large", msg);
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return MHD_NO;
+		*con_cls = p;
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		take_body(p, s->limits.max_body, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (p->too_large) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", s->limits.max_body);
+		return refuse(c, 413, "too_large", msg);
+	}
+
+	char remote[INET_ADDRSTRLEN + 1];
+	remote_of(c, remote, sizeof(remote));
+	struct http_request rq = {
+	    .method = method,
+	    .path = url,
+	    .bearer = bearer_of(c),
+	    .idempotency_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key"),
+	    .body = p->body ? p->body : "",
+	    .body_len = p->len,
+	    .remote = remote,
+	    .conn = c,
+	};
+	struct http_response rs = {.status = 500};
+	s->handler(s->ctx, &rq, &rs);
+	return send_response(c, &rs);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct pending *p = *con_cls;
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (p) {
+		free(p->body);
+		free(p);
+		*con_cls = NULL;
+	}
+}
+
+int http_parse_listen(const char *addr, uint32_t *ret_ip_be, uint16_t *ret_port, struct err *e)
+{
+	const char *colon = addr ? strrchr(addr, ':') : NULL;
+	char host[64];
+	uint64_t port;
+	struct in_addr in;
+
+	if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof(host))
+		return err_set(e, 0, "--listen '%s': expected HOST:PORT, e.g. 127.0.0.1:8080",
+			       addr ? addr : "");
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	if (parse_u64(colon + 1, strlen(colon + 1), &port) < 0 || port > 65535)
+		return err_set(e, 0, "--listen '%s': the port must be a number from 0 to 65535",
+			       addr);
+	if (strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (inet_pton(AF_INET, host, &in) != 1)
+		return err_set(e, 0, "--listen '%s': '%s' is not an IPv4 address", addr, host);
+	*ret_ip_be = in.s_addr;
+	*ret_port = (uint16_t)port;
+	return 0;
+}
+
+int http_server_start(const char *addr, const struct http_limits *l, http_handler handler,
+		      void *ctx, struct http_server **ret, struct err *e)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	uint32_t ip;
+	uint16_t port;
+
+	if (http_parse_listen(addr, &ip, &port, e) < 0)
+		return -1;
+	sa.sin_addr.s_addr = ip;
+	sa.sin_port = htons(port);
+	struct http_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return err_set(e, ENOMEM, "http server");
+	s->limits = *l;
+	s->handler = handler;
+	s->ctx = ctx;
+	s->d = MHD_start_daemon(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, port, NULL, NULL, answer, s,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)l->per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)l->timeout_s,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->conn_memory,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(l->threads ? l->threads : 1),
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
+	if (!s->d) {
+		int saved = errno;
+		free(s);
+		return err_set(e, saved, "listen on %s", addr);
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = di ? di->port : port;
+	*ret = s;
+	return 0;
+}
+
+uint16_t http_server_port(const struct http_server *s)
+{
+	return s->port;
+}
+
+void http_server_stop(struct http_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->d);
+	free(s);
+}
