@@ -1,5 +1,7 @@
 /* Job store benchmark: durable submits/s and claim+complete/s, SQLite and PostgreSQL side by side. */
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +135,7 @@ static double bench_work(const char *url, int n, int workers)
 }
 
 struct row {
-	double submit1, submit4, work1, work2;
+	double submit1, submit4, submit8, work1, work2;
 };
 
 static void run_backend(const char *url, int n, struct row *r)
@@ -153,6 +155,8 @@ static void run_backend(const char *url, int n, struct row *r)
 	r->work1 = bench_work(url, n, 1);
 	r->submit4 = bench_submit(url, course, version, n, 4);
 	r->work2 = bench_work(url, n, 2);
+	r->submit8 = bench_submit(url, course, version, n, 8);
+	bench_work(url, n, 2); /* leave no queued job behind */
 }
 
 int main(int argc, char **argv)
@@ -172,8 +176,13 @@ int main(int argc, char **argv)
 	run_backend(url, n, &sq);
 
 	struct pgtest *server = NULL;
-	int rc = pgtest_start(&server, why, sizeof(why));
-	if (rc == 0 && pgtest_createdb(server, "bench", url, sizeof(url), why, sizeof(why)) == 0) {
+	const char *given = getenv("STORE_BENCH_PG_URL"); /* an existing, empty database */
+	if (given && *given) {
+		snprintf(url, sizeof(url), "%s", given);
+		run_backend(url, n, &pg);
+		have_pg = true;
+	} else if (pgtest_start(&server, why, sizeof(why)) == 0 &&
+		   pgtest_createdb(server, "bench", url, sizeof(url), why, sizeof(why)) == 0) {
 		run_backend(url, n, &pg);
 		have_pg = true;
 	} else {
@@ -193,6 +202,7 @@ int main(int argc, char **argv)
 	} lines[] = {
 	    {"submits, 1 client", offsetof(struct row, submit1)},
 	    {"submits, 4 clients", offsetof(struct row, submit4)},
+	    {"submits, 8 clients", offsetof(struct row, submit8)},
 	    {"claim+complete, 1 worker", offsetof(struct row, work1)},
 	    {"claim+complete, 2 workers", offsetof(struct row, work2)},
 	};
@@ -204,8 +214,8 @@ int main(int argc, char **argv)
 		else
 			printf("%-28s %12.0f %12s\n", lines[i].label, a, "n/a");
 	}
-	double best_sq = sq.submit1 > sq.submit4 ? sq.submit1 : sq.submit4;
-	double best_pg = pg.submit1 > pg.submit4 ? pg.submit1 : pg.submit4;
+	double best_sq = fmax(sq.submit1, fmax(sq.submit4, sq.submit8));
+	double best_pg = fmax(pg.submit1, fmax(pg.submit4, pg.submit8));
 	printf("\ntarget: >= %.0f accepted submissions/s on each backend\n", TARGET_SUBMITS);
 	if (best_sq < TARGET_SUBMITS)
 		printf("TARGET MISSED: sqlite %.0f submits/s\n", best_sq);

@@ -62,9 +62,13 @@ static const char sql_submission_by_key[] =
 static const char sql_version_course[] =
     "SELECT a.course_id FROM assignment_versions v JOIN assignments a ON a.id = v.assignment_id "
     "WHERE v.id = $1";
+/* Inserts nothing when the version is not the course's or the key is taken. */
 static const char sql_submission_add[] =
     "INSERT INTO submissions (course_id, version_id, student, idempotency_key, callback_url, "
-    "blob_sha256, received_ms) VALUES ($1, $2, $3, $4, $5, $6, {now}) "
+    "blob_sha256, received_ms) "
+    "SELECT CAST($1 AS BIGINT), CAST($2 AS BIGINT), CAST($3 AS TEXT), CAST($4 AS TEXT), "
+    "CAST($5 AS TEXT), CAST($6 AS TEXT), {now} WHERE EXISTS (SELECT 1 FROM assignment_versions v "
+    "JOIN assignments a ON a.id = v.assignment_id WHERE v.id = $2 AND a.course_id = $1) "
     "ON CONFLICT (course_id, idempotency_key) DO NOTHING RETURNING id, received_ms";
 static const char sql_job_add[] =
     "INSERT INTO jobs (submission_id, version_id, course_id, kind, state, max_attempts, "
@@ -119,10 +123,6 @@ static int submit_tx(struct store *st, void *arg, struct err *e)
 	int rc;
 
 	a->existing = false;
-	if (in->idempotency_key && (rc = find_by_key(st, a, e)) != 0)
-		return rc < 0 ? rc : 0;
-	if ((rc = version_in_course(st, in->version_id, in->course_id, e)) < 0)
-		return rc;
 	if ((rc = store_blob_put_tx(st, in->data, in->len, sha, e)) < 0)
 		return rc;
 	struct store_val ps[] = {sv_int(in->course_id),	  sv_int(in->version_id),
@@ -131,13 +131,15 @@ static int submit_tx(struct store *st, void *arg, struct err *e)
 	if (store_q(st, sql_submission_add, ps, 6, &rows, e) < 0)
 		return err_wrap(e, "add submission");
 	if (rows->nrows == 0) {
-		/* Another transaction committed the same key after our look-up
-		 * (PostgreSQL waited for it): answer with its ids. */
+		/* The key was used (perhaps by a transaction that committed
+		 * while PostgreSQL made us wait): answer with its ids.  Or the
+		 * version is not the course's. */
 		store_rows_free(rows);
-		rc = find_by_key(st, a, e);
-		if (rc == 0)
-			return err_set(e, 0, "idempotency key conflict without a submission");
-		return rc < 0 ? rc : 0;
+		if (in->idempotency_key && (rc = find_by_key(st, a, e)) != 0)
+			return rc < 0 ? rc : 0;
+		if ((rc = version_in_course(st, in->version_id, in->course_id, e)) < 0)
+			return rc;
+		return err_set(e, 0, "submission not inserted");
 	}
 	a->submission = store_col_int(rows, 0, 0);
 	int64_t received = store_col_int(rows, 0, 1);
@@ -235,13 +237,14 @@ static const char sql_claim[] =
     "UPDATE jobs SET state = 'running', attempt = attempt + 1, lease_token = $1, lease_ms = $2, "
     "lease_expires_ms = {now} + $2, worker = $3, host = $4, started_ms = {now}, "
     "sandbox_ready_ms = NULL "
-    "WHERE id = (SELECT id FROM jobs WHERE (state = 'queued' AND not_before_ms <= {now}) "
-    " OR (state = 'running' AND lease_expires_ms < {now} AND attempt < max_attempts) "
+    "WHERE id = (SELECT id FROM jobs WHERE state IN ('queued', 'running') "
+    " AND ((state = 'queued' AND not_before_ms <= {now}) "
+    "  OR (state = 'running' AND lease_expires_ms < {now} AND attempt < max_attempts)) "
     " ORDER BY id LIMIT 1 {skip_locked}) "
-    "RETURNING id, submission_id, version_id, attempt, max_attempts, lease_expires_ms";
-static const char sql_claim_files[] =
-    "SELECT s.blob_sha256, v.archive_sha256, v.image_pin FROM submissions s, "
-    "assignment_versions v WHERE s.id = $1 AND v.id = $2";
+    "RETURNING id, submission_id, version_id, attempt, max_attempts, lease_expires_ms, "
+    "(SELECT blob_sha256 FROM submissions s WHERE s.id = jobs.submission_id), "
+    "(SELECT archive_sha256 FROM assignment_versions v WHERE v.id = jobs.version_id), "
+    "(SELECT image_pin FROM assignment_versions v WHERE v.id = jobs.version_id)";
 static const char sql_attempt_add[] =
     "INSERT INTO attempts (job_id, attempt, worker, host, started_ms, outcome) "
     "VALUES ($1, $2, $3, $4, {now}, 'running')";
@@ -252,10 +255,16 @@ struct claim_arg {
 	struct store_claim c;
 };
 
-static int claim_tx(struct store *st, void *arg, struct err *e)
+/*
+ * A running job whose lease expired on its last attempt can never be
+ * claimed again: end it as our error.  Done when a claim finds nothing to
+ * do (an idle worker sweeps) and by store_job_sweep(), not on every claim,
+ * to keep a busy claim at two statements.
+ */
+static int sweep_tx(struct store *st, void *arg, struct err *e)
 {
-	struct claim_arg *a = arg;
 	struct store_rows *rows = NULL;
+	int64_t *n = arg;
 
 	if (store_q(st, sql_expire_exhausted, NULL, 0, &rows, e) < 0)
 		return err_wrap(e, "expire exhausted jobs");
@@ -267,7 +276,28 @@ static int claim_tx(struct store *st, void *arg, struct err *e)
 			return err_wrap(e, "expire exhausted jobs");
 		}
 	}
-	rows = store_rows_free(rows);
+	if (n)
+		*n = (int64_t)rows->nrows;
+	store_rows_free(rows);
+	return 0;
+}
+
+int store_job_sweep(struct store *st, int64_t *ret_ended, struct err *e)
+{
+	int64_t n = 0;
+	int rc = store_tx_run(st, STORE_TX_WRITE, sweep_tx, &n, e);
+
+	if (rc < 0)
+		return rc;
+	if (ret_ended)
+		*ret_ended = n;
+	return 0;
+}
+
+static int claim_tx(struct store *st, void *arg, struct err *e)
+{
+	struct claim_arg *a = arg;
+	struct store_rows *rows = NULL;
 
 	struct store_val p[] = {sv_text(a->c.lease_token), sv_int(a->lease_ms), sv_text(a->worker),
 				sv_text(a->host)};
@@ -275,7 +305,7 @@ static int claim_tx(struct store *st, void *arg, struct err *e)
 		return err_wrap(e, "claim");
 	if (rows->nrows == 0) {
 		store_rows_free(rows);
-		return 0;
+		return sweep_tx(st, NULL, e);
 	}
 	a->c.job_id = store_col_int(rows, 0, 0);
 	a->c.submission_id = store_col_int(rows, 0, 1);
@@ -283,19 +313,14 @@ static int claim_tx(struct store *st, void *arg, struct err *e)
 	a->c.attempt = (int)store_col_int(rows, 0, 3);
 	a->c.max_attempts = (int)store_col_int(rows, 0, 4);
 	a->c.lease_expires_ms = store_col_int(rows, 0, 5);
-	rows = store_rows_free(rows);
-
-	struct store_val pf[] = {sv_int(a->c.submission_id), sv_int(a->c.version_id)};
-	if (store_q(st, sql_claim_files, pf, 2, &rows, e) < 0)
-		return err_wrap(e, "claim: files of job %lld", (long long)a->c.job_id);
-	store_col_copy(rows, 0, 0, a->c.submission_sha256, sizeof(a->c.submission_sha256));
-	store_col_copy(rows, 0, 1, a->c.archive_sha256, sizeof(a->c.archive_sha256));
-	store_col_copy(rows, 0, 2, a->c.image_pin, sizeof(a->c.image_pin));
+	store_col_copy(rows, 0, 6, a->c.submission_sha256, sizeof(a->c.submission_sha256));
+	store_col_copy(rows, 0, 7, a->c.archive_sha256, sizeof(a->c.archive_sha256));
+	store_col_copy(rows, 0, 8, a->c.image_pin, sizeof(a->c.image_pin));
 	rows = store_rows_free(rows);
 
 	/* The previous attempt, if its worker vanished, is closed as lost. */
 	struct store_val pl[] = {sv_int(a->c.job_id), sv_int(a->c.attempt - 1)};
-	if (store_q(st, sql_attempt_lost, pl, 2, NULL, e) < 0)
+	if (a->c.attempt > 1 && store_q(st, sql_attempt_lost, pl, 2, NULL, e) < 0)
 		return err_wrap(e, "claim: previous attempt");
 	struct store_val pa[] = {sv_int(a->c.job_id), sv_int(a->c.attempt), sv_text(a->worker),
 				 sv_text(a->host)};
@@ -372,7 +397,8 @@ static const char sql_complete[] =
     "UPDATE jobs SET state = 'done', finished_ms = {now}, lease_token = NULL, "
     "lease_expires_ms = NULL, error = NULL "
     "WHERE id = $1 AND attempt = $2 AND lease_token = $3 AND state = 'running' "
-    "AND lease_expires_ms >= {now} RETURNING submission_id, version_id";
+    "AND lease_expires_ms >= {now} RETURNING submission_id, version_id, "
+    "(SELECT callback_url FROM submissions s WHERE s.id = jobs.submission_id)";
 static const char sql_result_add[] =
     "INSERT INTO results (job_id, submission_id, version_id, attempt, doc, score, max_score, "
     "cpu_seconds, gib_seconds, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {now}) "
@@ -380,7 +406,6 @@ static const char sql_result_add[] =
 static const char sql_attempt_end[] =
     "UPDATE attempts SET outcome = $3, ended_ms = {now}, reason = $4 "
     "WHERE job_id = $1 AND attempt = $2";
-static const char sql_callback_of[] = "SELECT callback_url FROM submissions WHERE id = $1";
 static const char sql_outbox_add[] =
     "INSERT INTO outbox (job_id, result_id, submission_id, url, payload, delivery_id, state, "
     "next_try_ms, created_ms) VALUES ($1, $2, $3, $4, $5, $6, 'pending', {now}, {now})";
@@ -400,23 +425,14 @@ static json_t *json_score(double v)
 }
 
 static int add_outbox(struct store *st, struct complete_arg *a, int64_t submission,
-		      struct err *e)
+		      const char *url, struct err *e)
 {
-	struct store_rows *rows = NULL;
-	struct store_val ps[] = {sv_int(submission)};
-
-	if (store_q(st, sql_callback_of, ps, 1, &rows, e) < 0)
-		return err_wrap(e, "callback URL");
-	const struct store_val *url = store_rows_at(rows, 0, 0);
-	if (url->t != SV_TEXT || url->len == 0) {
-		store_rows_free(rows);
-		return 0;
-	}
 	char delivery[33];
-	if (store_random_hex(delivery, 16, e) < 0) {
-		store_rows_free(rows);
+
+	if (!url[0])
+		return 0;
+	if (store_random_hex(delivery, 16, e) < 0)
 		return err_wrap(e, "delivery id");
-	}
 	json_t *payload = json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:O}", "delivery_id", delivery,
 				    "submission_id", (json_int_t)submission, "job_id",
 				    (json_int_t)a->job, "result_id", (json_int_t)a->result, "score",
@@ -424,15 +440,12 @@ static int add_outbox(struct store *st, struct complete_arg *a, int64_t submissi
 				    json_score(a->res->max_score), "result", a->doc);
 	char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
 	json_decref(payload);
-	if (!text) {
-		store_rows_free(rows);
+	if (!text)
 		return err_set(e, ENOMEM, "callback payload");
-	}
-	struct store_val p[] = {sv_int(a->job), sv_int(a->result), sv_int(submission),
-				sv_text(url->s), sv_text(text), sv_text(delivery)};
+	struct store_val p[] = {sv_int(a->job),	  sv_int(a->result), sv_int(submission),
+				sv_text(url),	  sv_text(text),     sv_text(delivery)};
 	int rc = store_q(st, sql_outbox_add, p, 6, NULL, e);
 	free(text);
-	store_rows_free(rows);
 	if (rc < 0)
 		return err_wrap(e, "outbox");
 	return 0;
@@ -453,6 +466,8 @@ static int complete_tx(struct store *st, void *arg, struct err *e)
 				  (long long)a->job, a->attempt);
 	}
 	int64_t submission = store_col_int(rows, 0, 0), version = store_col_int(rows, 0, 1);
+	char url[STORE_TEXT_MAX];
+	store_col_copy(rows, 0, 2, url, sizeof(url));
 	rows = store_rows_free(rows);
 	struct store_val pr[] = {sv_int(a->job),
 				 sv_int(submission),
@@ -470,7 +485,7 @@ static int complete_tx(struct store *st, void *arg, struct err *e)
 	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt), sv_text("done"), sv_null()};
 	if (store_q(st, sql_attempt_end, pa, 4, NULL, e) < 0)
 		return err_wrap(e, "attempt of job %lld", (long long)a->job);
-	return add_outbox(st, a, submission, e);
+	return add_outbox(st, a, submission, url, e);
 }
 
 int store_job_complete(struct store *st, int64_t job_id, int attempt, const char *lease_token,

@@ -80,7 +80,8 @@ static const char migration_1[] =
     " sandbox_ready_ms BIGINT,"
     " finished_ms BIGINT,"
     " delivered_ms BIGINT);"
-    "CREATE INDEX jobs_claim ON jobs (state, id);"
+    /* Only unfinished jobs: a claim never walks past the done ones. */
+    "CREATE INDEX jobs_runnable ON jobs (id) WHERE state IN ('queued', 'running');"
     "CREATE INDEX jobs_submission ON jobs (submission_id, id);"
 
     "CREATE TABLE results ("

@@ -200,8 +200,8 @@ static int sq_query(void *conn, const char *sql, const struct store_val *params,
 		    struct store_rows **ret_rows, bool *transient, struct err *e)
 {
 	struct sq_conn *c = conn;
-	sqlite3_stmt *s;
-	bool cached;
+	sqlite3_stmt *s = NULL;
+	bool cached = false;
 	struct store_rows *rows = NULL;
 	struct store_val vals[32];
 

@@ -207,13 +207,18 @@ struct store_claim {
  * Claim the oldest runnable job: queued with not_before passed, or running
  * with an expired lease (its worker is presumed dead).  The claim
  * increments the attempt, makes a new random lease token, sets the lease
- * to the database's now + lease_ms and opens an attempt row.  A running
- * job whose lease expired on its last attempt is ended as error instead.
+ * to the database's now + lease_ms and opens an attempt row.  When nothing
+ * is runnable, the claim sweeps (store_job_sweep) before returning 0.
  * Returns 1 with *ret filled when a job was claimed, 0 when none is
  * runnable, negative on failure.
  */
 int store_job_claim(struct store *st, const char *worker, const char *host, int64_t lease_ms,
 		    struct store_claim *ret, struct err *e);
+
+/* End as error every running job whose lease expired on its last attempt
+ * (its worker was lost); *ret_ended (may be NULL) says how many.  A claim
+ * that finds nothing to do does this too; a server calls it periodically. */
+int store_job_sweep(struct store *st, int64_t *ret_ended, struct err *e);
 
 /* Extend the lease by the job's lease length from the database's now.
  * STORE_FENCED when the lease already expired or the job was claimed again. */

@@ -141,6 +141,7 @@ static void test_store_migrates_from_empty_and_reopens(void **state)
 
 	fresh_url(state, url, sizeof(url));
 	struct store *st = open_or_fail(url);
+	assert_string_equal(store_backend(st), ((struct backend *)*state)->name);
 	CHECK(store_schema_version(st, &v, E));
 	assert_int_equal(v, STORE_SCHEMA_VERSION);
 	int64_t now = 0;
