@@ -17,6 +17,8 @@ packages=(
 	mmdebstrap squashfs-tools                      # proctor image build: the tree, rootfs.squashfs
 	uidmap                                         # mmdebstrap's unprivileged mode
 	qemu-system-x86                                # the microVM backend (QEMU microvm, KVM or TCG)
+	libsqlite3-dev libpq-dev                       # the service's job store: SQLite (default), PostgreSQL (many hosts)
+	postgresql                                     # a real PostgreSQL the store tests start themselves (not a service)
 )
 
 missing=()
