@@ -779,6 +779,167 @@ static void test_store_counts_jobs_by_course_and_state(void **state)
 	store_close(st);
 }
 
+/* Run fn(url, k) in `n` processes at once; every one must exit 0. */
+static void in_processes(const char *url, int n, int (*fn)(const char *url, int k))
+{
+	pid_t kids[8];
+
+	assert_true(n <= 8);
+	for (int k = 0; k < n; k++) {
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0)
+			_exit(fn(url, k));
+	}
+	for (int k = 0; k < n; k++) {
+		int status;
+		assert_int_equal(waitpid(kids[k], &status, 0), kids[k]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+}
+
+static int open_and_close(const char *url, int k)
+{
+	struct store *st = NULL;
+	struct err e;
+
+	if (store_open(url, &st, &e) < 0) {
+		fprintf(stderr, "process %d: %s\n", k, e.msg);
+		return 1;
+	}
+	store_close(st);
+	return 0;
+}
+
+static void test_store_processes_opening_together_migrate_once(void **state)
+{
+	char url[512];
+	int v = 0;
+
+	fresh_url(state, url, sizeof(url));
+	in_processes(url, 4, open_and_close);
+	struct store *st = open_or_fail(url);
+	CHECK(store_schema_version(st, &v, E));
+	assert_int_equal(v, STORE_SCHEMA_VERSION);
+	assert_int_equal(count_rows(st, sql_versions), (int64_t)store_migration_count);
+	store_close(st);
+}
+
+/* Each process submits the same key 20 times; ids go to a file per process. */
+static int submit_same_key(const char *url, int k)
+{
+	struct store *st = NULL;
+	struct err e;
+	int64_t course, sub, job, first = 0;
+	struct store_version ver;
+
+	if (store_open(url, &st, &e) < 0 || store_course_ensure(st, "cs101", false, &course, &e) < 0 ||
+	    store_version_latest(st, course, "hello", &ver, &e) < 0) {
+		fprintf(stderr, "process %d: %s\n", k, e.msg);
+		return 1;
+	}
+	for (int i = 0; i < 20; i++) {
+		struct store_submission_in in = {.course_id = course,
+						 .version_id = ver.version_id,
+						 .idempotency_key = "retried-post",
+						 .data = "same",
+						 .len = 4};
+		if (store_submit(st, &in, &sub, &job, NULL, &e) < 0) {
+			fprintf(stderr, "process %d: %s\n", k, e.msg);
+			return 2;
+		}
+		if (first && sub != first)
+			return 3;
+		first = sub;
+	}
+	store_close(st);
+	return 0;
+}
+
+static const char sql_keyed[] =
+    "SELECT COUNT(*) FROM submissions WHERE idempotency_key = 'retried-post'";
+static const char sql_keyed_jobs[] = "SELECT COUNT(*) FROM jobs j JOIN submissions s "
+				     "ON s.id = j.submission_id WHERE s.idempotency_key = 'retried-post'";
+
+static void test_store_concurrent_retries_of_one_key_make_one_submission(void **state)
+{
+	char url[512];
+	int64_t c, v;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	st = store_close(st);
+	in_processes(url, 4, submit_same_key);
+	st = open_or_fail(url);
+	assert_int_equal(count_rows(st, sql_keyed), 1);
+	assert_int_equal(count_rows(st, sql_keyed_jobs), 1);
+	store_close(st);
+}
+
+static void test_store_outbox_gives_up_after_max_attempts(void **state)
+{
+	char url[512];
+	int64_t c, v, job;
+	struct store_claim cl;
+	struct store_delivery d[2];
+	struct store_outbox_row o[1];
+	size_t n;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, "http://127.0.0.1:9/hangs", 0, &job);
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &a_result, NULL, E));
+	for (int i = 1; i <= 3; i++) {
+		CHECK(store_outbox_take_due(st, 60000, d, 2, &n, E));
+		assert_int_equal(n, 1);
+		assert_int_equal(d[0].attempts, i - 1);
+		int64_t id = d[0].outbox_id;
+		store_delivery_clear(&d[0]);
+		CHECK(store_outbox_record(st, id, false, 0, "timed out", 0, 3, E));
+	}
+	CHECK(store_outbox_for_job(st, job, o, 1, &n, E));
+	assert_string_equal(o[0].state, "failed");
+	assert_int_equal(o[0].attempts, 3);
+	CHECK(store_outbox_take_due(st, 60000, d, 2, &n, E));
+	assert_int_equal(n, 0);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM deliveries WHERE http_status IS NULL"),
+			 3);
+	assert_int_equal(store_outbox_record(st, o[0].outbox_id, true, 200, NULL, 0, 3, &e),
+			 STORE_NOT_FOUND);
+	store_close(st);
+}
+
+static void test_store_sweep_ends_jobs_of_lost_workers(void **state)
+{
+	char url[512];
+	int64_t c, v, j1, j2, ended = -1;
+	struct store_claim a, b;
+	struct store_job j;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, NULL, 1, &j1);
+	submit(st, c, v, NULL, NULL, 1, &j2);
+	assert_int_equal(claim(st, "w1", 100, &a), 1);
+	assert_int_equal(claim(st, "w2", 60000, &b), 1);
+	sleep_ms(250);
+	CHECK(store_job_sweep(st, &ended, E));
+	assert_int_equal(ended, 1);
+	CHECK(store_job_get(st, j1, &j, E));
+	assert_int_equal(j.state, STORE_JOB_ERROR);
+	CHECK(store_job_get(st, j2, &j, E)); /* a live lease is left alone */
+	assert_int_equal(j.state, STORE_JOB_RUNNING);
+	CHECK(store_job_sweep(st, &ended, E));
+	assert_int_equal(ended, 0);
+	store_close(st);
+}
+
 /* ---- groups ---- */
 
 static int setup_sqlite(void **state)
@@ -844,6 +1005,10 @@ int main(void)
 	    cmocka_unit_test(test_store_crash_between_claim_and_complete_loses_nothing),
 	    cmocka_unit_test(test_store_regrade_adds_a_result_beside_the_old),
 	    cmocka_unit_test(test_store_counts_jobs_by_course_and_state),
+	    cmocka_unit_test(test_store_processes_opening_together_migrate_once),
+	    cmocka_unit_test(test_store_concurrent_retries_of_one_key_make_one_submission),
+	    cmocka_unit_test(test_store_outbox_gives_up_after_max_attempts),
+	    cmocka_unit_test(test_store_sweep_ends_jobs_of_lost_workers),
 	};
 	int failed = cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);
 	failed += cmocka_run_group_tests_name("store_postgresql", tests, setup_pg, teardown_pg);
