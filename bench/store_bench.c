@@ -1,4 +1,5 @@
-/* Job store benchmark: durable submits/s and claim+complete/s, SQLite and PostgreSQL side by side. */
+/* Job store benchmark: durable submits/s and claim+complete/s, SQLite and PostgreSQL side by side.
+ */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>

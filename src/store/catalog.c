@@ -15,7 +15,8 @@ static int check_text(const char *what, const char *s, bool required, struct err
 	}
 	size_t n = strnlen(s, STORE_TEXT_MAX);
 	if (n == STORE_TEXT_MAX)
-		return store_fail(e, STORE_INVALID, "%s: longer than %d bytes", what, STORE_TEXT_MAX - 1);
+		return store_fail(e, STORE_INVALID, "%s: longer than %d bytes", what,
+				  STORE_TEXT_MAX - 1);
 	if (required && n == 0)
 		return store_fail(e, STORE_INVALID, "%s: empty", what);
 	for (size_t i = 0; i < n; i++)
@@ -102,9 +103,8 @@ int store_scope_parse(const char *name, enum store_scope *ret, struct err *e)
 static const char sql_token_add[] =
     "INSERT INTO tokens (course_id, scope, selector, secret_sha256, created_ms) "
     "VALUES ($1, $2, $3, $4, {now})";
-static const char sql_token_get[] =
-    "SELECT id, course_id, scope, secret_sha256 FROM tokens "
-    "WHERE selector = $1 AND revoked_ms IS NULL";
+static const char sql_token_get[] = "SELECT id, course_id, scope, secret_sha256 FROM tokens "
+				    "WHERE selector = $1 AND revoked_ms IS NULL";
 static const char sql_token_revoke[] =
     "UPDATE tokens SET revoked_ms = {now} WHERE id = $1 AND revoked_ms IS NULL RETURNING id";
 
@@ -236,8 +236,8 @@ int store_blob_put_tx(struct store *st, const void *data, size_t len, char ret_s
 	char hex[65];
 
 	if (len > STORE_BLOB_MAX)
-		return store_fail(e, STORE_TOO_LARGE, "blob of %zu bytes is above the cap of %u", len,
-			       STORE_BLOB_MAX);
+		return store_fail(e, STORE_TOO_LARGE, "blob of %zu bytes is above the cap of %u",
+				  len, STORE_BLOB_MAX);
 	store_sha256_hex(data, len, hex);
 	struct store_val p[] = {sv_text(hex), sv_int((int64_t)len), sv_blob(data, len)};
 	if (store_q(st, sql_blob_add, p, 3, NULL, e) < 0)
@@ -361,7 +361,8 @@ static int version_tx(struct store *st, void *arg, struct err *e)
 	}
 	int next = (int)store_col_int(rows, 0, 1) + 1;
 	rows = store_rows_free(rows);
-	struct store_val pv[] = {sv_int(assignment_id), sv_int(next), sv_text(sha), sv_text(a->pin)};
+	struct store_val pv[] = {sv_int(assignment_id), sv_int(next), sv_text(sha),
+				 sv_text(a->pin)};
 	if (store_q(st, sql_version_add, pv, 4, &rows, e) < 0)
 		return err_wrap(e, "assignment '%s' version %d", a->name, next);
 	a->version_id = store_col_int(rows, 0, 0);
@@ -383,7 +384,8 @@ int store_assignment_add_version(struct store *st, int64_t course_id, const char
 		return rc;
 	if (strlen(name) >= sizeof(((struct store_version *)0)->name) ||
 	    strlen(image_pin) >= sizeof(((struct store_version *)0)->image_pin))
-		return store_fail(e, STORE_INVALID, "assignment name or image pin longer than 255 bytes");
+		return store_fail(e, STORE_INVALID,
+				  "assignment name or image pin longer than 255 bytes");
 	rc = store_tx_run(st, STORE_TX_WRITE, version_tx, &a, e);
 	if (rc < 0)
 		return rc;

@@ -1,4 +1,5 @@
-/* The job store's job lifecycle: submit, claim with a lease, heartbeat, fenced completion, outbox. */
+/* The job store's job lifecycle: submit, claim with a lease, heartbeat, fenced completion, outbox.
+ */
 #include "store_int.h"
 
 #include <errno.h>
@@ -98,8 +99,7 @@ static int find_by_key(struct store *st, struct submit_arg *a, struct err *e)
 	return found;
 }
 
-static int version_in_course(struct store *st, int64_t version_id, int64_t course_id,
-			     struct err *e)
+static int version_in_course(struct store *st, int64_t version_id, int64_t course_id, struct err *e)
 {
 	struct store_rows *rows = NULL;
 	struct store_val p[] = {sv_int(version_id)};
@@ -125,8 +125,8 @@ static int submit_tx(struct store *st, void *arg, struct err *e)
 	a->existing = false;
 	if ((rc = store_blob_put_tx(st, in->data, in->len, sha, e)) < 0)
 		return rc;
-	struct store_val ps[] = {sv_int(in->course_id),	  sv_int(in->version_id),
-				 sv_text(in->student),	  sv_text(in->idempotency_key),
+	struct store_val ps[] = {sv_int(in->course_id),	    sv_int(in->version_id),
+				 sv_text(in->student),	    sv_text(in->idempotency_key),
 				 sv_text(in->callback_url), sv_text(sha)};
 	if (store_q(st, sql_submission_add, ps, 6, &rows, e) < 0)
 		return err_wrap(e, "add submission");
@@ -145,8 +145,9 @@ static int submit_tx(struct store *st, void *arg, struct err *e)
 	int64_t received = store_col_int(rows, 0, 1);
 	rows = store_rows_free(rows);
 	int max_attempts = in->max_attempts > 0 ? in->max_attempts : STORE_DEFAULT_ATTEMPTS;
-	struct store_val pj[] = {sv_int(a->submission), sv_int(in->version_id), sv_int(in->course_id),
-				 sv_text("grade"), sv_int(max_attempts), sv_int(received)};
+	struct store_val pj[] = {sv_int(a->submission), sv_int(in->version_id),
+				 sv_int(in->course_id), sv_text("grade"),
+				 sv_int(max_attempts),	sv_int(received)};
 	if (store_q(st, sql_job_add, pj, 6, &rows, e) < 0)
 		return err_wrap(e, "add job");
 	a->job = store_col_int(rows, 0, 0);
@@ -194,14 +195,16 @@ static int regrade_tx(struct store *st, void *arg, struct err *e)
 		return err_wrap(e, "submission");
 	if (rows->nrows == 0) {
 		store_rows_free(rows);
-		return store_fail(e, STORE_NOT_FOUND, "no submission %lld", (long long)a->submission);
+		return store_fail(e, STORE_NOT_FOUND, "no submission %lld",
+				  (long long)a->submission);
 	}
 	int64_t course = store_col_int(rows, 0, 0), received = store_col_int(rows, 0, 1);
 	rows = store_rows_free(rows);
 	if ((rc = version_in_course(st, a->version, course, e)) < 0)
 		return rc;
-	struct store_val pj[] = {sv_int(a->submission), sv_int(a->version), sv_int(course),
-				 sv_text("regrade"), sv_int(STORE_DEFAULT_ATTEMPTS), sv_int(received)};
+	struct store_val pj[] = {
+	    sv_int(a->submission),	    sv_int(a->version), sv_int(course), sv_text("regrade"),
+	    sv_int(STORE_DEFAULT_ATTEMPTS), sv_int(received)};
 	if (store_q(st, sql_job_add, pj, 6, &rows, e) < 0)
 		return err_wrap(e, "add job");
 	a->job = store_col_int(rows, 0, 0);
@@ -375,8 +378,9 @@ static int fenced_update(struct store *st, const char *sql, int64_t job_id, cons
 	size_t n = rows->nrows;
 	store_rows_free(rows);
 	if (n == 0)
-		return store_fail(e, STORE_FENCED, "%s: job %lld: the lease expired or was taken over",
-				  what, (long long)job_id);
+		return store_fail(e, STORE_FENCED,
+				  "%s: job %lld: the lease expired or was taken over", what,
+				  (long long)job_id);
 	return 0;
 }
 
@@ -424,8 +428,8 @@ static json_t *json_score(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-static int add_outbox(struct store *st, struct complete_arg *a, int64_t submission,
-		      const char *url, struct err *e)
+static int add_outbox(struct store *st, struct complete_arg *a, int64_t submission, const char *url,
+		      struct err *e)
 {
 	char delivery[33];
 
@@ -433,17 +437,17 @@ static int add_outbox(struct store *st, struct complete_arg *a, int64_t submissi
 		return 0;
 	if (store_random_hex(delivery, 16, e) < 0)
 		return err_wrap(e, "delivery id");
-	json_t *payload = json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:O}", "delivery_id", delivery,
-				    "submission_id", (json_int_t)submission, "job_id",
-				    (json_int_t)a->job, "result_id", (json_int_t)a->result, "score",
-				    json_score(a->res->score), "max_score",
-				    json_score(a->res->max_score), "result", a->doc);
+	json_t *payload =
+	    json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:O}", "delivery_id", delivery,
+		      "submission_id", (json_int_t)submission, "job_id", (json_int_t)a->job,
+		      "result_id", (json_int_t)a->result, "score", json_score(a->res->score),
+		      "max_score", json_score(a->res->max_score), "result", a->doc);
 	char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
 	json_decref(payload);
 	if (!text)
 		return err_set(e, ENOMEM, "callback payload");
-	struct store_val p[] = {sv_int(a->job),	  sv_int(a->result), sv_int(submission),
-				sv_text(url),	  sv_text(text),     sv_text(delivery)};
+	struct store_val p[] = {sv_int(a->job), sv_int(a->result), sv_int(submission),
+				sv_text(url),	sv_text(text),	   sv_text(delivery)};
 	int rc = store_q(st, sql_outbox_add, p, 6, NULL, e);
 	free(text);
 	if (rc < 0)
@@ -461,9 +465,10 @@ static int complete_tx(struct store *st, void *arg, struct err *e)
 		return err_wrap(e, "complete job %lld", (long long)a->job);
 	if (rows->nrows == 0) {
 		store_rows_free(rows);
-		return store_fail(e, STORE_FENCED,
-				  "complete job %lld attempt %d: the lease expired or was taken over",
-				  (long long)a->job, a->attempt);
+		return store_fail(
+		    e, STORE_FENCED,
+		    "complete job %lld attempt %d: the lease expired or was taken over",
+		    (long long)a->job, a->attempt);
 	}
 	int64_t submission = store_col_int(rows, 0, 0), version = store_col_int(rows, 0, 1);
 	char url[STORE_TEXT_MAX];
@@ -491,7 +496,8 @@ static int complete_tx(struct store *st, void *arg, struct err *e)
 int store_job_complete(struct store *st, int64_t job_id, int attempt, const char *lease_token,
 		       const struct store_result_in *res, int64_t *ret_result, struct err *e)
 {
-	struct complete_arg a = {.job = job_id, .attempt = attempt, .token = lease_token, .res = res};
+	struct complete_arg a = {
+	    .job = job_id, .attempt = attempt, .token = lease_token, .res = res};
 	json_error_t jerr;
 
 	if (!valid_lease_token(lease_token))
@@ -567,7 +573,9 @@ static int fail_tx(struct store *st, void *arg, struct err *e)
 int store_job_fail_ours(struct store *st, int64_t job_id, int attempt, const char *lease_token,
 			const char *reason, int64_t backoff_ms, bool *ret_final, struct err *e)
 {
-	struct fail_arg a = {.job = job_id, .attempt = attempt, .token = lease_token,
+	struct fail_arg a = {.job = job_id,
+			     .attempt = attempt,
+			     .token = lease_token,
 			     .reason = reason ? reason : "internal error"};
 	int rc;
 
@@ -708,8 +716,8 @@ static int view_tx(struct store *st, void *arg, struct err *e)
 	return 0;
 }
 
-int store_submission_get(struct store *st, int64_t submission_id,
-			 struct store_submission_view *ret, struct err *e)
+int store_submission_get(struct store *st, int64_t submission_id, struct store_submission_view *ret,
+			 struct err *e)
 {
 	struct store_submission_view v = {0};
 	struct view_arg a = {.id = submission_id, .v = &v};
@@ -864,8 +872,8 @@ static int take_tx(struct store *st, void *arg, struct err *e)
 	return 0;
 }
 
-int store_outbox_take_due(struct store *st, int64_t hold_ms, struct store_delivery *ret,
-			  size_t cap, size_t *ret_n, struct err *e)
+int store_outbox_take_due(struct store *st, int64_t hold_ms, struct store_delivery *ret, size_t cap,
+			  size_t *ret_n, struct err *e)
 {
 	struct take_arg a = {.hold = hold_ms, .out = ret, .cap = cap};
 
@@ -895,9 +903,9 @@ static int record_tx(struct store *st, void *arg, struct err *e)
 {
 	struct record_arg *a = arg;
 	struct store_rows *rows = NULL;
-	struct store_val p[] = {sv_int(a->id),	    a->status ? sv_int(a->status) : sv_null(),
+	struct store_val p[] = {sv_int(a->id),	   a->status ? sv_int(a->status) : sv_null(),
 				sv_text(a->error), sv_int(a->ok),
-				sv_int(a->max),	    sv_int(a->retry)};
+				sv_int(a->max),	   sv_int(a->retry)};
 
 	if (store_q(st, sql_outbox_record, p, 6, &rows, e) < 0)
 		return err_wrap(e, "outbox %lld", (long long)a->id);
@@ -907,8 +915,8 @@ static int record_tx(struct store *st, void *arg, struct err *e)
 	}
 	int64_t job = store_col_int(rows, 0, 0), n = store_col_int(rows, 0, 1);
 	store_rows_free(rows);
-	struct store_val pd[] = {sv_int(a->id), sv_int(n), a->status ? sv_int(a->status) : sv_null(),
-				 sv_text(a->error)};
+	struct store_val pd[] = {sv_int(a->id), sv_int(n),
+				 a->status ? sv_int(a->status) : sv_null(), sv_text(a->error)};
 	if (store_q(st, sql_delivery_add, pd, 4, NULL, e) < 0)
 		return err_wrap(e, "delivery of outbox %lld", (long long)a->id);
 	struct store_val pj[] = {sv_int(job)};
@@ -920,8 +928,12 @@ static int record_tx(struct store *st, void *arg, struct err *e)
 int store_outbox_record(struct store *st, int64_t outbox_id, bool ok, int http_status,
 			const char *error, int64_t retry_ms, int max_attempts, struct err *e)
 {
-	struct record_arg a = {.id = outbox_id, .ok = ok, .status = http_status, .error = error,
-			       .retry = retry_ms, .max = max_attempts};
+	struct record_arg a = {.id = outbox_id,
+			       .ok = ok,
+			       .status = http_status,
+			       .error = error,
+			       .retry = retry_ms,
+			       .max = max_attempts};
 	int rc;
 
 	if ((rc = check_label("delivery error", error, STORE_TEXT_MAX, e)) < 0)

@@ -24,14 +24,14 @@
 #define MAX_PARAMS 32
 
 /* Type oids of pg_type.h, stable across releases. */
-#define OID_BOOL 16
-#define OID_BYTEA 17
-#define OID_INT8 20
-#define OID_INT2 21
-#define OID_INT4 23
-#define OID_OID 26
-#define OID_FLOAT4 700
-#define OID_FLOAT8 701
+#define OID_BOOL    16
+#define OID_BYTEA   17
+#define OID_INT8    20
+#define OID_INT2    21
+#define OID_INT4    23
+#define OID_OID	    26
+#define OID_FLOAT4  700
+#define OID_FLOAT8  701
 #define OID_NUMERIC 1700
 
 struct pg_conn {
@@ -218,8 +218,7 @@ static int pg_stmt(struct pg_conn *c, const char *key, char name[16], bool *tran
 	return 0;
 }
 
-static int pg_value(PGresult *res, int r, int col, struct store_val *v, char **owned,
-		    struct err *e)
+static int pg_value(PGresult *res, int r, int col, struct store_val *v, char **owned, struct err *e)
 {
 	const char *text = PQgetvalue(res, r, col);
 	char *end;

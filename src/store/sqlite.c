@@ -17,7 +17,7 @@
  * Several processes on one host may share the file.
  */
 
-#define STMT_CACHE 64
+#define STMT_CACHE	64
 #define BUSY_TIMEOUT_MS 30000
 
 struct sq_conn {
@@ -48,7 +48,8 @@ static int sq_fail(struct sq_conn *c, int rc, bool *transient, struct err *e, co
 {
 	if (transient)
 		*transient = is_transient(rc);
-	return err_set(e, 0, "sqlite: %s: %s", what, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+	return err_set(e, 0, "sqlite: %s: %s", what,
+		       c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 }
 
 static bool sq_accepts(const char *url)
@@ -91,9 +92,9 @@ static int sq_open(const char *url, void **ret_conn, struct err *e)
 	}
 	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
 	char *msg = NULL;
-	rc = sqlite3_exec(c->db,
-			  "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-			  NULL, NULL, &msg);
+	rc = sqlite3_exec(
+	    c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+	    NULL, NULL, &msg);
 	if (rc != SQLITE_OK) {
 		err_set(e, 0, "sqlite: '%s': pragmas: %s", path, msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
@@ -181,7 +182,8 @@ static int sq_bind(sqlite3_stmt *s, const struct store_val *p, size_t n)
 					   : sqlite3_bind_double(s, idx, p[i].r);
 			break;
 		case SV_TEXT:
-			rc = sqlite3_bind_text64(s, idx, p[i].s, p[i].len, SQLITE_STATIC, SQLITE_UTF8);
+			rc = sqlite3_bind_text64(s, idx, p[i].s, p[i].len, SQLITE_STATIC,
+						 SQLITE_UTF8);
 			break;
 		case SV_BLOB:
 			rc = p[i].len ? sqlite3_bind_blob64(s, idx, p[i].s, p[i].len, SQLITE_STATIC)

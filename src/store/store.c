@@ -3,8 +3,8 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <nettle/sha2.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +147,8 @@ char *store_sql_expand(const struct store_dialect *d, const char *sql, bool qmar
 			for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
 				size_t tl = strlen(tokens[i].token);
 				if (strncmp(p, tokens[i].token, tl) == 0) {
-					rep = *(const char *const *)((const char *)d + tokens[i].off);
+					rep =
+					    *(const char *const *)((const char *)d + tokens[i].off);
 					skip = tl;
 					break;
 				}
@@ -210,8 +211,8 @@ void store_tx_rollback(struct store *st)
  * serialization failure) restart the whole transaction: its effects were
  * rolled back, so the function is run again from a clean state.
  */
-int store_tx_run(struct store *st, enum store_tx mode, int (*fn)(struct store *, void *, struct err *),
-		 void *arg, struct err *e)
+int store_tx_run(struct store *st, enum store_tx mode,
+		 int (*fn)(struct store *, void *, struct err *), void *arg, struct err *e)
 {
 	for (int tries = 0;; tries++) {
 		bool transient = false;
@@ -314,10 +315,11 @@ static int migrate_tx(struct store *st, void *arg, struct err *e)
 	int64_t have = store_col_int(rows, 0, 0);
 	rows = store_rows_free(rows);
 	if (have > STORE_SCHEMA_VERSION)
-		return err_set(e, 0,
-			       "the database has schema version %lld, newer than this proctor's %d: "
-			       "upgrade proctor",
-			       (long long)have, STORE_SCHEMA_VERSION);
+		return err_set(
+		    e, 0,
+		    "the database has schema version %lld, newer than this proctor's %d: "
+		    "upgrade proctor",
+		    (long long)have, STORE_SCHEMA_VERSION);
 	for (size_t i = 0; i < store_migration_count; i++) {
 		const struct store_migration *m = &store_migrations[i];
 		if (m->version <= have)

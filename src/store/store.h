@@ -167,7 +167,7 @@ int store_version_latest(struct store *st, int64_t course_id, const char *name,
 /* A new submission; strings may be NULL where marked. */
 struct store_submission_in {
 	int64_t course_id;
-	int64_t version_id; /* must belong to course_id */
+	int64_t version_id;	     /* must belong to course_id */
 	const char *student;	     /* label, may be NULL */
 	const char *idempotency_key; /* unique per course; NULL: none */
 	const char *callback_url;    /* NULL: no callback */
@@ -222,8 +222,7 @@ int store_job_sweep(struct store *st, int64_t *ret_ended, struct err *e);
 
 /* Extend the lease by the job's lease length from the database's now.
  * STORE_FENCED when the lease already expired or the job was claimed again. */
-int store_job_heartbeat(struct store *st, int64_t job_id, const char *lease_token,
-			struct err *e);
+int store_job_heartbeat(struct store *st, int64_t job_id, const char *lease_token, struct err *e);
 
 /* Record the sandbox-ready phase time (database clock) and extend the
  * lease, fenced like a heartbeat. */
@@ -313,8 +312,8 @@ struct store_submission_view {
 	bool has_result;
 	struct store_result result;
 };
-int store_submission_get(struct store *st, int64_t submission_id,
-			 struct store_submission_view *ret, struct err *e);
+int store_submission_get(struct store *st, int64_t submission_id, struct store_submission_view *ret,
+			 struct err *e);
 /* Free what a view owns (the document); the view may be reused. */
 void store_submission_view_clear(struct store_submission_view *v);
 
@@ -362,8 +361,8 @@ void store_delivery_clear(struct store_delivery *d);
  * hold them for `hold_ms` (next_try moves forward) so that other servers do
  * not send them at the same time.  *ret_n is how many were filled.
  */
-int store_outbox_take_due(struct store *st, int64_t hold_ms, struct store_delivery *ret,
-			  size_t cap, size_t *ret_n, struct err *e);
+int store_outbox_take_due(struct store *st, int64_t hold_ms, struct store_delivery *ret, size_t cap,
+			  size_t *ret_n, struct err *e);
 /*
  * Record one delivery attempt: ok marks it delivered (and the job's
  * delivered time); otherwise it is retried at now + retry_ms, or marked

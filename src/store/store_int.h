@@ -150,8 +150,8 @@ int store_q(struct store *st, const char *sql, const struct store_val *params, s
  * positive value, roll back when negative; a transient failure is retried
  * a few times from the start.  Returns what fn returned, or -1.
  */
-int store_tx_run(struct store *st, enum store_tx mode, int (*fn)(struct store *, void *, struct err *),
-		 void *arg, struct err *e);
+int store_tx_run(struct store *st, enum store_tx mode,
+		 int (*fn)(struct store *, void *, struct err *), void *arg, struct err *e);
 
 /* Begin/commit/rollback by hand (tests use them to hold a transaction open). */
 int store_tx_begin(struct store *st, enum store_tx mode, struct err *e);
@@ -159,7 +159,8 @@ int store_tx_commit(struct store *st, struct err *e);
 void store_tx_rollback(struct store *st);
 
 /* Fill `e` from a format and return `status` (a negative enum store_status). */
-int store_fail(struct err *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int store_fail(struct err *e, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Random bytes as hex (2*n chars + NUL). */
 int store_random_hex(char *dst, size_t nbytes, struct err *e);

@@ -43,7 +43,8 @@ bool pgtest_must_work(void)
 
 static const char *find_runuser(void)
 {
-	static const char *const paths[] = {"/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"};
+	static const char *const paths[] = {"/usr/sbin/runuser", "/sbin/runuser",
+					    "/usr/bin/runuser"};
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (access(paths[i], X_OK) == 0)
@@ -139,7 +140,7 @@ static void stop_server(const struct pgtest *pg, const char *runuser)
 	snprintf(pg_ctl, sizeof(pg_ctl), "%s/pg_ctl", pg->bindir);
 	snprintf(log, sizeof(log), "%s/ctl.log", pg->dir);
 	char *const argv[] = {(char *)runuser, "-u", "postgres", "--", pg_ctl, "-D", data, "-m",
-			      "immediate", "-w", "stop", NULL};
+			      "immediate",     "-w", "stop",	 NULL};
 	run(argv, log);
 }
 
@@ -236,9 +237,9 @@ int pgtest_start(struct pgtest **ret, char *why, size_t why_len)
 
 	snprintf(data, sizeof(data), "%s/data", pg->dir);
 	snprintf(log, sizeof(log), "%s/initdb.log", pg->dir);
-	char *const init_argv[] = {(char *)runuser, "-u", "postgres", "--", initdb, "-D", data,
-				   "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8",
-				   "--locale=C", NULL};
+	char *const init_argv[] = {
+	    (char *)runuser, "-u",	     "postgres",  "--", initdb, "-D",	      data, "-U",
+	    "postgres",	     "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C", NULL};
 	if (run(init_argv, log) != 0) {
 		print_log(log);
 		why_set(why, why_len, "initdb failed (log above)");
@@ -251,10 +252,23 @@ int pgtest_start(struct pgtest **ret, char *why, size_t why_len)
 		if (pg->port <= 0)
 			continue;
 		snprintf(opts, sizeof(opts),
-			 "-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200", pg->port,
-			 pg->dir);
-		char *const start_argv[] = {(char *)runuser, "-u", "postgres", "--", pg_ctl, "-D",
-					    data, "-l", log, "-w", "-t", "60", "-o", opts, "start",
+			 "-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200",
+			 pg->port, pg->dir);
+		char *const start_argv[] = {(char *)runuser,
+					    "-u",
+					    "postgres",
+					    "--",
+					    pg_ctl,
+					    "-D",
+					    data,
+					    "-l",
+					    log,
+					    "-w",
+					    "-t",
+					    "60",
+					    "-o",
+					    opts,
+					    "start",
 					    NULL};
 		char ctl_log[300];
 		snprintf(ctl_log, sizeof(ctl_log), "%s/ctl.log", pg->dir);

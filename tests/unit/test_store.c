@@ -95,9 +95,11 @@ static int64_t submit(struct store *st, int64_t course, int64_t version, const c
 	return sub;
 }
 
-static const struct store_result_in a_result = {
-    .doc_json = "{\"status\":\"ok\",\"score\":1}", .score = 1, .max_score = 2,
-    .cpu_seconds = 0.5, .gib_seconds = 0.25};
+static const struct store_result_in a_result = {.doc_json = "{\"status\":\"ok\",\"score\":1}",
+						.score = 1,
+						.max_score = 2,
+						.cpu_seconds = 0.5,
+						.gib_seconds = 0.25};
 
 static int claim(struct store *st, const char *worker, int64_t lease_ms, struct store_claim *c)
 {
@@ -215,8 +217,8 @@ static void test_store_claims_oldest_runnable_first(void **state)
 	assert_int_equal(cl.attempt, 1);
 	assert_string_equal(cl.image_pin, "small@1");
 	bool final = true;
-	CHECK(store_job_fail_ours(st, cl.job_id, cl.attempt, cl.lease_token, "image missing",
-				  60000, &final, E));
+	CHECK(store_job_fail_ours(st, cl.job_id, cl.attempt, cl.lease_token, "image missing", 60000,
+				  &final, E));
 	assert_false(final);
 	for (int i = 1; i < 5; i++) {
 		assert_int_equal(claim(st, "w1", 60000, &cl), 1);
@@ -272,7 +274,8 @@ static void test_store_two_claimers_never_share_a_job(void **state)
 					fprintf(stderr, "child complete: %s\n", e.msg);
 					_exit(4);
 				}
-				if (write(fds[1], &cl.job_id, sizeof(cl.job_id)) != sizeof(cl.job_id))
+				if (write(fds[1], &cl.job_id, sizeof(cl.job_id)) !=
+				    sizeof(cl.job_id))
 					_exit(5);
 			}
 			store_close(mine);
@@ -300,7 +303,8 @@ static void test_store_two_claimers_never_share_a_job(void **state)
 	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM results"), JOBS);
 	assert_int_equal(count_rows(st, "SELECT COUNT(DISTINCT job_id) FROM results"), JOBS);
 	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM jobs WHERE state <> 'done'"), 0);
-	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM attempts WHERE outcome <> 'done'"), 0);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM attempts WHERE outcome <> 'done'"),
+			 0);
 	store_close(st);
 }
 
@@ -745,8 +749,9 @@ static void test_store_regrade_adds_a_result_beside_the_old(void **state)
 	/* A malformed document is refused before anything is written. */
 	struct err e;
 	r2.doc_json = "{not json";
-	assert_int_equal(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &r2, NULL, &e),
-			 STORE_INVALID);
+	assert_int_equal(
+	    store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &r2, NULL, &e),
+	    STORE_INVALID);
 	store_close(st);
 }
 
@@ -834,7 +839,8 @@ static int submit_same_key(const char *url, int k)
 	int64_t course, sub, job, first = 0;
 	struct store_version ver;
 
-	if (store_open(url, &st, &e) < 0 || store_course_ensure(st, "cs101", false, &course, &e) < 0 ||
+	if (store_open(url, &st, &e) < 0 ||
+	    store_course_ensure(st, "cs101", false, &course, &e) < 0 ||
 	    store_version_latest(st, course, "hello", &ver, &e) < 0) {
 		fprintf(stderr, "process %d: %s\n", k, e.msg);
 		return 1;
@@ -859,8 +865,9 @@ static int submit_same_key(const char *url, int k)
 
 static const char sql_keyed[] =
     "SELECT COUNT(*) FROM submissions WHERE idempotency_key = 'retried-post'";
-static const char sql_keyed_jobs[] = "SELECT COUNT(*) FROM jobs j JOIN submissions s "
-				     "ON s.id = j.submission_id WHERE s.idempotency_key = 'retried-post'";
+static const char sql_keyed_jobs[] =
+    "SELECT COUNT(*) FROM jobs j JOIN submissions s "
+    "ON s.id = j.submission_id WHERE s.idempotency_key = 'retried-post'";
 
 static void test_store_concurrent_retries_of_one_key_make_one_submission(void **state)
 {
@@ -907,8 +914,8 @@ static void test_store_outbox_gives_up_after_max_attempts(void **state)
 	assert_int_equal(o[0].attempts, 3);
 	CHECK(store_outbox_take_due(st, 60000, d, 2, &n, E));
 	assert_int_equal(n, 0);
-	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM deliveries WHERE http_status IS NULL"),
-			 3);
+	assert_int_equal(
+	    count_rows(st, "SELECT COUNT(*) FROM deliveries WHERE http_status IS NULL"), 3);
 	assert_int_equal(store_outbox_record(st, o[0].outbox_id, true, 200, NULL, 0, 3, &e),
 			 STORE_NOT_FOUND);
 	store_close(st);
@@ -1010,7 +1017,8 @@ int main(void)
 	    cmocka_unit_test(test_store_outbox_gives_up_after_max_attempts),
 	    cmocka_unit_test(test_store_sweep_ends_jobs_of_lost_workers),
 	};
-	int failed = cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);
+	int failed =
+	    cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);
 	failed += cmocka_run_group_tests_name("store_postgresql", tests, setup_pg, teardown_pg);
 	return failed ? 1 : 0;
 }
