@@ -231,7 +231,8 @@ static const char sql_expire_exhausted[] =
     "UPDATE jobs SET state = 'error', not_gradable = 1, finished_ms = {now}, "
     "error = 'lease expired on the last attempt: the worker was lost', "
     "lease_token = NULL, lease_expires_ms = NULL "
-    "WHERE state = 'running' AND lease_expires_ms < {now} AND attempt >= max_attempts "
+    "WHERE state IN ('queued', 'running') AND state = 'running' "
+    "AND lease_expires_ms < {now} AND attempt >= max_attempts "
     "RETURNING id, attempt";
 static const char sql_attempt_lost[] =
     "UPDATE attempts SET outcome = 'lease_expired', ended_ms = {now} "
@@ -750,6 +751,24 @@ int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, st
 	if (store_q(st, sql_result_count, p, 1, &rows, e) < 0)
 		return err_wrap(e, "results of submission %lld", (long long)submission_id);
 	*ret = store_col_int(rows, 0, 0);
+	store_rows_free(rows);
+	return 0;
+}
+
+static const char sql_cpu_since[] =
+    "SELECT COALESCE(SUM(r.cpu_seconds), 0) FROM results r "
+    "JOIN submissions s ON s.id = r.submission_id WHERE s.course_id = $1 AND r.created_ms >= $2";
+
+int store_course_cpu_since(struct store *st, int64_t course_id, int64_t since_ms,
+			   double *ret_cpu_seconds, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(course_id), sv_int(since_ms)};
+
+	if (store_q(st, sql_cpu_since, p, 2, &rows, e) < 0)
+		return err_wrap(e, "CPU-seconds of course %lld", (long long)course_id);
+	double v = store_col_real(rows, 0, 0);
+	*ret_cpu_seconds = isnan(v) ? 0 : v;
 	store_rows_free(rows);
 	return 0;
 }

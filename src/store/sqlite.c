@@ -2,10 +2,12 @@
 #include "store_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * Durability: WAL with synchronous=FULL, so a commit that returned is on
@@ -78,6 +80,13 @@ static int sq_open(const char *url, void **ret_conn, struct err *e)
 		return err_set(e, 0, "sqlite: empty path in '%s'", url);
 	if (strlen(path) >= STORE_TEXT_MAX)
 		return err_set(e, 0, "sqlite: path too long");
+	/* SECURITY: the file holds students' submissions and token hashes:
+	 * a new database is readable by its owner only, and SQLite gives its
+	 * -wal and -shm files the same mode. */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_set(e, errno, "sqlite: '%s'", path);
+	close(fd);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return err_set(e, ENOMEM, "sqlite");

@@ -320,6 +320,11 @@ void store_submission_view_clear(struct store_submission_view *v);
 /* Number of result rows of a submission (regrades add rows). */
 int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, struct err *e);
 
+/* CPU-seconds reserved by the results of a course's submissions recorded
+ * since `since_ms` (database clock): the daily budget's numerator. */
+int store_course_cpu_since(struct store *st, int64_t course_id, int64_t since_ms,
+			   double *ret_cpu_seconds, struct err *e);
+
 /* Jobs by state for one course (for /metrics and backpressure). */
 struct store_course_counts {
 	int64_t course_id;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "err.h"
 #include "store.h"
@@ -50,7 +51,7 @@ static inline struct store_val sv_real(double r)
 /* NULL text becomes SQL NULL. */
 static inline struct store_val sv_text(const char *s)
 {
-	return s ? (struct store_val){.t = SV_TEXT, .s = s, .len = __builtin_strlen(s)}
+	return s ? (struct store_val){.t = SV_TEXT, .s = s, .len = strlen(s)}
 		 : (struct store_val){.t = SV_NULL};
 }
 static inline struct store_val sv_blob(const void *p, size_t len)

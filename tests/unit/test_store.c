@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,6 +145,11 @@ static void test_store_migrates_from_empty_and_reopens(void **state)
 	fresh_url(state, url, sizeof(url));
 	struct store *st = open_or_fail(url);
 	assert_string_equal(store_backend(st), ((struct backend *)*state)->name);
+	if (strncmp(url, "sqlite:", 7) == 0) {
+		struct stat sb;
+		assert_int_equal(stat(url + 7, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0600);
+	}
 	CHECK(store_schema_version(st, &v, E));
 	assert_int_equal(v, STORE_SCHEMA_VERSION);
 	int64_t now = 0;
@@ -781,6 +787,11 @@ static void test_store_counts_jobs_by_course_and_state(void **state)
 	assert_int_equal(counts[0].n[STORE_JOB_QUEUED], 1);
 	assert_int_equal(counts[1].course_id, c2);
 	assert_int_equal(counts[1].n[STORE_JOB_QUEUED], 1);
+	double cpu = -1;
+	CHECK(store_course_cpu_since(st, c1, 0, &cpu, E));
+	assert_true(fabs(cpu - a_result.cpu_seconds) < 1e-9);
+	CHECK(store_course_cpu_since(st, c2, 0, &cpu, E));
+	assert_true(cpu == 0);
 	store_close(st);
 }
 
