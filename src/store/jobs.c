@@ -741,6 +741,63 @@ void store_submission_view_clear(struct store_submission_view *v)
 	v->has_result = false;
 }
 
+static const char sql_submission_list[] =
+    "SELECT id FROM submissions WHERE course_id = $1 AND id > $2 "
+    "AND (CAST($3 AS TEXT) IS NULL OR student = $3) ORDER BY id LIMIT $4";
+
+int store_submission_list(struct store *st, int64_t course_id, const char *student,
+			  int64_t after_id, int64_t *ret_ids, size_t cap, size_t *ret_n,
+			  struct err *e)
+{
+	struct store_rows *rows = NULL;
+	int rc = check_label("student", student, 256, e);
+
+	if (rc < 0)
+		return rc;
+	if (cap == 0 || cap > 100000)
+		return store_fail(e, STORE_INVALID, "list: cap %zu", cap);
+	struct store_val p[] = {sv_int(course_id), sv_int(after_id), sv_text(student),
+				sv_int((int64_t)cap)};
+	if (store_q(st, sql_submission_list, p, 4, &rows, e) < 0)
+		return err_wrap(e, "submissions of course %lld", (long long)course_id);
+	size_t n = 0;
+	for (; n < rows->nrows && n < cap; n++)
+		ret_ids[n] = store_col_int(rows, n, 0);
+	store_rows_free(rows);
+	*ret_n = n;
+	return 0;
+}
+
+static const char sql_result_list[] =
+    "SELECT id, job_id, version_id, score, max_score, cpu_seconds, gib_seconds, created_ms "
+    "FROM results WHERE submission_id = $1 ORDER BY id";
+
+int store_result_list(struct store *st, int64_t submission_id, struct store_result *ret, size_t cap,
+		      size_t *ret_n, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(submission_id)};
+
+	if (store_q(st, sql_result_list, p, 1, &rows, e) < 0)
+		return err_wrap(e, "results of submission %lld", (long long)submission_id);
+	size_t n = 0;
+	for (; n < rows->nrows && n < cap; n++) {
+		struct store_result *r = &ret[n];
+		memset(r, 0, sizeof(*r));
+		r->result_id = store_col_int(rows, n, 0);
+		r->job_id = store_col_int(rows, n, 1);
+		r->version_id = store_col_int(rows, n, 2);
+		r->score = store_col_real(rows, n, 3);
+		r->max_score = store_col_real(rows, n, 4);
+		r->cpu_seconds = store_col_real(rows, n, 5);
+		r->gib_seconds = store_col_real(rows, n, 6);
+		r->created_ms = store_col_int(rows, n, 7);
+	}
+	store_rows_free(rows);
+	*ret_n = n;
+	return 0;
+}
+
 static const char sql_result_count[] = "SELECT COUNT(*) FROM results WHERE submission_id = $1";
 
 int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, struct err *e)

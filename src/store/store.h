@@ -317,6 +317,17 @@ int store_submission_get(struct store *st, int64_t submission_id, struct store_s
 /* Free what a view owns (the document); the view may be reused. */
 void store_submission_view_clear(struct store_submission_view *v);
 
+/* Ids of a course's submissions, oldest first, with id > after_id (paging),
+ * only student `student` when not NULL, at most `cap`. */
+int store_submission_list(struct store *st, int64_t course_id, const char *student,
+			  int64_t after_id, int64_t *ret_ids, size_t cap, size_t *ret_n,
+			  struct err *e);
+
+/* The result rows of a submission, oldest first, without their documents
+ * (doc_json stays NULL): for "which scores changed" after a regrade. */
+int store_result_list(struct store *st, int64_t submission_id, struct store_result *ret, size_t cap,
+		      size_t *ret_n, struct err *e);
+
 /* Number of result rows of a submission (regrades add rows). */
 int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, struct err *e);
 

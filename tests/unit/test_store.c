@@ -197,6 +197,20 @@ static void test_store_submit_is_idempotent(void **state)
 	int64_t s4 = submit(st, c1, v1, NULL, NULL, 0, NULL);
 	int64_t s5 = submit(st, c1, v1, NULL, NULL, 0, NULL);
 	assert_int_not_equal(s4, s5);
+	/* Listing: by course, by student, paged. */
+	int64_t ids[8];
+	size_t n = 0;
+	CHECK(store_submission_list(st, c1, NULL, 0, ids, 8, &n, E));
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[0], s1);
+	assert_int_equal(ids[2], s5);
+	CHECK(store_submission_list(st, c1, "ada", 0, ids, 8, &n, E));
+	assert_int_equal(n, 3);
+	CHECK(store_submission_list(st, c1, "grace", 0, ids, 8, &n, E));
+	assert_int_equal(n, 0);
+	CHECK(store_submission_list(st, c1, NULL, s1, ids, 1, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], s4);
 	/* A version of another course is refused. */
 	struct err e;
 	in.course_id = c1;
@@ -740,6 +754,14 @@ static void test_store_regrade_adds_a_result_beside_the_old(void **state)
 	int64_t n;
 	CHECK(store_result_count(st, sub, &n, E));
 	assert_int_equal(n, 2);
+	struct store_result rs[4];
+	size_t nr = 0;
+	CHECK(store_result_list(st, sub, rs, 4, &nr, E));
+	assert_int_equal(nr, 2);
+	assert_true(rs[0].score == 1.0 && rs[1].score == 2.0);
+	assert_int_equal(rs[0].version_id, v);
+	assert_int_equal(rs[1].version_id, v2);
+	assert_null(rs[0].doc_json);
 	struct store_submission_view view;
 	CHECK(store_submission_get(st, sub, &view, E));
 	assert_true(view.has_result);
