@@ -338,9 +338,9 @@ static void test_store_expired_lease_lets_another_worker_claim(void **state)
 	struct store *st = open_or_fail(url);
 	seed(st, "cs101", &c, &v);
 	submit(st, c, v, NULL, NULL, 0, &job);
-	assert_int_equal(claim(st, "w1", 300, &a), 1);
-	assert_int_equal(claim(st, "w2", 300, &b), 0);
-	sleep_ms(450);
+	assert_int_equal(claim(st, "w1", 1000, &a), 1);
+	assert_int_equal(claim(st, "w2", 1000, &b), 0);
+	sleep_ms(1250);
 	assert_int_equal(claim(st, "w2", 60000, &b), 1);
 	assert_int_equal(b.job_id, job);
 	assert_int_equal(b.attempt, 2);
@@ -373,10 +373,10 @@ static void test_store_fenced_worker_cannot_complete_or_heartbeat(void **state)
 	struct store *st = open_or_fail(url);
 	seed(st, "cs101", &c, &v);
 	sub = submit(st, c, v, NULL, "http://127.0.0.1:9/cb", 0, &job);
-	assert_int_equal(claim(st, "w1", 250, &a), 1);
+	assert_int_equal(claim(st, "w1", 1000, &a), 1);
 	CHECK(store_job_heartbeat(st, job, a.lease_token, E));
 	CHECK(store_job_sandbox_ready(st, job, a.lease_token, E));
-	sleep_ms(400);
+	sleep_ms(1250);
 	/* Expired but not yet claimed again: still fenced. */
 	assert_int_equal(store_job_heartbeat(st, job, a.lease_token, &e), STORE_FENCED);
 	assert_int_equal(store_job_complete(st, job, a.attempt, a.lease_token, &a_result, NULL, &e),
@@ -418,37 +418,38 @@ static void test_store_our_failure_backs_off_then_ends_as_error(void **state)
 	struct store *st = open_or_fail(url);
 	seed(st, "cs101", &c, &v);
 	submit(st, c, v, NULL, NULL, 3, &job);
-	/* attempt 1 fails: back off 200 ms */
+	/* attempt 1 fails: back off 500 ms */
 	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
-	CHECK(store_job_fail_ours(st, job, 1, cl.lease_token, "sandbox did not start", 200, &final,
+	CHECK(store_job_fail_ours(st, job, 1, cl.lease_token, "sandbox did not start", 500, &final,
 				  E));
 	assert_false(final);
 	CHECK(store_job_get(st, job, &j, E));
 	assert_int_equal(j.state, STORE_JOB_QUEUED);
 	assert_false(j.not_gradable);
-	assert_true(j.not_before_ms >= j.queued_ms + 150);
+	assert_true(j.not_before_ms >= j.queued_ms + 450);
 	assert_int_equal(claim(st, "w1", 60000, &cl), 0);
-	sleep_ms(300);
-	/* attempt 2 fails: back off 2 x 200 ms */
+	sleep_ms(650);
+	/* attempt 2 fails: back off 2 x 500 ms */
 	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
 	assert_int_equal(cl.attempt, 2);
-	CHECK(store_job_fail_ours(st, job, 2, cl.lease_token, "sandbox did not start", 200, &final,
+	CHECK(store_job_fail_ours(st, job, 2, cl.lease_token, "sandbox did not start", 500, &final,
 				  E));
 	assert_false(final);
-	sleep_ms(250);
+	CHECK(store_job_get(st, job, &j, E));
+	assert_true(j.not_before_ms >= j.queued_ms + 950); /* doubled */
 	assert_int_equal(claim(st, "w1", 60000, &cl), 0);
-	sleep_ms(250);
+	sleep_ms(1100);
 	/* attempt 3 is the last: error, not gradable, no penalty */
 	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
 	assert_int_equal(cl.attempt, 3);
-	CHECK(store_job_fail_ours(st, job, 3, cl.lease_token, "image missing", 200, &final, E));
+	CHECK(store_job_fail_ours(st, job, 3, cl.lease_token, "image missing", 500, &final, E));
 	assert_true(final);
 	CHECK(store_job_get(st, job, &j, E));
 	assert_int_equal(j.state, STORE_JOB_ERROR);
 	assert_true(j.not_gradable);
 	assert_string_equal(j.error, "image missing");
 	assert_true(j.finished_ms > 0);
-	sleep_ms(250);
+	sleep_ms(600);
 	assert_int_equal(claim(st, "w1", 60000, &cl), 0);
 	struct store_attempt at[4];
 	size_t n;
