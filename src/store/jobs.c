@@ -830,6 +830,21 @@ int store_course_cpu_since(struct store *st, int64_t course_id, int64_t since_ms
 	return 0;
 }
 
+static const char sql_backlog[] =
+    "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running') AND course_id = $1";
+
+int store_course_backlog(struct store *st, int64_t course_id, int64_t *ret_n, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(course_id)};
+
+	if (store_q(st, sql_backlog, p, 1, &rows, e) < 0)
+		return err_wrap(e, "backlog of course %lld", (long long)course_id);
+	*ret_n = store_col_int(rows, 0, 0);
+	store_rows_free(rows);
+	return 0;
+}
+
 static const char sql_job_counts[] =
     "SELECT course_id, state, COUNT(*) FROM jobs GROUP BY course_id, state ORDER BY course_id";
 

@@ -336,7 +336,11 @@ int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, st
 int store_course_cpu_since(struct store *st, int64_t course_id, int64_t since_ms,
 			   double *ret_cpu_seconds, struct err *e);
 
-/* Jobs by state for one course (for /metrics and backpressure). */
+/* Unfinished (queued or running) jobs of a course, for backpressure (429
+ * when at the course's bound); reads only the index of unfinished jobs. */
+int store_course_backlog(struct store *st, int64_t course_id, int64_t *ret_n, struct err *e);
+
+/* Jobs by state for every course (for /metrics; reads every job). */
 struct store_course_counts {
 	int64_t course_id;
 	int64_t n[STORE_JOB_STATES];

@@ -810,6 +810,11 @@ static void test_store_counts_jobs_by_course_and_state(void **state)
 	assert_int_equal(counts[0].n[STORE_JOB_QUEUED], 1);
 	assert_int_equal(counts[1].course_id, c2);
 	assert_int_equal(counts[1].n[STORE_JOB_QUEUED], 1);
+	int64_t backlog = -1;
+	CHECK(store_course_backlog(st, c1, &backlog, E));
+	assert_int_equal(backlog, 2);
+	CHECK(store_course_backlog(st, c2, &backlog, E));
+	assert_int_equal(backlog, 1);
 	double cpu = -1;
 	CHECK(store_course_cpu_since(st, c1, 0, &cpu, E));
 	assert_true(fabs(cpu - a_result.cpu_seconds) < 1e-9);
