@@ -602,6 +602,53 @@ int store_job_fail_ours(struct store *st, int64_t job_id, int attempt, const cha
 	return 0;
 }
 
+/* ---- release ---- */
+
+static const char sql_release[] =
+    "UPDATE jobs SET state = 'queued', max_attempts = max_attempts + 1, "
+    "not_before_ms = {now}, queued_ms = {now}, lease_token = NULL, lease_expires_ms = NULL "
+    "WHERE id = $1 AND attempt = $2 AND lease_token = $3 AND state = 'running' "
+    "AND lease_expires_ms >= {now} RETURNING id";
+
+struct release_arg {
+	int64_t job;
+	int attempt;
+	const char *token;
+};
+
+static int release_tx(struct store *st, void *arg, struct err *e)
+{
+	struct release_arg *a = arg;
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(a->job), sv_int(a->attempt), sv_text(a->token)};
+
+	if (store_q(st, sql_release, p, 3, &rows, e) < 0)
+		return err_wrap(e, "release job %lld", (long long)a->job);
+	size_t n = rows->nrows;
+	store_rows_free(rows);
+	if (n == 0)
+		return store_fail(
+		    e, STORE_FENCED,
+		    "release job %lld attempt %d: the lease expired or was taken over",
+		    (long long)a->job, a->attempt);
+	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt), sv_text("released"),
+				 sv_null()};
+	if (store_q(st, sql_attempt_end, pa, 4, NULL, e) < 0)
+		return err_wrap(e, "attempt of job %lld", (long long)a->job);
+	return 0;
+}
+
+int store_job_release(struct store *st, int64_t job_id, int attempt, const char *lease_token,
+		      struct err *e)
+{
+	struct release_arg a = {.job = job_id, .attempt = attempt, .token = lease_token};
+
+	if (!valid_lease_token(lease_token))
+		return store_fail(e, STORE_FENCED, "release job %lld: malformed lease token",
+				  (long long)job_id);
+	return store_tx_run(st, STORE_TX_WRITE, release_tx, &a, e);
+}
+
 /* ---- lookups ---- */
 
 static const char sql_job_get[] =

@@ -106,7 +106,7 @@ static const char migration_1[] =
     " started_ms BIGINT NOT NULL,"
     " ended_ms BIGINT,"
     " outcome TEXT NOT NULL"
-    "  CHECK (outcome IN ('running', 'done', 'failed', 'lease_expired')),"
+    "  CHECK (outcome IN ('running', 'done', 'failed', 'lease_expired', 'released')),"
     " reason TEXT,"
     " PRIMARY KEY (job_id, attempt));"
 

@@ -259,6 +259,14 @@ int store_job_complete(struct store *st, int64_t job_id, int attempt, const char
 int store_job_fail_ours(struct store *st, int64_t job_id, int attempt, const char *lease_token,
 			const char *reason, int64_t backoff_ms, bool *ret_final, struct err *e);
 
+/*
+ * Give a claimed job back without grading it (a worker shutting down): it
+ * is queued again at once and the attempt does not count (max_attempts
+ * grows by one, so attempt numbers stay unique).  Fenced like completion.
+ */
+int store_job_release(struct store *st, int64_t job_id, int attempt, const char *lease_token,
+		      struct err *e);
+
 enum store_job_state {
 	STORE_JOB_QUEUED = 0,
 	STORE_JOB_RUNNING = 1,
@@ -357,7 +365,7 @@ struct store_attempt {
 	char host[256];
 	int64_t started_ms;
 	int64_t ended_ms; /* 0 while running */
-	char outcome[32]; /* running|done|failed|lease_expired */
+	char outcome[32]; /* running|done|failed|lease_expired|released */
 };
 /* Up to `cap` attempts of a job, oldest first. */
 int store_job_attempts(struct store *st, int64_t job_id, struct store_attempt *ret, size_t cap,

@@ -277,6 +277,7 @@ static void test_store_two_claimers_never_share_a_job(void **state)
 			struct err e;
 			struct store_claim cl;
 			char worker[16];
+			int idle = 0;
 			close(fds[0]);
 			snprintf(worker, sizeof(worker), "w%d", k);
 			if (store_open(url, &mine, &e) < 0)
@@ -287,8 +288,13 @@ static void test_store_two_claimers_never_share_a_job(void **state)
 					fprintf(stderr, "child claim: %s\n", e.msg);
 					_exit(3);
 				}
+				if (rc == 0 && idle++ == 0) {
+					sleep_ms(50); /* confirm once before stopping */
+					continue;
+				}
 				if (rc == 0)
 					break;
+				idle = 0;
 				if (store_job_complete(mine, cl.job_id, cl.attempt, cl.lease_token,
 						       &a_result, NULL, &e) < 0) {
 					fprintf(stderr, "child complete: %s\n", e.msg);
@@ -823,6 +829,37 @@ static void test_store_counts_jobs_by_course_and_state(void **state)
 	store_close(st);
 }
 
+static void test_store_released_job_is_claimable_at_once_and_costs_no_attempt(void **state)
+{
+	char url[512];
+	int64_t c, v, job;
+	struct store_claim a, b;
+	struct store_job j;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, NULL, 1, &job);
+	assert_int_equal(claim(st, "w1", 60000, &a), 1);
+	CHECK(store_job_release(st, job, a.attempt, a.lease_token, E));
+	assert_int_equal(store_job_release(st, job, a.attempt, a.lease_token, &e), STORE_FENCED);
+	assert_int_equal(claim(st, "w2", 60000, &b), 1);
+	assert_int_equal(b.job_id, job);
+	assert_int_equal(b.attempt, 2);
+	assert_int_equal(b.max_attempts, 2); /* the released attempt did not count */
+	CHECK(store_job_complete(st, job, b.attempt, b.lease_token, &a_result, NULL, E));
+	CHECK(store_job_get(st, job, &j, E));
+	assert_int_equal(j.state, STORE_JOB_DONE);
+	struct store_attempt at[3];
+	size_t n;
+	CHECK(store_job_attempts(st, job, at, 3, &n, E));
+	assert_int_equal(n, 2);
+	assert_string_equal(at[0].outcome, "released");
+	assert_string_equal(at[1].outcome, "done");
+	store_close(st);
+}
+
 /* Run fn(url, k) in `n` processes at once; every one must exit 0. */
 static void in_processes(const char *url, int n, int (*fn)(const char *url, int k))
 {
@@ -1055,6 +1092,7 @@ int main(void)
 	    cmocka_unit_test(test_store_concurrent_retries_of_one_key_make_one_submission),
 	    cmocka_unit_test(test_store_outbox_gives_up_after_max_attempts),
 	    cmocka_unit_test(test_store_sweep_ends_jobs_of_lost_workers),
+	    cmocka_unit_test(test_store_released_job_is_claimable_at_once_and_costs_no_attempt),
 	};
 	int failed =
 	    cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);
