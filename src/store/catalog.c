@@ -2,6 +2,7 @@
 #include "store_int.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,47 @@ int store_course_ensure(struct store *st, const char *name, bool create, int64_t
 	if (rc < 0)
 		return rc;
 	*ret_id = a.id;
+	return 0;
+}
+
+static const char sql_course_by_id[] =
+    "SELECT id, name, daily_cpu_cap, created_ms FROM courses WHERE id = $1";
+static const char sql_course_cap[] =
+    "UPDATE courses SET daily_cpu_cap = $2 WHERE id = $1 RETURNING id";
+
+int store_course_get(struct store *st, int64_t course_id, struct store_course *ret, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(course_id)};
+
+	if (store_q(st, sql_course_by_id, p, 1, &rows, e) < 0)
+		return err_wrap(e, "course %lld", (long long)course_id);
+	if (rows->nrows == 0) {
+		store_rows_free(rows);
+		return store_fail(e, STORE_NOT_FOUND, "no course %lld", (long long)course_id);
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->course_id = store_col_int(rows, 0, 0);
+	store_col_copy(rows, 0, 1, ret->name, sizeof(ret->name));
+	ret->daily_cpu_cap = store_col_real(rows, 0, 2);
+	ret->created_ms = store_col_int(rows, 0, 3);
+	store_rows_free(rows);
+	return 0;
+}
+
+int store_course_set_cpu_cap(struct store *st, int64_t course_id, double cpu_seconds, struct err *e)
+{
+	struct store_rows *rows = NULL;
+
+	if (!isnan(cpu_seconds) && (!isfinite(cpu_seconds) || cpu_seconds < 0))
+		return store_fail(e, STORE_INVALID, "CPU cap: not a number of seconds");
+	struct store_val p[] = {sv_int(course_id), sv_real(cpu_seconds)};
+	if (store_q(st, sql_course_cap, p, 2, &rows, e) < 0)
+		return err_wrap(e, "course %lld", (long long)course_id);
+	size_t n = rows->nrows;
+	store_rows_free(rows);
+	if (n == 0)
+		return store_fail(e, STORE_NOT_FOUND, "no course %lld", (long long)course_id);
 	return 0;
 }
 

@@ -99,6 +99,18 @@ int store_scope_parse(const char *name, enum store_scope *ret, struct err *e);
 int store_course_ensure(struct store *st, const char *name, bool create, int64_t *ret_id,
 			struct err *e);
 
+/* A course by id. */
+struct store_course {
+	int64_t course_id;
+	char name[256];
+	double daily_cpu_cap; /* CPU-seconds a day; NaN: no cap */
+	int64_t created_ms;
+};
+int store_course_get(struct store *st, int64_t course_id, struct store_course *ret, struct err *e);
+/* Set (or, with NaN, lift) a course's daily CPU-seconds cap. */
+int store_course_set_cpu_cap(struct store *st, int64_t course_id, double cpu_seconds,
+			     struct err *e);
+
 /*
  * Make a new token of `scope` for course `course` (created if new) and
  * write it, NUL-terminated, into ret_token: it is shown once and only its

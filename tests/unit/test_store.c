@@ -826,6 +826,18 @@ static void test_store_counts_jobs_by_course_and_state(void **state)
 	assert_true(fabs(cpu - a_result.cpu_seconds) < 1e-9);
 	CHECK(store_course_cpu_since(st, c2, 0, &cpu, E));
 	assert_true(cpu == 0);
+	struct store_course course;
+	CHECK(store_course_get(st, c1, &course, E));
+	assert_string_equal(course.name, "cs101");
+	assert_true(isnan(course.daily_cpu_cap));
+	CHECK(store_course_set_cpu_cap(st, c1, 3600, E));
+	CHECK(store_course_get(st, c1, &course, E));
+	assert_true(course.daily_cpu_cap == 3600);
+	CHECK(store_course_set_cpu_cap(st, c1, NAN, E));
+	CHECK(store_course_get(st, c1, &course, E));
+	assert_true(isnan(course.daily_cpu_cap));
+	struct err e;
+	assert_int_equal(store_course_get(st, 999, &course, &e), STORE_NOT_FOUND);
 	store_close(st);
 }
 
