@@ -141,14 +141,20 @@ static int pg_command(struct pg_conn *c, const char *sql, bool *transient, struc
 static int pg_begin(void *conn, enum store_tx mode, bool *transient, struct err *e)
 {
 	struct pg_conn *c = conn;
+	static const char *const begin[] = {
+	    [STORE_TX_READ] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+	    [STORE_TX_WRITE] = "BEGIN",
+	    /* One round trip: both statements in one simple query. */
+	    [STORE_TX_WRITE_LOSSY] = "BEGIN; SET LOCAL synchronous_commit TO off",
+	};
 
 	if (pg_ensure(c, e) < 0)
 		return -1;
-	if (pg_command(c,
-		       mode == STORE_TX_WRITE ? "BEGIN"
-					      : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-		       transient, e) < 0)
+	if (pg_command(c, begin[mode], transient, e) < 0) {
+		if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+			PQclear(PQexec(c->pg, "ROLLBACK"));
 		return -1;
+	}
 	c->in_tx = true;
 	return 0;
 }

@@ -125,7 +125,7 @@ static int sq_simple(struct sq_conn *c, const char *sql, bool *transient, struct
 
 static int sq_begin(void *conn, enum store_tx mode, bool *transient, struct err *e)
 {
-	return sq_simple(conn, mode == STORE_TX_WRITE ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED",
+	return sq_simple(conn, mode == STORE_TX_READ ? "BEGIN DEFERRED" : "BEGIN IMMEDIATE",
 			 transient, e);
 }
 

@@ -98,6 +98,11 @@ struct store_dialect {
 enum store_tx {
 	STORE_TX_READ,	/* a consistent snapshot for several reads */
 	STORE_TX_WRITE, /* takes the write lock up front (SQLite BEGIN IMMEDIATE) */
+	/* A write whose loss in a database crash is harmless (a claim: its
+	 * worker is fenced at its next heartbeat or completion): PostgreSQL
+	 * does not wait for the WAL flush at commit; the next durable commit
+	 * flushes it.  SQLite: as STORE_TX_WRITE. */
+	STORE_TX_WRITE_LOSSY,
 };
 
 /* The verbs of a backend.  Fallible ones return 0 or -1 and fill `e`;
