@@ -51,11 +51,14 @@ static int keep_buf(struct store_rows *r, char *buf)
 
 int store_rows_add(struct store_rows *rows, const struct store_val *vals)
 {
-	struct store_val *n = realloc(rows->v, (rows->nrows + 1) * rows->ncols * sizeof(*n) + 1);
-
-	if (!n)
-		return -1;
-	rows->v = n;
+	if (rows->nrows == rows->caprows) {
+		size_t cap = rows->caprows ? 2 * rows->caprows : 8;
+		struct store_val *n = realloc(rows->v, cap * rows->ncols * sizeof(*n) + 1);
+		if (!n)
+			return -1;
+		rows->v = n;
+		rows->caprows = cap;
+	}
 	struct store_val *dst = rows->v + rows->nrows * rows->ncols;
 	for (size_t c = 0; c < rows->ncols; c++) {
 		dst[c] = vals[c];
@@ -179,7 +182,8 @@ char *store_sql_expand(const struct store_dialect *d, const char *sql, bool qmar
 int store_q(struct store *st, const char *sql, const struct store_val *params, size_t nparams,
 	    struct store_rows **ret_rows, struct err *e)
 {
-	return st->ops->query(st->conn, sql, params, nparams, ret_rows, NULL, e);
+	st->transient = false;
+	return st->ops->query(st->conn, sql, params, nparams, ret_rows, &st->transient, e);
 }
 
 int store_tx_begin(struct store *st, enum store_tx mode, struct err *e)
@@ -222,10 +226,14 @@ int store_tx_run(struct store *st, enum store_tx mode,
 			return err_wrap(e, "begin");
 		}
 		st->in_tx = true;
+		st->transient = false;
 		int rc = fn(st, arg, e);
 		if (rc < 0) {
 			st->ops->rollback(st->conn);
 			st->in_tx = false;
+			/* A deadlock or serialization failure inside: run it again. */
+			if (rc == STORE_ERROR && st->transient && tries < 5)
+				continue;
 			return rc;
 		}
 		transient = false;

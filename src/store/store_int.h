@@ -65,7 +65,7 @@ static inline struct store_val sv_null(void)
 
 /* Rows of one statement, row-major; owned, free with store_rows_free(). */
 struct store_rows {
-	size_t nrows, ncols;
+	size_t nrows, ncols, caprows;
 	struct store_val *v; /* nrows * ncols */
 	char **bufs;	     /* what the values point into */
 	size_t nbufs, capbufs;
@@ -138,6 +138,7 @@ struct store {
 	const struct store_ops *ops;
 	void *conn;
 	bool in_tx;
+	bool transient; /* the last statement failed in a way worth a retry */
 };
 
 /*
