@@ -18,6 +18,8 @@ packages=(
 	uidmap                                         # mmdebstrap's unprivileged mode
 	qemu-system-x86                                # the microVM backend (QEMU microvm, KVM or TCG)
 	libmicrohttpd-dev libcurl4-openssl-dev         # the service: its HTTP front; the tests' HTTP client and callbacks
+	libsqlite3-dev libpq-dev                       # the service's job store: SQLite (default), PostgreSQL (many hosts)
+	postgresql                                     # a real PostgreSQL the store tests start themselves (not a service)
 )
 
 missing=()

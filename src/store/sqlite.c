@@ -1,0 +1,304 @@
+/* Job store backend: embedded SQLite (one file, WAL mode, one host). */
+#include "store_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * Durability: WAL with synchronous=FULL, so a commit that returned is on
+ * disk (fsync of the WAL) before the API acknowledges anything.  Writers
+ * are serialised by SQLite's one write lock: a write transaction takes it
+ * up front (BEGIN IMMEDIATE) so that a claim's read and update are one
+ * atomic step and no transaction has to be upgraded from read to write
+ * (which is where SQLite gives up with SQLITE_BUSY instead of waiting).
+ * Several processes on one host may share the file.
+ */
+
+#define STMT_CACHE	64
+#define BUSY_TIMEOUT_MS 30000
+
+struct sq_conn {
+	sqlite3 *db;
+	struct {
+		const char *key;
+		sqlite3_stmt *stmt;
+	} cache[STMT_CACHE];
+	size_t ncache;
+};
+
+static const struct store_dialect sqlite_dialect = {
+    /* julianday('now') carries milliseconds; 2440587.5 is the Unix epoch's. */
+    .now = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+    .skip_locked = "",
+    .id = "INTEGER PRIMARY KEY",
+    .blob = "BLOB",
+    .schema_lock = "",
+};
+
+static bool is_transient(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+}
+
+static int sq_fail(struct sq_conn *c, int rc, bool *transient, struct err *e, const char *what)
+{
+	if (transient)
+		*transient = is_transient(rc);
+	return err_set(e, 0, "sqlite: %s: %s", what,
+		       c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+}
+
+static bool sq_accepts(const char *url)
+{
+	return strncmp(url, "sqlite:", 7) == 0;
+}
+
+static void sq_close(void *conn)
+{
+	struct sq_conn *c = conn;
+
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->ncache; i++)
+		sqlite3_finalize(c->cache[i].stmt);
+	sqlite3_close_v2(c->db);
+	free(c);
+}
+
+static int sq_open(const char *url, void **ret_conn, struct err *e)
+{
+	const char *path = url + 7;
+	struct sq_conn *c;
+
+	if (path[0] == '\0')
+		return err_set(e, 0, "sqlite: empty path in '%s'", url);
+	if (strlen(path) >= STORE_TEXT_MAX)
+		return err_set(e, 0, "sqlite: path too long");
+	/* SECURITY: the file holds students' submissions and token hashes:
+	 * a new database is readable by its owner only, and SQLite gives its
+	 * -wal and -shm files the same mode. */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_set(e, errno, "sqlite: '%s'", path);
+	close(fd);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(e, ENOMEM, "sqlite");
+	int rc = sqlite3_open_v2(path, &c->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+				     SQLITE_OPEN_EXRESCODE,
+				 NULL);
+	if (rc != SQLITE_OK) {
+		sq_fail(c, rc, NULL, e, "open");
+		sq_close(c);
+		return err_wrap(e, "'%s'", path);
+	}
+	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+	char *msg = NULL;
+	rc = sqlite3_exec(
+	    c->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+	    NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		err_set(e, 0, "sqlite: '%s': pragmas: %s", path, msg ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+		sq_close(c);
+		return -1;
+	}
+	*ret_conn = c;
+	return 0;
+}
+
+static int sq_simple(struct sq_conn *c, const char *sql, bool *transient, struct err *e)
+{
+	int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK)
+		return sq_fail(c, rc, transient, e, sql);
+	return 0;
+}
+
+static int sq_begin(void *conn, enum store_tx mode, bool *transient, struct err *e)
+{
+	return sq_simple(conn, mode == STORE_TX_READ ? "BEGIN DEFERRED" : "BEGIN IMMEDIATE",
+			 transient, e);
+}
+
+static int sq_commit(void *conn, bool *transient, struct err *e)
+{
+	return sq_simple(conn, "COMMIT", transient, e);
+}
+
+static void sq_rollback(void *conn)
+{
+	struct sq_conn *c = conn;
+
+	if (!sqlite3_get_autocommit(c->db))
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int sq_exec_script(void *conn, const char *sql, struct err *e)
+{
+	return sq_simple(conn, sql, NULL, e);
+}
+
+static int sq_stmt(struct sq_conn *c, const char *key, sqlite3_stmt **ret, bool *cached,
+		   struct err *e)
+{
+	for (size_t i = 0; i < c->ncache; i++)
+		if (c->cache[i].key == key) {
+			*ret = c->cache[i].stmt;
+			*cached = true;
+			return 0;
+		}
+	char *sql = store_sql_expand(&sqlite_dialect, key, true);
+	if (!sql)
+		return err_set(e, ENOMEM, "sqlite: expand");
+	sqlite3_stmt *stmt = NULL;
+	int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL);
+	if (rc != SQLITE_OK) {
+		sq_fail(c, rc, NULL, e, "prepare");
+		err_wrap(e, "%.200s", sql);
+		free(sql);
+		return -1;
+	}
+	free(sql);
+	*cached = c->ncache < STMT_CACHE;
+	if (*cached) {
+		c->cache[c->ncache].key = key;
+		c->cache[c->ncache].stmt = stmt;
+		c->ncache++;
+	}
+	*ret = stmt;
+	return 0;
+}
+
+static int sq_bind(sqlite3_stmt *s, const struct store_val *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int idx = (int)i + 1, rc;
+		switch (p[i].t) {
+		case SV_INT:
+			rc = sqlite3_bind_int64(s, idx, p[i].i);
+			break;
+		case SV_REAL:
+			rc = isnan(p[i].r) ? sqlite3_bind_null(s, idx)
+					   : sqlite3_bind_double(s, idx, p[i].r);
+			break;
+		case SV_TEXT:
+			rc = sqlite3_bind_text64(s, idx, p[i].s, p[i].len, SQLITE_STATIC,
+						 SQLITE_UTF8);
+			break;
+		case SV_BLOB:
+			rc = p[i].len ? sqlite3_bind_blob64(s, idx, p[i].s, p[i].len, SQLITE_STATIC)
+				      : sqlite3_bind_zeroblob(s, idx, 0);
+			break;
+		default:
+			rc = sqlite3_bind_null(s, idx);
+		}
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	return SQLITE_OK;
+}
+
+static int sq_query(void *conn, const char *sql, const struct store_val *params, size_t nparams,
+		    struct store_rows **ret_rows, bool *transient, struct err *e)
+{
+	struct sq_conn *c = conn;
+	sqlite3_stmt *s = NULL;
+	bool cached = false;
+	struct store_rows *rows = NULL;
+	struct store_val vals[32];
+
+	if (sq_stmt(c, sql, &s, &cached, e) < 0)
+		return -1;
+	int rc = sq_bind(s, params, nparams);
+	if (rc != SQLITE_OK) {
+		sq_fail(c, rc, transient, e, "bind");
+		goto out;
+	}
+	int ncols = sqlite3_column_count(s);
+	if (ncols > (int)(sizeof(vals) / sizeof(vals[0]))) {
+		rc = SQLITE_TOOBIG;
+		err_set(e, 0, "sqlite: %d columns", ncols);
+		goto out;
+	}
+	if (ret_rows) {
+		rows = store_rows_new((size_t)ncols);
+		if (!rows) {
+			rc = SQLITE_NOMEM;
+			err_set(e, ENOMEM, "sqlite: rows");
+			goto out;
+		}
+	}
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (!rows)
+			continue;
+		for (int i = 0; i < ncols; i++) {
+			struct store_val *v = &vals[i];
+			switch (sqlite3_column_type(s, i)) {
+			case SQLITE_INTEGER:
+				*v = sv_int(sqlite3_column_int64(s, i));
+				break;
+			case SQLITE_FLOAT:
+				*v = sv_real(sqlite3_column_double(s, i));
+				break;
+			case SQLITE_TEXT:
+				v->t = SV_TEXT;
+				v->s = (const char *)sqlite3_column_text(s, i);
+				v->len = (size_t)sqlite3_column_bytes(s, i);
+				break;
+			case SQLITE_BLOB:
+				v->t = SV_BLOB;
+				v->s = sqlite3_column_blob(s, i);
+				v->len = (size_t)sqlite3_column_bytes(s, i);
+				break;
+			default:
+				*v = sv_null();
+			}
+		}
+		if (store_rows_add(rows, vals) < 0) {
+			rc = SQLITE_NOMEM;
+			err_set(e, ENOMEM, "sqlite: rows");
+			goto out;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		sq_fail(c, rc, transient, e, "step");
+		goto out;
+	}
+	rc = SQLITE_OK;
+out:
+	if (cached) {
+		sqlite3_reset(s);
+		sqlite3_clear_bindings(s);
+	} else {
+		sqlite3_finalize(s);
+	}
+	if (rc != SQLITE_OK) {
+		store_rows_free(rows);
+		return -1;
+	}
+	if (ret_rows)
+		*ret_rows = rows;
+	return 0;
+}
+
+const struct store_ops store_sqlite_ops = {
+    .name = "sqlite",
+    .dialect = &sqlite_dialect,
+    .accepts = sq_accepts,
+    .open = sq_open,
+    .close = sq_close,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .query = sq_query,
+    .exec_script = sq_exec_script,
+};

@@ -1,0 +1,428 @@
+/* The grading service's durable job store: one interface, SQLite or PostgreSQL chosen by URL. */
+#ifndef PROCTOR_STORE_H
+#define PROCTOR_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/*
+ * Theory of operation
+ * -------------------
+ * Everything `proctor serve` and `proctor worker` must not lose lives in
+ * one database: courses, hashed tokens, content-addressed blobs (archives,
+ * submissions), assignment versions, submissions, jobs, results, attempts
+ * and the callback outbox.  docs/service-schema.md defines every table.
+ *
+ * Two backends sit behind `struct store_ops` (store_int.h), chosen at run
+ * time from the URL: `sqlite:PATH` (one file, WAL, one host) and
+ * `postgresql://...` (libpq; many hosts share it).  Both run the same SQL,
+ * written once in PostgreSQL's spelling with a few dialect tokens (the
+ * clock, the lock clause of a claim, the id and blob column types) that
+ * each backend expands, so the behaviour is the same by construction.
+ *
+ * Every timestamp is an integer count of milliseconds since the Unix
+ * epoch, UTC, read from the *database's* clock inside the statement that
+ * writes it (never passed in).  Leases compare against that same clock,
+ * so workers on hosts with skewed clocks agree on who holds a job.
+ *
+ * A job moves queued -> running (claimed with a lease) -> done, or back
+ * to queued (our failure, with backoff; or a lease that expired), or to
+ * error (our failure on the last attempt).  Completion is fenced: it
+ * commits only if the job is still running under the caller's attempt
+ * number and lease token and the lease has not expired, so execution may
+ * repeat but a result is recorded exactly once per job.
+ *
+ * A `struct store` is one connection: use it from one thread at a time.
+ * Open one per worker thread or process; never use one across fork().
+ */
+
+struct store;
+
+/* Return values beside 0 and -1 (the struct err is filled for all of
+ * them).  Numbers never change meaning. */
+enum store_status {
+	STORE_OK = 0,
+	STORE_ERROR = -1,     /* the database failed or refused: our failure */
+	STORE_FENCED = -2,    /* the caller's lease is gone (expired, or the job was
+				 claimed again): nothing was recorded */
+	STORE_NOT_FOUND = -3, /* the id, name or token does not exist */
+	STORE_TOO_LARGE = -4, /* a blob or document above its cap */
+	STORE_INVALID = -5,   /* an argument is malformed (a scope, a JSON document) */
+};
+
+/* The schema version this code writes; store_open() refuses a newer database. */
+#define STORE_SCHEMA_VERSION 1
+
+/* Attempts of a job when the submission does not say. */
+#define STORE_DEFAULT_ATTEMPTS 3
+
+/* Caps (bytes). */
+#define STORE_BLOB_MAX	      (256u << 20) /* one blob: an archive or a submission */
+#define STORE_DOC_MAX	      (4u << 20)   /* one result document */
+#define STORE_TEXT_MAX	      4096	   /* names, labels, URLs, reasons */
+#define STORE_TOKEN_LEN	      84	   /* "prt_" + 16 hex selector + 64 hex secret */
+#define STORE_LEASE_TOKEN_LEN 32	   /* hex */
+
+/*
+ * Open (creating when needed) the database at `url` and apply every
+ * migration it lacks, in one transaction, recording the schema version.
+ * A database whose version is newer than STORE_SCHEMA_VERSION is refused.
+ * `url` is `sqlite:PATH` or `postgresql://...` (`postgres://` too).
+ * *ret is written only on success; free with store_close().
+ */
+int store_open(const char *url, struct store **ret, struct err *e);
+/* Close the connection; accepts NULL; returns NULL. */
+struct store *store_close(struct store *st);
+/* "sqlite" or "postgresql". */
+const char *store_backend(const struct store *st);
+/* The schema version recorded in the database. */
+int store_schema_version(struct store *st, int *ret_version, struct err *e);
+/* The database's clock, milliseconds since the epoch. */
+int store_now_ms(struct store *st, int64_t *ret_ms, struct err *e);
+
+/* ---- courses and tokens ---- */
+
+enum store_scope {
+	STORE_SCOPE_SUBMIT = 1,
+	STORE_SCOPE_INSTRUCTOR = 2,
+	STORE_SCOPE_ADMIN = 3,
+};
+/* "submit", "instructor", "admin"; NULL for anything else. */
+const char *store_scope_name(enum store_scope s);
+/* Parse a scope name; STORE_INVALID when unknown. */
+int store_scope_parse(const char *name, enum store_scope *ret, struct err *e);
+
+/* The id of course `name`, creating it when `create` (else STORE_NOT_FOUND). */
+int store_course_ensure(struct store *st, const char *name, bool create, int64_t *ret_id,
+			struct err *e);
+
+/* A course by id. */
+struct store_course {
+	int64_t course_id;
+	char name[256];
+	double daily_cpu_cap; /* CPU-seconds a day; NaN: no cap */
+	int64_t created_ms;
+};
+int store_course_get(struct store *st, int64_t course_id, struct store_course *ret, struct err *e);
+/* Set (or, with NaN, lift) a course's daily CPU-seconds cap. */
+int store_course_set_cpu_cap(struct store *st, int64_t course_id, double cpu_seconds,
+			     struct err *e);
+
+/*
+ * Make a new token of `scope` for course `course` (created if new) and
+ * write it, NUL-terminated, into ret_token: it is shown once and only its
+ * SHA-256 is stored.  Format: "prt_" + 16 hex (selector, stored in clear to
+ * find the row) + 64 hex (secret).
+ */
+int store_token_create(struct store *st, const char *course, enum store_scope scope,
+		       char ret_token[STORE_TOKEN_LEN + 1], struct err *e);
+
+/* What a valid token grants. */
+struct store_token_info {
+	int64_t token_id;
+	int64_t course_id;
+	enum store_scope scope;
+};
+/* Check a presented token (untrusted text, any length): the hash of its
+ * secret is compared in constant time with the stored one.  STORE_NOT_FOUND
+ * for a malformed, unknown or revoked token. */
+int store_token_check(struct store *st, const char *token, struct store_token_info *ret,
+		      struct err *e);
+/* Revoke a token by id. */
+int store_token_revoke(struct store *st, int64_t token_id, struct err *e);
+
+/* ---- blobs ---- */
+
+/* Store bytes content-addressed; an existing digest is not stored twice.
+ * ret_sha256 gets 64 hex + NUL.  STORE_TOO_LARGE above STORE_BLOB_MAX. */
+int store_blob_put(struct store *st, const void *data, size_t len, char ret_sha256[65],
+		   struct err *e);
+/* The bytes of a blob (malloc'd, owned by the caller; *ret_data is NULL
+ * for an empty blob).  STORE_NOT_FOUND for an unknown digest. */
+int store_blob_get(struct store *st, const char *sha256, void **ret_data, size_t *ret_len,
+		   struct err *e);
+
+/* ---- assignments ---- */
+
+/*
+ * Add a version of assignment `name` in course `course_id` (the assignment
+ * is created if new): the archive's bytes go to a blob, and the version
+ * (archive digest + image pin) is immutable.  If the latest version has the
+ * same archive and pin, its id is returned and nothing is added.
+ */
+int store_assignment_add_version(struct store *st, int64_t course_id, const char *name,
+				 const void *archive, size_t len, const char *image_pin,
+				 int64_t *ret_version_id, int *ret_version_no, struct err *e);
+
+struct store_version {
+	int64_t version_id;
+	int64_t assignment_id;
+	int64_t course_id;
+	int version_no;
+	char name[256];
+	char archive_sha256[65];
+	char image_pin[256];
+	int64_t created_ms;
+};
+/* A version by id. */
+int store_version_get(struct store *st, int64_t version_id, struct store_version *ret,
+		      struct err *e);
+/* The latest version of an assignment by course and name. */
+int store_version_latest(struct store *st, int64_t course_id, const char *name,
+			 struct store_version *ret, struct err *e);
+
+/* ---- submissions and jobs ---- */
+
+/* A new submission; strings may be NULL where marked. */
+struct store_submission_in {
+	int64_t course_id;
+	int64_t version_id;	     /* must belong to course_id */
+	const char *student;	     /* label, may be NULL */
+	const char *idempotency_key; /* unique per course; NULL: none */
+	const char *callback_url;    /* NULL: no callback */
+	const void *data;	     /* the submission's archive bytes */
+	size_t len;
+	int max_attempts; /* attempts for our own failures; <= 0: STORE_DEFAULT_ATTEMPTS */
+};
+
+/*
+ * Commit the submission, its blob and its queued job in one transaction.
+ * With an idempotency key already used in the course, nothing is written
+ * and the existing ids are returned with *ret_existing = true.
+ */
+int store_submit(struct store *st, const struct store_submission_in *in, int64_t *ret_submission,
+		 int64_t *ret_job, bool *ret_existing, struct err *e);
+
+/* Queue another job for an existing submission against `version_id` (a
+ * regrade): its result is added beside the old ones. */
+int store_regrade(struct store *st, int64_t submission_id, int64_t version_id, int64_t *ret_job,
+		  struct err *e);
+
+/* A claimed job: what a worker needs to grade it and to fence itself. */
+struct store_claim {
+	int64_t job_id;
+	int64_t submission_id;
+	int64_t version_id;
+	int attempt; /* 1 for the first */
+	int max_attempts;
+	char lease_token[STORE_LEASE_TOKEN_LEN + 1];
+	int64_t lease_expires_ms;
+	char submission_sha256[65];
+	char archive_sha256[65];
+	char image_pin[256];
+};
+
+/*
+ * Claim the oldest runnable job: queued with not_before passed, or running
+ * with an expired lease (its worker is presumed dead).  The claim
+ * increments the attempt, makes a new random lease token, sets the lease
+ * to the database's now + lease_ms and opens an attempt row.  When nothing
+ * is runnable, the claim sweeps (store_job_sweep) before returning 0.
+ * Returns 1 with *ret filled when a job was claimed, 0 when none is
+ * runnable, negative on failure.
+ */
+int store_job_claim(struct store *st, const char *worker, const char *host, int64_t lease_ms,
+		    struct store_claim *ret, struct err *e);
+
+/* End as error every running job whose lease expired on its last attempt
+ * (its worker was lost); *ret_ended (may be NULL) says how many.  A claim
+ * that finds nothing to do does this too; a server calls it periodically. */
+int store_job_sweep(struct store *st, int64_t *ret_ended, struct err *e);
+
+/* Extend the lease by the job's lease length from the database's now.
+ * STORE_FENCED when the lease already expired or the job was claimed again. */
+int store_job_heartbeat(struct store *st, int64_t job_id, const char *lease_token, struct err *e);
+
+/* Record the sandbox-ready phase time (database clock) and extend the
+ * lease, fenced like a heartbeat. */
+int store_job_sandbox_ready(struct store *st, int64_t job_id, const char *lease_token,
+			    struct err *e);
+
+/* What a worker reports for a graded job (the student's verdict is data). */
+struct store_result_in {
+	const char *doc_json; /* the result document, JSON (docs/result.md) */
+	double score;	      /* NaN: none */
+	double max_score;     /* NaN: none */
+	double cpu_seconds;   /* reserved CPU-seconds */
+	double gib_seconds;   /* reserved GiB-seconds of memory */
+};
+
+/*
+ * In one transaction: check that the job is running under `attempt` and
+ * `lease_token` and that the lease has not expired (else STORE_FENCED and
+ * nothing is written); add the result row, close the attempt row, add an
+ * outbox row when the submission has a callback URL, mark the job done.
+ * ret_result may be NULL.
+ */
+int store_job_complete(struct store *st, int64_t job_id, int attempt, const char *lease_token,
+		       const struct store_result_in *res, int64_t *ret_result, struct err *e);
+
+/*
+ * Proctor's own failure on this attempt (sandbox could not start, image
+ * missing): the job goes back to queued with not_before = now + backoff
+ * (backoff_ms * 2^(attempt-1), capped at 10 minutes) while attempts remain,
+ * else to error with the reason.  Either way it is "not gradable, no
+ * penalty".  Fenced like completion.  *ret_final (may be NULL) says whether
+ * the job ended as error.
+ */
+int store_job_fail_ours(struct store *st, int64_t job_id, int attempt, const char *lease_token,
+			const char *reason, int64_t backoff_ms, bool *ret_final, struct err *e);
+
+/*
+ * Give a claimed job back without grading it (a worker shutting down): it
+ * is queued again at once and the attempt does not count (max_attempts
+ * grows by one, so attempt numbers stay unique).  Fenced like completion.
+ */
+int store_job_release(struct store *st, int64_t job_id, int attempt, const char *lease_token,
+		      struct err *e);
+
+enum store_job_state {
+	STORE_JOB_QUEUED = 0,
+	STORE_JOB_RUNNING = 1,
+	STORE_JOB_DONE = 2,
+	STORE_JOB_ERROR = 3,
+};
+#define STORE_JOB_STATES 4
+const char *store_job_state_name(enum store_job_state s);
+
+/* A job as the API shows it; times are 0 when the phase has not happened. */
+struct store_job {
+	int64_t job_id;
+	int64_t submission_id;
+	int64_t version_id;
+	enum store_job_state state;
+	int attempt;
+	int max_attempts;
+	bool not_gradable; /* ended by our failure: no penalty */
+	char error[STORE_TEXT_MAX];
+	char worker[256];
+	char host[256];
+	int64_t received_ms, queued_ms, started_ms, sandbox_ready_ms, finished_ms, delivered_ms;
+	int64_t not_before_ms;
+	int64_t lease_expires_ms;
+};
+int store_job_get(struct store *st, int64_t job_id, struct store_job *ret, struct err *e);
+
+/* One result row. */
+struct store_result {
+	int64_t result_id;
+	int64_t job_id;
+	int64_t version_id;
+	double score, max_score; /* NaN when none */
+	double cpu_seconds, gib_seconds;
+	int64_t created_ms;
+	char *doc_json; /* malloc'd; freed by store_submission_view_clear() */
+};
+
+/* A submission with its latest job and latest result (has_result false
+ * when none yet). */
+struct store_submission_view {
+	int64_t submission_id;
+	int64_t course_id;
+	int64_t version_id;
+	char student[256];
+	char idempotency_key[256];
+	char callback_url[STORE_TEXT_MAX];
+	char sha256[65];
+	int64_t received_ms;
+	struct store_job job; /* the latest job */
+	bool has_result;
+	struct store_result result;
+};
+int store_submission_get(struct store *st, int64_t submission_id, struct store_submission_view *ret,
+			 struct err *e);
+/* Free what a view owns (the document); the view may be reused. */
+void store_submission_view_clear(struct store_submission_view *v);
+
+/* Ids of a course's submissions, oldest first, with id > after_id (paging),
+ * only student `student` when not NULL, at most `cap`. */
+int store_submission_list(struct store *st, int64_t course_id, const char *student,
+			  int64_t after_id, int64_t *ret_ids, size_t cap, size_t *ret_n,
+			  struct err *e);
+
+/* The result rows of a submission, oldest first, without their documents
+ * (doc_json stays NULL): for "which scores changed" after a regrade. */
+int store_result_list(struct store *st, int64_t submission_id, struct store_result *ret, size_t cap,
+		      size_t *ret_n, struct err *e);
+
+/* Number of result rows of a submission (regrades add rows). */
+int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, struct err *e);
+
+/* CPU-seconds reserved by the results of a course's submissions recorded
+ * since `since_ms` (database clock): the daily budget's numerator. */
+int store_course_cpu_since(struct store *st, int64_t course_id, int64_t since_ms,
+			   double *ret_cpu_seconds, struct err *e);
+
+/* Unfinished (queued or running) jobs of a course, for backpressure (429
+ * when at the course's bound); reads only the index of unfinished jobs. */
+int store_course_backlog(struct store *st, int64_t course_id, int64_t *ret_n, struct err *e);
+
+/* Jobs by state for every course (for /metrics; reads every job). */
+struct store_course_counts {
+	int64_t course_id;
+	int64_t n[STORE_JOB_STATES];
+};
+/* Fill up to `cap` entries, one per course with jobs, ordered by course id;
+ * *ret_n is how many were written. */
+int store_job_counts(struct store *st, struct store_course_counts *ret, size_t cap, size_t *ret_n,
+		     struct err *e);
+
+/* One attempt of a job, as recorded. */
+struct store_attempt {
+	int attempt;
+	char worker[256];
+	char host[256];
+	int64_t started_ms;
+	int64_t ended_ms; /* 0 while running */
+	char outcome[32]; /* running|done|failed|lease_expired|released */
+};
+/* Up to `cap` attempts of a job, oldest first. */
+int store_job_attempts(struct store *st, int64_t job_id, struct store_attempt *ret, size_t cap,
+		       size_t *ret_n, struct err *e);
+
+/* ---- callback outbox ---- */
+
+struct store_delivery {
+	int64_t outbox_id;
+	int64_t job_id;
+	int64_t submission_id;
+	char delivery_id[33]; /* hex, unique: receivers deduplicate by it */
+	char url[STORE_TEXT_MAX];
+	char *payload; /* JSON, malloc'd; freed by store_delivery_clear() */
+	int attempts;  /* made before this one */
+};
+void store_delivery_clear(struct store_delivery *d);
+
+/*
+ * Take up to `cap` deliveries that are due (pending, next_try passed) and
+ * hold them for `hold_ms` (next_try moves forward) so that other servers do
+ * not send them at the same time.  *ret_n is how many were filled.
+ */
+int store_outbox_take_due(struct store *st, int64_t hold_ms, struct store_delivery *ret, size_t cap,
+			  size_t *ret_n, struct err *e);
+/*
+ * Record one delivery attempt: ok marks it delivered (and the job's
+ * delivered time); otherwise it is retried at now + retry_ms, or marked
+ * failed after `max_attempts` attempts.  http_status 0 when there was no
+ * answer; error may be NULL.
+ */
+int store_outbox_record(struct store *st, int64_t outbox_id, bool ok, int http_status,
+			const char *error, int64_t retry_ms, int max_attempts, struct err *e);
+
+/* An outbox row's state, for tests and the API. */
+struct store_outbox_row {
+	int64_t outbox_id;
+	int64_t result_id;
+	char state[16]; /* pending|delivered|failed */
+	int attempts;
+	int64_t next_try_ms;
+	int64_t delivered_ms;
+};
+/* The outbox rows of a job (up to cap). */
+int store_outbox_for_job(struct store *st, int64_t job_id, struct store_outbox_row *ret, size_t cap,
+			 size_t *ret_n, struct err *e);
+
+#endif

@@ -1,0 +1,189 @@
+/* The job store's backend interface: typed SQL values, result rows and the ops table. */
+#ifndef PROCTOR_STORE_INT_H
+#define PROCTOR_STORE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "err.h"
+#include "store.h"
+
+/*
+ * The common layer (store.c, store_jobs.c, store_catalog.c) writes SQL once,
+ * in PostgreSQL's spelling ($1 parameters), with dialect tokens that each
+ * backend expands through its `struct store_dialect`:
+ *   {now}          the database clock in integer milliseconds UTC
+ *   {skip_locked}  the lock clause of a claim's inner SELECT
+ *   {id}           an auto-assigned 64-bit primary key column type
+ *   {blob}         a byte-string column type
+ * A backend runs statements with typed parameters and hands back every row
+ * materialised (results are small, blobs are capped).
+ */
+
+enum store_vtype {
+	SV_NULL = 0,
+	SV_INT,
+	SV_REAL,
+	SV_TEXT,
+	SV_BLOB,
+};
+
+/* One parameter or column value.  In parameters, pointers are borrowed;
+ * in rows, they point into the row set (valid until store_rows_free). */
+struct store_val {
+	enum store_vtype t;
+	int64_t i;
+	double r;
+	const char *s; /* SV_TEXT: NUL-terminated; SV_BLOB: bytes */
+	size_t len;
+};
+
+static inline struct store_val sv_int(int64_t i)
+{
+	return (struct store_val){.t = SV_INT, .i = i};
+}
+static inline struct store_val sv_real(double r)
+{
+	return (struct store_val){.t = SV_REAL, .r = r};
+}
+/* NULL text becomes SQL NULL. */
+static inline struct store_val sv_text(const char *s)
+{
+	return s ? (struct store_val){.t = SV_TEXT, .s = s, .len = strlen(s)}
+		 : (struct store_val){.t = SV_NULL};
+}
+static inline struct store_val sv_blob(const void *p, size_t len)
+{
+	return (struct store_val){.t = SV_BLOB, .s = p, .len = len};
+}
+static inline struct store_val sv_null(void)
+{
+	return (struct store_val){.t = SV_NULL};
+}
+
+/* Rows of one statement, row-major; owned, free with store_rows_free(). */
+struct store_rows {
+	size_t nrows, ncols, caprows;
+	struct store_val *v; /* nrows * ncols */
+	char **bufs;	     /* what the values point into */
+	size_t nbufs, capbufs;
+};
+struct store_rows *store_rows_free(struct store_rows *r);
+/* Column c of row r; an SV_NULL value past the end. */
+const struct store_val *store_rows_at(const struct store_rows *rows, size_t r, size_t c);
+/* Helpers used by backends to build rows. */
+struct store_rows *store_rows_new(size_t ncols);
+int store_rows_add(struct store_rows *rows, const struct store_val *vals); /* copies; -1 on OOM */
+
+/* Column accessors: an integer (0 for NULL), a real (NaN for NULL), text ("" for NULL). */
+int64_t store_col_int(const struct store_rows *rows, size_t r, size_t c);
+double store_col_real(const struct store_rows *rows, size_t r, size_t c);
+const char *store_col_text(const struct store_rows *rows, size_t r, size_t c);
+/* Copy text into a fixed buffer, cut to fit. */
+void store_col_copy(const struct store_rows *rows, size_t r, size_t c, char *dst, size_t cap);
+
+struct store_dialect {
+	const char *now;
+	const char *skip_locked;
+	const char *id;
+	const char *blob;
+	/* A script run first in the migration transaction so that processes
+	 * starting together migrate one at a time ("" when the write
+	 * transaction already does). */
+	const char *schema_lock;
+};
+
+enum store_tx {
+	STORE_TX_READ,	/* a consistent snapshot for several reads */
+	STORE_TX_WRITE, /* takes the write lock up front (SQLite BEGIN IMMEDIATE) */
+	/* A write whose loss in a database crash is harmless (a claim: its
+	 * worker is fenced at its next heartbeat or completion): PostgreSQL
+	 * does not wait for the WAL flush at commit; the next durable commit
+	 * flushes it.  SQLite: as STORE_TX_WRITE. */
+	STORE_TX_WRITE_LOSSY,
+};
+
+/* The verbs of a backend.  Fallible ones return 0 or -1 and fill `e`;
+ * `*transient` (may be NULL) is set when the failure is worth a retry of
+ * the whole transaction (SQLite busy, PostgreSQL deadlock or serialization
+ * failure). */
+struct store_ops {
+	const char *name;
+	const struct store_dialect *dialect;
+	/* Does this backend take the URL? */
+	bool (*accepts)(const char *url);
+	int (*open)(const char *url, void **ret_conn, struct err *e);
+	void (*close)(void *conn);
+	int (*begin)(void *conn, enum store_tx mode, bool *transient, struct err *e);
+	int (*commit)(void *conn, bool *transient, struct err *e);
+	void (*rollback)(void *conn);
+	/*
+	 * Run one statement of the common layer, unexpanded: the backend
+	 * expands it (store_sql_expand) and caches the prepared statement by
+	 * the string's address, so `sql` must be a string literal.  Rows go
+	 * to *ret_rows when it is not NULL.
+	 */
+	int (*query)(void *conn, const char *sql, const struct store_val *params, size_t nparams,
+		     struct store_rows **ret_rows, bool *transient, struct err *e);
+	/* Run a script of several statements with no parameters and no rows. */
+	int (*exec_script)(void *conn, const char *sql, struct err *e);
+};
+
+extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_pg_ops;
+
+struct store {
+	const struct store_ops *ops;
+	void *conn;
+	bool in_tx;
+	bool transient; /* the last statement failed in a way worth a retry */
+};
+
+/*
+ * Expand the dialect tokens and, for SQLite, $N into ?N.  Returns a
+ * malloc'd string or NULL on OOM.
+ */
+char *store_sql_expand(const struct store_dialect *d, const char *sql, bool qmark);
+
+/* Run one statement of the common layer (expanding and caching by `sql`'s
+ * address).  ret_rows may be NULL. */
+int store_q(struct store *st, const char *sql, const struct store_val *params, size_t nparams,
+	    struct store_rows **ret_rows, struct err *e);
+
+/*
+ * Run fn(st, arg, e) inside a transaction: commit when it returns 0 or a
+ * positive value, roll back when negative; a transient failure is retried
+ * a few times from the start.  Returns what fn returned, or -1.
+ */
+int store_tx_run(struct store *st, enum store_tx mode,
+		 int (*fn)(struct store *, void *, struct err *), void *arg, struct err *e);
+
+/* Begin/commit/rollback by hand (tests use them to hold a transaction open). */
+int store_tx_begin(struct store *st, enum store_tx mode, struct err *e);
+int store_tx_commit(struct store *st, struct err *e);
+void store_tx_rollback(struct store *st);
+
+/* Fill `e` from a format and return `status` (a negative enum store_status). */
+int store_fail(struct err *e, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Random bytes as hex (2*n chars + NUL). */
+int store_random_hex(char *dst, size_t nbytes, struct err *e);
+/* SHA-256 of bytes as hex. */
+void store_sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* The migrations, oldest first; store.c applies them. */
+struct store_migration {
+	int version;
+	const char *sql; /* a script with dialect tokens */
+};
+extern const struct store_migration store_migrations[];
+extern const size_t store_migration_count;
+
+/* Blob insert shared by submissions and assignments (inside a transaction). */
+int store_blob_put_tx(struct store *st, const void *data, size_t len, char ret_sha256[65],
+		      struct err *e);
+
+#endif

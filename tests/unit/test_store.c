@@ -1,0 +1,1113 @@
+/* The job store on a real SQLite file and a real PostgreSQL: every case on both. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pgtest.h"
+#include "store/store.h"
+#include "store/store_int.h"
+
+/* One backend under test: every case opens a fresh database from it. */
+struct backend {
+	const char *name;
+	char skip[256];	   /* non-empty: PostgreSQL is not there and may be skipped */
+	char tmpdir[256];  /* sqlite: the files live here */
+	struct pgtest *pg; /* postgresql */
+	int counter;
+};
+
+static struct backend sqlite_backend = {.name = "sqlite"};
+static struct backend pg_backend = {.name = "postgresql"};
+
+static void fresh_url(void **state, char *url, size_t cap)
+{
+	struct backend *b = *state;
+	char why[512];
+
+	if (b->skip[0])
+		skip();
+	b->counter++;
+	if (b->pg) {
+		char name[64];
+		snprintf(name, sizeof(name), "t%d", b->counter);
+		if (pgtest_createdb(b->pg, name, url, cap, why, sizeof(why)) < 0)
+			fail_msg("createdb: %s", why);
+	} else {
+		snprintf(url, cap, "sqlite:%s/t%d.db", b->tmpdir, b->counter);
+	}
+}
+
+static struct store *open_or_fail(const char *url)
+{
+	struct store *st = NULL;
+	struct err e;
+
+	if (store_open(url, &st, &e) < 0)
+		fail_msg("store_open %s: %s", url, e.msg);
+	return st;
+}
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		struct err e_;                                                                     \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0)                                                                       \
+			fail_msg("%s: %d: %s", #call, rc_, e_.msg);                                \
+	} while (0)
+/* CHECK passes &e_ through this name. */
+#define E (&e_)
+
+static void seed(struct store *st, const char *course, int64_t *ret_course, int64_t *ret_version)
+{
+	CHECK(store_course_ensure(st, course, true, ret_course, E));
+	CHECK(store_assignment_add_version(st, *ret_course, "hello", "archive-bytes", 13, "small@1",
+					   ret_version, NULL, E));
+}
+
+static int64_t submit(struct store *st, int64_t course, int64_t version, const char *key,
+		      const char *callback, int max_attempts, int64_t *ret_job)
+{
+	struct store_submission_in in = {.course_id = course,
+					 .version_id = version,
+					 .student = "ada",
+					 .idempotency_key = key,
+					 .callback_url = callback,
+					 .data = "print('hi')\n",
+					 .len = 12,
+					 .max_attempts = max_attempts};
+	int64_t sub, job;
+	bool existing;
+	CHECK(store_submit(st, &in, &sub, &job, &existing, E));
+	if (ret_job)
+		*ret_job = job;
+	return sub;
+}
+
+static const struct store_result_in a_result = {.doc_json = "{\"status\":\"ok\",\"score\":1}",
+						.score = 1,
+						.max_score = 2,
+						.cpu_seconds = 0.5,
+						.gib_seconds = 0.25};
+
+static int claim(struct store *st, const char *worker, int64_t lease_ms, struct store_claim *c)
+{
+	struct err e;
+	int rc = store_job_claim(st, worker, "host-a", lease_ms, c, &e);
+
+	if (rc < 0)
+		fail_msg("claim: %s", e.msg);
+	return rc;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static int64_t count_rows(struct store *st, const char *sql)
+{
+	struct store_rows *rows = NULL;
+	struct err e;
+
+	if (store_q(st, sql, NULL, 0, &rows, &e) < 0)
+		fail_msg("%s: %s", sql, e.msg);
+	int64_t n = store_col_int(rows, 0, 0);
+	store_rows_free(rows);
+	return n;
+}
+
+/* ---- cases ---- */
+
+static const char sql_versions[] = "SELECT COUNT(*) FROM schema_version";
+static const char sql_future[] = "INSERT INTO schema_version (version, applied_ms) VALUES (99, 0)";
+
+static void test_store_migrates_from_empty_and_reopens(void **state)
+{
+	char url[512];
+	int v = 0;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	assert_string_equal(store_backend(st), ((struct backend *)*state)->name);
+	if (strncmp(url, "sqlite:", 7) == 0) {
+		struct stat sb;
+		assert_int_equal(stat(url + 7, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0600);
+	}
+	CHECK(store_schema_version(st, &v, E));
+	assert_int_equal(v, STORE_SCHEMA_VERSION);
+	int64_t now = 0;
+	CHECK(store_now_ms(st, &now, E));
+	assert_true(llabs(now - (int64_t)time(NULL) * 1000) < 5000);
+	st = store_close(st);
+
+	st = open_or_fail(url);
+	CHECK(store_schema_version(st, &v, E));
+	assert_int_equal(v, STORE_SCHEMA_VERSION);
+	assert_int_equal(count_rows(st, sql_versions), (int64_t)store_migration_count);
+	/* A database from a newer proctor is refused, not downgraded. */
+	CHECK(store_q(st, sql_future, NULL, 0, NULL, E));
+	st = store_close(st);
+	struct store *newer = NULL;
+	assert_int_equal(store_open(url, &newer, &e), -1);
+	assert_null(newer);
+	assert_non_null(strstr(e.msg, "newer"));
+	assert_int_equal(store_open("mysql://x", &newer, &e), -1);
+}
+
+static void test_store_submit_is_idempotent(void **state)
+{
+	char url[512];
+	int64_t c1, v1, c2, v2, j1, j2, j3;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c1, &v1);
+	seed(st, "cs102", &c2, &v2);
+	int64_t s1 = submit(st, c1, v1, "key-1", NULL, 0, &j1);
+	int64_t s2 = submit(st, c1, v1, "key-1", NULL, 0, &j2);
+	assert_int_equal(s1, s2);
+	assert_int_equal(j1, j2);
+	struct store_submission_in in = {
+	    .course_id = c1, .version_id = v1, .idempotency_key = "key-1", .data = "x", .len = 1};
+	int64_t s, j;
+	bool existing = false;
+	CHECK(store_submit(st, &in, &s, &j, &existing, E));
+	assert_true(existing);
+	assert_int_equal(s, s1);
+	/* The key is per course; no key means a new submission each time. */
+	int64_t s3 = submit(st, c2, v2, "key-1", NULL, 0, &j3);
+	assert_int_not_equal(s3, s1);
+	int64_t s4 = submit(st, c1, v1, NULL, NULL, 0, NULL);
+	int64_t s5 = submit(st, c1, v1, NULL, NULL, 0, NULL);
+	assert_int_not_equal(s4, s5);
+	/* Listing: by course, by student, paged. */
+	int64_t ids[8];
+	size_t n = 0;
+	CHECK(store_submission_list(st, c1, NULL, 0, ids, 8, &n, E));
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[0], s1);
+	assert_int_equal(ids[2], s5);
+	CHECK(store_submission_list(st, c1, "ada", 0, ids, 8, &n, E));
+	assert_int_equal(n, 3);
+	CHECK(store_submission_list(st, c1, "grace", 0, ids, 8, &n, E));
+	assert_int_equal(n, 0);
+	CHECK(store_submission_list(st, c1, NULL, s1, ids, 1, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], s4);
+	/* A version of another course is refused. */
+	struct err e;
+	in.course_id = c1;
+	in.version_id = v2;
+	in.idempotency_key = NULL;
+	assert_int_equal(store_submit(st, &in, &s, &j, &existing, &e), STORE_NOT_FOUND);
+	store_close(st);
+}
+
+static void test_store_claims_oldest_runnable_first(void **state)
+{
+	char url[512];
+	int64_t c, v, jobs[5];
+	struct store_claim cl;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	for (int i = 0; i < 5; i++)
+		submit(st, c, v, NULL, NULL, 0, &jobs[i]);
+	/* The first job fails on our side with a long backoff: it is skipped. */
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	assert_int_equal(cl.job_id, jobs[0]);
+	assert_int_equal(cl.attempt, 1);
+	assert_string_equal(cl.image_pin, "small@1");
+	bool final = true;
+	CHECK(store_job_fail_ours(st, cl.job_id, cl.attempt, cl.lease_token, "image missing", 60000,
+				  &final, E));
+	assert_false(final);
+	for (int i = 1; i < 5; i++) {
+		assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+		assert_int_equal(cl.job_id, jobs[i]);
+	}
+	assert_int_equal(claim(st, "w1", 60000, &cl), 0);
+	store_close(st);
+}
+
+/* Two processes claim and complete 200 jobs: each is completed exactly once. */
+static void test_store_two_claimers_never_share_a_job(void **state)
+{
+	enum { JOBS = 200 };
+	char url[512];
+	int64_t c, v, first_job = 0;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	for (int i = 0; i < JOBS; i++) {
+		int64_t j;
+		submit(st, c, v, NULL, NULL, 0, &j);
+		if (i == 0)
+			first_job = j;
+	}
+	st = store_close(st);
+
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t kids[2];
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0) {
+			struct store *mine = NULL;
+			struct err e;
+			struct store_claim cl;
+			char worker[16];
+			int idle = 0;
+			close(fds[0]);
+			snprintf(worker, sizeof(worker), "w%d", k);
+			if (store_open(url, &mine, &e) < 0)
+				_exit(2);
+			for (;;) {
+				int rc = store_job_claim(mine, worker, "host", 60000, &cl, &e);
+				if (rc < 0) {
+					fprintf(stderr, "child claim: %s\n", e.msg);
+					_exit(3);
+				}
+				if (rc == 0 && idle++ == 0) {
+					sleep_ms(50); /* confirm once before stopping */
+					continue;
+				}
+				if (rc == 0)
+					break;
+				idle = 0;
+				if (store_job_complete(mine, cl.job_id, cl.attempt, cl.lease_token,
+						       &a_result, NULL, &e) < 0) {
+					fprintf(stderr, "child complete: %s\n", e.msg);
+					_exit(4);
+				}
+				if (write(fds[1], &cl.job_id, sizeof(cl.job_id)) !=
+				    sizeof(cl.job_id))
+					_exit(5);
+			}
+			store_close(mine);
+			_exit(0);
+		}
+	}
+	close(fds[1]);
+	int seen[JOBS] = {0};
+	int64_t id;
+	ssize_t n;
+	while ((n = read(fds[0], &id, sizeof(id))) == sizeof(id)) {
+		assert_true(id >= first_job && id < first_job + JOBS);
+		seen[id - first_job]++;
+	}
+	close(fds[0]);
+	for (int k = 0; k < 2; k++) {
+		int status;
+		assert_int_equal(waitpid(kids[k], &status, 0), kids[k]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	for (int i = 0; i < JOBS; i++)
+		assert_int_equal(seen[i], 1);
+	st = open_or_fail(url);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM results"), JOBS);
+	assert_int_equal(count_rows(st, "SELECT COUNT(DISTINCT job_id) FROM results"), JOBS);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM jobs WHERE state <> 'done'"), 0);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM attempts WHERE outcome <> 'done'"),
+			 0);
+	store_close(st);
+}
+
+static void test_store_expired_lease_lets_another_worker_claim(void **state)
+{
+	char url[512];
+	int64_t c, v, job;
+	struct store_claim a, b;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, NULL, 0, &job);
+	assert_int_equal(claim(st, "w1", 1000, &a), 1);
+	assert_int_equal(claim(st, "w2", 1000, &b), 0);
+	sleep_ms(1250);
+	assert_int_equal(claim(st, "w2", 60000, &b), 1);
+	assert_int_equal(b.job_id, job);
+	assert_int_equal(b.attempt, 2);
+	assert_string_not_equal(a.lease_token, b.lease_token);
+	struct store_attempt at[4];
+	size_t n = 0;
+	CHECK(store_job_attempts(st, job, at, 4, &n, E));
+	assert_int_equal(n, 2);
+	assert_string_equal(at[0].worker, "w1");
+	assert_string_equal(at[0].outcome, "lease_expired");
+	assert_string_equal(at[1].worker, "w2");
+	assert_string_equal(at[1].outcome, "running");
+	CHECK(store_job_complete(st, b.job_id, b.attempt, b.lease_token, &a_result, NULL, E));
+	struct store_job j;
+	CHECK(store_job_get(st, job, &j, E));
+	assert_int_equal(j.state, STORE_JOB_DONE);
+	assert_string_equal(j.worker, "w2");
+	store_close(st);
+}
+
+static void test_store_fenced_worker_cannot_complete_or_heartbeat(void **state)
+{
+	char url[512];
+	int64_t c, v, job, sub;
+	struct store_claim a, b;
+	struct err e;
+	bool final;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	sub = submit(st, c, v, NULL, "http://127.0.0.1:9/cb", 0, &job);
+	assert_int_equal(claim(st, "w1", 1000, &a), 1);
+	CHECK(store_job_heartbeat(st, job, a.lease_token, E));
+	CHECK(store_job_sandbox_ready(st, job, a.lease_token, E));
+	sleep_ms(1250);
+	/* Expired but not yet claimed again: still fenced. */
+	assert_int_equal(store_job_heartbeat(st, job, a.lease_token, &e), STORE_FENCED);
+	assert_int_equal(store_job_complete(st, job, a.attempt, a.lease_token, &a_result, NULL, &e),
+			 STORE_FENCED);
+	assert_int_equal(claim(st, "w2", 60000, &b), 1);
+	assert_int_equal(b.job_id, job);
+	assert_int_equal(store_job_heartbeat(st, job, a.lease_token, &e), STORE_FENCED);
+	assert_int_equal(store_job_complete(st, job, a.attempt, a.lease_token, &a_result, NULL, &e),
+			 STORE_FENCED);
+	/* The right token with the old attempt number is fenced too. */
+	assert_int_equal(store_job_complete(st, job, a.attempt, b.lease_token, &a_result, NULL, &e),
+			 STORE_FENCED);
+	assert_int_equal(
+	    store_job_fail_ours(st, job, a.attempt, a.lease_token, "late", 10, &final, &e),
+	    STORE_FENCED);
+	int64_t n = -1;
+	CHECK(store_result_count(st, sub, &n, E));
+	assert_int_equal(n, 0);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM outbox"), 0);
+	CHECK(store_job_heartbeat(st, job, b.lease_token, E));
+	CHECK(store_job_complete(st, job, b.attempt, b.lease_token, &a_result, NULL, E));
+	/* Completion happens once: the winner cannot complete again either. */
+	assert_int_equal(store_job_complete(st, job, b.attempt, b.lease_token, &a_result, NULL, &e),
+			 STORE_FENCED);
+	CHECK(store_result_count(st, sub, &n, E));
+	assert_int_equal(n, 1);
+	store_close(st);
+}
+
+static void test_store_our_failure_backs_off_then_ends_as_error(void **state)
+{
+	char url[512];
+	int64_t c, v, job;
+	struct store_claim cl;
+	bool final = true;
+	struct store_job j;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, NULL, 3, &job);
+	/* attempt 1 fails: back off 500 ms */
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_fail_ours(st, job, 1, cl.lease_token, "sandbox did not start", 500, &final,
+				  E));
+	assert_false(final);
+	CHECK(store_job_get(st, job, &j, E));
+	assert_int_equal(j.state, STORE_JOB_QUEUED);
+	assert_false(j.not_gradable);
+	assert_true(j.not_before_ms >= j.queued_ms + 450);
+	assert_int_equal(claim(st, "w1", 60000, &cl), 0);
+	sleep_ms(650);
+	/* attempt 2 fails: back off 2 x 500 ms */
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	assert_int_equal(cl.attempt, 2);
+	CHECK(store_job_fail_ours(st, job, 2, cl.lease_token, "sandbox did not start", 500, &final,
+				  E));
+	assert_false(final);
+	CHECK(store_job_get(st, job, &j, E));
+	assert_true(j.not_before_ms >= j.queued_ms + 950); /* doubled */
+	assert_int_equal(claim(st, "w1", 60000, &cl), 0);
+	sleep_ms(1100);
+	/* attempt 3 is the last: error, not gradable, no penalty */
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	assert_int_equal(cl.attempt, 3);
+	CHECK(store_job_fail_ours(st, job, 3, cl.lease_token, "image missing", 500, &final, E));
+	assert_true(final);
+	CHECK(store_job_get(st, job, &j, E));
+	assert_int_equal(j.state, STORE_JOB_ERROR);
+	assert_true(j.not_gradable);
+	assert_string_equal(j.error, "image missing");
+	assert_true(j.finished_ms > 0);
+	sleep_ms(600);
+	assert_int_equal(claim(st, "w1", 60000, &cl), 0);
+	struct store_attempt at[4];
+	size_t n;
+	CHECK(store_job_attempts(st, job, at, 4, &n, E));
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(at[i].outcome, "failed");
+	store_close(st);
+}
+
+static void test_store_lost_worker_on_last_attempt_ends_as_error(void **state)
+{
+	char url[512];
+	int64_t c, v, job;
+	struct store_claim cl;
+	struct store_job j;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, NULL, 1, &job);
+	assert_int_equal(claim(st, "w1", 100, &cl), 1);
+	sleep_ms(250);
+	assert_int_equal(claim(st, "w2", 60000, &cl), 0);
+	CHECK(store_job_get(st, job, &j, E));
+	assert_int_equal(j.state, STORE_JOB_ERROR);
+	assert_true(j.not_gradable);
+	assert_non_null(strstr(j.error, "lease expired"));
+	struct store_attempt at[2];
+	size_t n;
+	CHECK(store_job_attempts(st, job, at, 2, &n, E));
+	assert_int_equal(n, 1);
+	assert_string_equal(at[0].outcome, "lease_expired");
+	store_close(st);
+}
+
+static void test_store_outbox_row_is_written_with_the_result(void **state)
+{
+	char url[512];
+	int64_t c, v, job, result = 0;
+	struct store_claim cl;
+	struct store_delivery d[4];
+	struct store_outbox_row o[2];
+	size_t n;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	int64_t sub = submit(st, c, v, NULL, "http://127.0.0.1:9/hook", 0, &job);
+	int64_t job_nocb;
+	submit(st, c, v, NULL, NULL, 0, &job_nocb);
+	CHECK(store_outbox_take_due(st, 1000, d, 4, &n, E));
+	assert_int_equal(n, 0);
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &a_result, &result, E));
+	CHECK(store_outbox_for_job(st, job, o, 2, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(o[0].result_id, result);
+	assert_string_equal(o[0].state, "pending");
+	/* A job without a callback has no outbox row. */
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &a_result, NULL, E));
+	CHECK(store_outbox_for_job(st, job_nocb, o, 2, &n, E));
+	assert_int_equal(n, 0);
+
+	CHECK(store_outbox_take_due(st, 60000, d, 4, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(d[0].job_id, job);
+	assert_int_equal(d[0].submission_id, sub);
+	assert_string_equal(d[0].url, "http://127.0.0.1:9/hook");
+	assert_int_equal(strlen(d[0].delivery_id), 32);
+	assert_non_null(strstr(d[0].payload, d[0].delivery_id));
+	assert_non_null(strstr(d[0].payload, "\"status\":\"ok\""));
+	int64_t outbox = d[0].outbox_id;
+	store_delivery_clear(&d[0]);
+	/* Held for the first sender: nobody else takes it. */
+	CHECK(store_outbox_take_due(st, 60000, d, 4, &n, E));
+	assert_int_equal(n, 0);
+	/* A failed attempt is retried later; then delivered. */
+	CHECK(store_outbox_record(st, outbox, false, 500, "HTTP 500", 0, 5, E));
+	CHECK(store_outbox_take_due(st, 60000, d, 4, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(d[0].attempts, 1);
+	store_delivery_clear(&d[0]);
+	CHECK(store_outbox_record(st, outbox, true, 204, NULL, 0, 5, E));
+	CHECK(store_outbox_for_job(st, job, o, 2, &n, E));
+	assert_string_equal(o[0].state, "delivered");
+	assert_int_equal(o[0].attempts, 2);
+	assert_true(o[0].delivered_ms > 0);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM deliveries"), 2);
+	struct store_job j;
+	CHECK(store_job_get(st, job, &j, E));
+	assert_true(j.delivered_ms >= j.finished_ms);
+	/* A delivered row takes no more attempts. */
+	struct err e;
+	assert_int_equal(store_outbox_record(st, outbox, true, 204, NULL, 0, 5, &e),
+			 STORE_NOT_FOUND);
+	store_close(st);
+}
+
+static const char sql_blob_rows[] = "SELECT COUNT(*) FROM blobs";
+
+static void test_store_blobs_are_deduplicated(void **state)
+{
+	char url[512], a[65], b[65], z[65];
+	void *data = NULL;
+	size_t len = 0;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	int64_t before = count_rows(st, sql_blob_rows);
+	CHECK(store_blob_put(st, "same bytes\0with a NUL", 21, a, E));
+	CHECK(store_blob_put(st, "same bytes\0with a NUL", 21, b, E));
+	assert_string_equal(a, b);
+	assert_int_equal(count_rows(st, sql_blob_rows), before + 1);
+	CHECK(store_blob_get(st, a, &data, &len, E));
+	assert_int_equal(len, 21);
+	assert_memory_equal(data, "same bytes\0with a NUL", 21);
+	free(data);
+	CHECK(store_blob_put(st, "", 0, z, E));
+	assert_string_equal(z, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	CHECK(store_blob_get(st, z, &data, &len, E));
+	assert_int_equal(len, 0);
+	assert_null(data);
+	/* The cap is checked before a byte is read. */
+	assert_int_equal(store_blob_put(st, "x", (size_t)STORE_BLOB_MAX + 1, z, &e),
+			 STORE_TOO_LARGE);
+	assert_int_equal(store_blob_get(st, "00", &data, &len, &e), STORE_NOT_FOUND);
+	/* Two submissions of the same bytes share one blob. */
+	int64_t c, v;
+	seed(st, "cs101", &c, &v);
+	int64_t n0 = count_rows(st, sql_blob_rows);
+	submit(st, c, v, NULL, NULL, 0, NULL);
+	submit(st, c, v, NULL, NULL, 0, NULL);
+	assert_int_equal(count_rows(st, sql_blob_rows), n0 + 1);
+	/* Re-uploading the same assignment adds no version. */
+	int64_t v2;
+	int no;
+	CHECK(store_assignment_add_version(st, c, "hello", "archive-bytes", 13, "small@1", &v2, &no,
+					   E));
+	assert_int_equal(v2, v);
+	assert_int_equal(no, 1);
+	CHECK(store_assignment_add_version(st, c, "hello", "archive-bytes", 13, "small@2", &v2, &no,
+					   E));
+	assert_int_equal(no, 2);
+	struct store_version ver;
+	CHECK(store_version_latest(st, c, "hello", &ver, E));
+	assert_int_equal(ver.version_id, v2);
+	assert_string_equal(ver.image_pin, "small@2");
+	store_close(st);
+}
+
+static const char sql_secrets[] = "SELECT selector, secret_sha256 FROM tokens";
+
+static void test_store_tokens_are_hashed_and_checked(void **state)
+{
+	char url[512], t1[STORE_TOKEN_LEN + 1], t2[STORE_TOKEN_LEN + 1], bad[STORE_TOKEN_LEN + 1];
+	struct store_token_info info;
+	struct err e;
+	int64_t c1, c2;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	CHECK(store_token_create(st, "cs101", STORE_SCOPE_SUBMIT, t1, E));
+	CHECK(store_token_create(st, "cs202", STORE_SCOPE_INSTRUCTOR, t2, E));
+	CHECK(store_course_ensure(st, "cs101", false, &c1, E));
+	CHECK(store_course_ensure(st, "cs202", false, &c2, E));
+	assert_int_equal(strlen(t1), STORE_TOKEN_LEN);
+	CHECK(store_token_check(st, t1, &info, E));
+	assert_int_equal(info.course_id, c1);
+	assert_int_equal(info.scope, STORE_SCOPE_SUBMIT);
+	CHECK(store_token_check(st, t2, &info, E));
+	assert_int_equal(info.course_id, c2);
+	assert_int_equal(info.scope, STORE_SCOPE_INSTRUCTOR);
+	/* One wrong character of the secret, a truncated token, garbage. */
+	memcpy(bad, t1, sizeof(bad));
+	bad[STORE_TOKEN_LEN - 1] = bad[STORE_TOKEN_LEN - 1] == 'a' ? 'b' : 'a';
+	assert_int_equal(store_token_check(st, bad, &info, &e), STORE_NOT_FOUND);
+	bad[STORE_TOKEN_LEN - 1] = '\0';
+	assert_int_equal(store_token_check(st, bad, &info, &e), STORE_NOT_FOUND);
+	assert_int_equal(store_token_check(st, "Bearer x", &info, &e), STORE_NOT_FOUND);
+	assert_int_equal(store_token_check(st, NULL, &info, &e), STORE_NOT_FOUND);
+	/* Only the hash is stored. */
+	struct store_rows *rows = NULL;
+	CHECK(store_q(st, sql_secrets, NULL, 0, &rows, E));
+	assert_int_equal(rows->nrows, 2);
+	for (size_t r = 0; r < rows->nrows; r++) {
+		const char *hash = store_col_text(rows, r, 1);
+		assert_int_equal(strlen(hash), 64);
+		assert_null(strstr(t1, hash));
+		assert_null(strstr(t2, hash));
+	}
+	store_rows_free(rows);
+	CHECK(store_token_check(st, t1, &info, E));
+	CHECK(store_token_revoke(st, info.token_id, E));
+	assert_int_equal(store_token_check(st, t1, &info, &e), STORE_NOT_FOUND);
+	enum store_scope sc;
+	assert_int_equal(store_scope_parse("root", &sc, &e), STORE_INVALID);
+	CHECK(store_scope_parse("admin", &sc, E));
+	assert_int_equal(sc, STORE_SCOPE_ADMIN);
+	store_close(st);
+}
+
+/* The child's half-done completion, never committed. */
+static const char sql_half_done[] = "UPDATE jobs SET state = 'done' WHERE id = $1";
+
+/* A worker killed with SIGKILL inside its completion transaction. */
+static void test_store_crash_between_claim_and_complete_loses_nothing(void **state)
+{
+	enum { LEASE_MS = 1500 };
+	char url[512];
+	int64_t c, v, job, sub;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	sub = submit(st, c, v, NULL, NULL, 0, &job);
+	st = store_close(st);
+
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		struct store *mine = NULL;
+		struct err e;
+		struct store_claim cl;
+		close(fds[0]);
+		if (store_open(url, &mine, &e) < 0 ||
+		    store_job_claim(mine, "doomed", "host", LEASE_MS, &cl, &e) != 1)
+			_exit(2);
+		struct store_val p[] = {sv_int(cl.job_id)};
+		if (store_tx_begin(mine, STORE_TX_WRITE, &e) < 0 ||
+		    store_q(mine, sql_half_done, p, 1, NULL, &e) < 0)
+			_exit(3);
+		char ok = 'x';
+		if (write(fds[1], &ok, 1) != 1)
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	char ok;
+	assert_int_equal(read(fds[0], &ok, 1), 1);
+	close(fds[0]);
+	assert_int_equal(kill(kid, SIGKILL), 0);
+	int status;
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFSIGNALED(status));
+
+	st = open_or_fail(url);
+	struct store_job j;
+	struct store_claim cl;
+	CHECK(store_job_get(st, job, &j, E));
+	assert_int_equal(j.state, STORE_JOB_RUNNING); /* the half-done write is gone */
+	assert_string_equal(j.worker, "doomed");
+	int64_t now = 0;
+	CHECK(store_now_ms(st, &now, E));
+	if (now < j.lease_expires_ms - 100)
+		assert_int_equal(claim(st, "w2", 60000, &cl), 0); /* still leased */
+	sleep_ms(LEASE_MS + 200);
+	assert_int_equal(claim(st, "w2", 60000, &cl), 1);
+	assert_int_equal(cl.job_id, job);
+	assert_int_equal(cl.attempt, 2);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &a_result, NULL, E));
+	int64_t n;
+	CHECK(store_result_count(st, sub, &n, E));
+	assert_int_equal(n, 1);
+	struct store_submission_view view;
+	CHECK(store_submission_get(st, sub, &view, E));
+	assert_true(view.has_result);
+	assert_int_equal(view.job.state, STORE_JOB_DONE);
+	assert_string_equal(view.job.worker, "w2");
+	store_submission_view_clear(&view);
+	store_close(st);
+}
+
+static void test_store_regrade_adds_a_result_beside_the_old(void **state)
+{
+	char url[512];
+	int64_t c, v, job, regrade;
+	struct store_claim cl;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	int64_t sub = submit(st, c, v, NULL, NULL, 0, &job);
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &a_result, NULL, E));
+	int64_t v2;
+	CHECK(store_assignment_add_version(st, c, "hello", "archive-v2", 10, "small@1", &v2, NULL,
+					   E));
+	CHECK(store_regrade(st, sub, v2, &regrade, E));
+	assert_int_not_equal(regrade, job);
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	assert_int_equal(cl.job_id, regrade);
+	assert_int_equal(cl.version_id, v2);
+	struct store_result_in r2 = a_result;
+	r2.score = 2;
+	r2.doc_json = "{\"status\":\"ok\",\"score\":2}";
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &r2, NULL, E));
+	int64_t n;
+	CHECK(store_result_count(st, sub, &n, E));
+	assert_int_equal(n, 2);
+	struct store_result rs[4];
+	size_t nr = 0;
+	CHECK(store_result_list(st, sub, rs, 4, &nr, E));
+	assert_int_equal(nr, 2);
+	assert_true(rs[0].score == 1.0 && rs[1].score == 2.0);
+	assert_int_equal(rs[0].version_id, v);
+	assert_int_equal(rs[1].version_id, v2);
+	assert_null(rs[0].doc_json);
+	struct store_submission_view view;
+	CHECK(store_submission_get(st, sub, &view, E));
+	assert_true(view.has_result);
+	assert_true(view.result.score == 2.0);
+	assert_true(view.result.max_score == 2.0);
+	assert_true(fabs(view.result.cpu_seconds - 0.5) < 1e-9);
+	assert_int_equal(view.result.version_id, v2);
+	assert_string_equal(view.result.doc_json, r2.doc_json);
+	assert_int_equal(view.job.job_id, regrade);
+	assert_true(view.job.received_ms <= view.job.queued_ms);
+	assert_true(view.job.started_ms <= view.job.finished_ms);
+	store_submission_view_clear(&view);
+	/* A malformed document is refused before anything is written. */
+	struct err e;
+	r2.doc_json = "{not json";
+	assert_int_equal(
+	    store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &r2, NULL, &e),
+	    STORE_INVALID);
+	store_close(st);
+}
+
+static void test_store_counts_jobs_by_course_and_state(void **state)
+{
+	char url[512];
+	int64_t c1, v1, c2, v2;
+	struct store_claim cl;
+	struct store_course_counts counts[4];
+	size_t n;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c1, &v1);
+	seed(st, "cs102", &c2, &v2);
+	for (int i = 0; i < 3; i++)
+		submit(st, c1, v1, NULL, NULL, 0, NULL);
+	submit(st, c2, v2, NULL, NULL, 0, NULL);
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &a_result, NULL, E));
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_counts(st, counts, 4, &n, E));
+	assert_int_equal(n, 2);
+	assert_int_equal(counts[0].course_id, c1);
+	assert_int_equal(counts[0].n[STORE_JOB_DONE], 1);
+	assert_int_equal(counts[0].n[STORE_JOB_RUNNING], 1);
+	assert_int_equal(counts[0].n[STORE_JOB_QUEUED], 1);
+	assert_int_equal(counts[1].course_id, c2);
+	assert_int_equal(counts[1].n[STORE_JOB_QUEUED], 1);
+	int64_t backlog = -1;
+	CHECK(store_course_backlog(st, c1, &backlog, E));
+	assert_int_equal(backlog, 2);
+	CHECK(store_course_backlog(st, c2, &backlog, E));
+	assert_int_equal(backlog, 1);
+	double cpu = -1;
+	CHECK(store_course_cpu_since(st, c1, 0, &cpu, E));
+	assert_true(fabs(cpu - a_result.cpu_seconds) < 1e-9);
+	CHECK(store_course_cpu_since(st, c2, 0, &cpu, E));
+	assert_true(cpu == 0);
+	struct store_course course;
+	CHECK(store_course_get(st, c1, &course, E));
+	assert_string_equal(course.name, "cs101");
+	assert_true(isnan(course.daily_cpu_cap));
+	CHECK(store_course_set_cpu_cap(st, c1, 3600, E));
+	CHECK(store_course_get(st, c1, &course, E));
+	assert_true(course.daily_cpu_cap == 3600);
+	CHECK(store_course_set_cpu_cap(st, c1, NAN, E));
+	CHECK(store_course_get(st, c1, &course, E));
+	assert_true(isnan(course.daily_cpu_cap));
+	struct err e;
+	assert_int_equal(store_course_get(st, 999, &course, &e), STORE_NOT_FOUND);
+	store_close(st);
+}
+
+static void test_store_released_job_is_claimable_at_once_and_costs_no_attempt(void **state)
+{
+	char url[512];
+	int64_t c, v, job;
+	struct store_claim a, b;
+	struct store_job j;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, NULL, 1, &job);
+	assert_int_equal(claim(st, "w1", 60000, &a), 1);
+	CHECK(store_job_release(st, job, a.attempt, a.lease_token, E));
+	assert_int_equal(store_job_release(st, job, a.attempt, a.lease_token, &e), STORE_FENCED);
+	assert_int_equal(claim(st, "w2", 60000, &b), 1);
+	assert_int_equal(b.job_id, job);
+	assert_int_equal(b.attempt, 2);
+	assert_int_equal(b.max_attempts, 2); /* the released attempt did not count */
+	CHECK(store_job_complete(st, job, b.attempt, b.lease_token, &a_result, NULL, E));
+	CHECK(store_job_get(st, job, &j, E));
+	assert_int_equal(j.state, STORE_JOB_DONE);
+	struct store_attempt at[3];
+	size_t n;
+	CHECK(store_job_attempts(st, job, at, 3, &n, E));
+	assert_int_equal(n, 2);
+	assert_string_equal(at[0].outcome, "released");
+	assert_string_equal(at[1].outcome, "done");
+	store_close(st);
+}
+
+/* Run fn(url, k) in `n` processes at once; every one must exit 0. */
+static void in_processes(const char *url, int n, int (*fn)(const char *url, int k))
+{
+	pid_t kids[8];
+
+	assert_true(n <= 8);
+	for (int k = 0; k < n; k++) {
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0)
+			_exit(fn(url, k));
+	}
+	for (int k = 0; k < n; k++) {
+		int status;
+		assert_int_equal(waitpid(kids[k], &status, 0), kids[k]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+}
+
+static int open_and_close(const char *url, int k)
+{
+	struct store *st = NULL;
+	struct err e;
+
+	if (store_open(url, &st, &e) < 0) {
+		fprintf(stderr, "process %d: %s\n", k, e.msg);
+		return 1;
+	}
+	store_close(st);
+	return 0;
+}
+
+static void test_store_processes_opening_together_migrate_once(void **state)
+{
+	char url[512];
+	int v = 0;
+
+	fresh_url(state, url, sizeof(url));
+	in_processes(url, 4, open_and_close);
+	struct store *st = open_or_fail(url);
+	CHECK(store_schema_version(st, &v, E));
+	assert_int_equal(v, STORE_SCHEMA_VERSION);
+	assert_int_equal(count_rows(st, sql_versions), (int64_t)store_migration_count);
+	store_close(st);
+}
+
+/* Each process submits the same key 20 times; ids go to a file per process. */
+static int submit_same_key(const char *url, int k)
+{
+	struct store *st = NULL;
+	struct err e;
+	int64_t course, sub, job, first = 0;
+	struct store_version ver;
+
+	if (store_open(url, &st, &e) < 0 ||
+	    store_course_ensure(st, "cs101", false, &course, &e) < 0 ||
+	    store_version_latest(st, course, "hello", &ver, &e) < 0) {
+		fprintf(stderr, "process %d: %s\n", k, e.msg);
+		return 1;
+	}
+	for (int i = 0; i < 20; i++) {
+		struct store_submission_in in = {.course_id = course,
+						 .version_id = ver.version_id,
+						 .idempotency_key = "retried-post",
+						 .data = "same",
+						 .len = 4};
+		if (store_submit(st, &in, &sub, &job, NULL, &e) < 0) {
+			fprintf(stderr, "process %d: %s\n", k, e.msg);
+			return 2;
+		}
+		if (first && sub != first)
+			return 3;
+		first = sub;
+	}
+	store_close(st);
+	return 0;
+}
+
+static const char sql_keyed[] =
+    "SELECT COUNT(*) FROM submissions WHERE idempotency_key = 'retried-post'";
+static const char sql_keyed_jobs[] =
+    "SELECT COUNT(*) FROM jobs j JOIN submissions s "
+    "ON s.id = j.submission_id WHERE s.idempotency_key = 'retried-post'";
+
+static void test_store_concurrent_retries_of_one_key_make_one_submission(void **state)
+{
+	char url[512];
+	int64_t c, v;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	st = store_close(st);
+	in_processes(url, 4, submit_same_key);
+	st = open_or_fail(url);
+	assert_int_equal(count_rows(st, sql_keyed), 1);
+	assert_int_equal(count_rows(st, sql_keyed_jobs), 1);
+	store_close(st);
+}
+
+static void test_store_outbox_gives_up_after_max_attempts(void **state)
+{
+	char url[512];
+	int64_t c, v, job;
+	struct store_claim cl;
+	struct store_delivery d[2];
+	struct store_outbox_row o[1];
+	size_t n;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, "http://127.0.0.1:9/hangs", 0, &job);
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &a_result, NULL, E));
+	for (int i = 1; i <= 3; i++) {
+		CHECK(store_outbox_take_due(st, 60000, d, 2, &n, E));
+		assert_int_equal(n, 1);
+		assert_int_equal(d[0].attempts, i - 1);
+		int64_t id = d[0].outbox_id;
+		store_delivery_clear(&d[0]);
+		CHECK(store_outbox_record(st, id, false, 0, "timed out", 0, 3, E));
+	}
+	CHECK(store_outbox_for_job(st, job, o, 1, &n, E));
+	assert_string_equal(o[0].state, "failed");
+	assert_int_equal(o[0].attempts, 3);
+	CHECK(store_outbox_take_due(st, 60000, d, 2, &n, E));
+	assert_int_equal(n, 0);
+	assert_int_equal(
+	    count_rows(st, "SELECT COUNT(*) FROM deliveries WHERE http_status IS NULL"), 3);
+	assert_int_equal(store_outbox_record(st, o[0].outbox_id, true, 200, NULL, 0, 3, &e),
+			 STORE_NOT_FOUND);
+	store_close(st);
+}
+
+static void test_store_sweep_ends_jobs_of_lost_workers(void **state)
+{
+	char url[512];
+	int64_t c, v, j1, j2, ended = -1;
+	struct store_claim a, b;
+	struct store_job j;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	submit(st, c, v, NULL, NULL, 1, &j1);
+	submit(st, c, v, NULL, NULL, 1, &j2);
+	assert_int_equal(claim(st, "w1", 100, &a), 1);
+	assert_int_equal(claim(st, "w2", 60000, &b), 1);
+	sleep_ms(250);
+	CHECK(store_job_sweep(st, &ended, E));
+	assert_int_equal(ended, 1);
+	CHECK(store_job_get(st, j1, &j, E));
+	assert_int_equal(j.state, STORE_JOB_ERROR);
+	CHECK(store_job_get(st, j2, &j, E)); /* a live lease is left alone */
+	assert_int_equal(j.state, STORE_JOB_RUNNING);
+	CHECK(store_job_sweep(st, &ended, E));
+	assert_int_equal(ended, 0);
+	store_close(st);
+}
+
+/* ---- groups ---- */
+
+static int setup_sqlite(void **state)
+{
+	snprintf(sqlite_backend.tmpdir, sizeof(sqlite_backend.tmpdir), "/tmp/proctor-store.XXXXXX");
+	if (!mkdtemp(sqlite_backend.tmpdir))
+		return -1;
+	*state = &sqlite_backend;
+	return 0;
+}
+
+static int teardown_sqlite(void **state)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", sqlite_backend.tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int setup_pg(void **state)
+{
+	char why[512];
+	int rc = pgtest_start(&pg_backend.pg, why, sizeof(why));
+
+	*state = &pg_backend;
+	if (rc == 1) {
+		if (pgtest_must_work()) {
+			fprintf(stderr, "PostgreSQL needed (PROCTOR_MUST_WORK=1): %s\n", why);
+			return -1;
+		}
+		snprintf(pg_backend.skip, sizeof(pg_backend.skip), "%s", why);
+		fprintf(stderr, "skipping PostgreSQL: %s\n", why);
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "PostgreSQL: %s\n", why);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown_pg(void **state)
+{
+	pgtest_stop(pg_backend.pg);
+	pg_backend.pg = NULL;
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_store_migrates_from_empty_and_reopens),
+	    cmocka_unit_test(test_store_submit_is_idempotent),
+	    cmocka_unit_test(test_store_claims_oldest_runnable_first),
+	    cmocka_unit_test(test_store_two_claimers_never_share_a_job),
+	    cmocka_unit_test(test_store_expired_lease_lets_another_worker_claim),
+	    cmocka_unit_test(test_store_fenced_worker_cannot_complete_or_heartbeat),
+	    cmocka_unit_test(test_store_our_failure_backs_off_then_ends_as_error),
+	    cmocka_unit_test(test_store_lost_worker_on_last_attempt_ends_as_error),
+	    cmocka_unit_test(test_store_outbox_row_is_written_with_the_result),
+	    cmocka_unit_test(test_store_blobs_are_deduplicated),
+	    cmocka_unit_test(test_store_tokens_are_hashed_and_checked),
+	    cmocka_unit_test(test_store_crash_between_claim_and_complete_loses_nothing),
+	    cmocka_unit_test(test_store_regrade_adds_a_result_beside_the_old),
+	    cmocka_unit_test(test_store_counts_jobs_by_course_and_state),
+	    cmocka_unit_test(test_store_processes_opening_together_migrate_once),
+	    cmocka_unit_test(test_store_concurrent_retries_of_one_key_make_one_submission),
+	    cmocka_unit_test(test_store_outbox_gives_up_after_max_attempts),
+	    cmocka_unit_test(test_store_sweep_ends_jobs_of_lost_workers),
+	    cmocka_unit_test(test_store_released_job_is_claimable_at_once_and_costs_no_attempt),
+	};
+	int failed =
+	    cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);
+	failed += cmocka_run_group_tests_name("store_postgresql", tests, setup_pg, teardown_pg);
+	return failed ? 1 : 0;
+}
