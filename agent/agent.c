@@ -905,6 +905,11 @@ static uint64_t tree_used(bool *full)
  * memory.current less the page cache that is not shmem -- less the files
  * of the writable tree, which the disk limit governs.
  */
+/* Bytes of the writable tree that were there before the run started (put
+ * in by the agent, in its own group, or charged to an earlier run's
+ * group): never charged to this run's group, so never subtracted. */
+static uint64_t run_files_uncharged;
+
 static uint64_t run_memory(void)
 {
 	char stat[8192];
@@ -918,9 +923,26 @@ static uint64_t run_memory(void)
 	uint64_t reclaimable = file > shmem ? file - shmem : 0;
 	uint64_t held = cur > reclaimable ? cur - reclaimable : 0;
 	uint64_t files = tree_used(&full);
+	files = files > run_files_uncharged ? files - run_files_uncharged : 0;
 	if (files > shmem)
 		files = shmem;
 	return held > files ? held - files : 0;
+}
+
+/* Over the limit by the measure above: first ask the kernel for the excess
+ * (and an eighth of the limit) back, as the jail does, since part may be
+ * kernel memory that pressure reclaims (dentries, inodes); then measure
+ * again. */
+static bool run_over_memory(uint64_t limit)
+{
+	uint64_t mem = run_memory();
+	char val[32];
+
+	if (mem <= limit)
+		return false;
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)(mem - limit + limit / 8));
+	write_str(CG "/run/memory.reclaim", val);
+	return run_memory() > limit;
 }
 
 static void kill_run(void)
@@ -996,6 +1018,9 @@ static void do_run(uint32_t len)
 		snprintf(x.message, sizeof(x.message), "pipe: %s", strerror(errno));
 		goto send;
 	}
+	/* The run's group is new: nothing of the tree is charged to it yet. */
+	bool tree_full;
+	run_files_uncharged = tree_used(&tree_full);
 	t0 = now_ns() / 1000000;
 	pid = fork();
 	if (pid < 0) {
@@ -1043,7 +1068,7 @@ static void do_run(uint32_t len)
 				x.killed_for |= HIT_CPU;
 			else if (!exited && now - t0 > q.l.wall_ms)
 				x.killed_for |= HIT_WALL;
-			else if (!exited && run_memory() > q.l.memory_bytes)
+			else if (!exited && run_over_memory(q.l.memory_bytes))
 				x.killed_for |= HIT_MEMORY;
 			if (x.killed_for || exited) {
 				/* The program is done (or out of a limit): no daemon

@@ -326,6 +326,7 @@ int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fd
 	 * sampling (jail/jail.c), and never exceeds memory + disk.
 	 */
 	cg->mem_limit_bytes = l->memory_bytes;
+	cg->hard_limit_bytes = l->memory_bytes + l->disk_bytes;
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)(l->memory_bytes + l->disk_bytes));
 	/* Page cache a previous run of this slot read in is still charged to
 	 * the slot's group; reclaim it so this run's peak is its own. */
@@ -418,9 +419,15 @@ int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
 			cg->layout == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes", &cur,
 			e) < 0)
 		return -1;
+	uint64_t anon = 0;
+	if (stat_field(stat, cg->layout == CGROUP_V2 ? "anon" : "total_rss", &anon) < 0)
+		anon = 0;
 	uint64_t reclaimable = cache > u->shmem_bytes ? cache - u->shmem_bytes : 0;
 	u->charged_bytes = cur;
 	u->held_bytes = cur > reclaimable ? cur - reclaimable : 0;
+	u->kernel_bytes = u->held_bytes > anon + u->shmem_bytes
+			      ? u->held_bytes - anon - u->shmem_bytes
+			      : 0;
 	if (cur > cg->sampled_peak_bytes)
 		cg->sampled_peak_bytes = cur;
 	if (cg->layout != CGROUP_V2) {
@@ -500,6 +507,25 @@ int cgroup_kill_all(struct cgroup_slot *cg, struct err *e)
 		nanosleep(&tick, NULL);
 	}
 	return err_set(e, 0, "processes of slot %u survived SIGKILL for 5 s", cg->index);
+}
+
+int cgroup_reclaim(struct cgroup_slot *cg, uint64_t bytes)
+{
+	char val[32];
+	struct err ignored;
+	uint64_t cur;
+
+	if (cg->layout == CGROUP_V2) {
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)bytes);
+		return write_file_at(cg->mem_fd, "memory.reclaim", val, &ignored);
+	}
+	if (read_u64_at(cg->mem_fd, "memory.usage_in_bytes", &cur, &ignored) < 0 || cur <= bytes)
+		return -1;
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)(cur - bytes));
+	int rc = write_file_at(cg->mem_fd, "memory.limit_in_bytes", val, &ignored);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)cg->hard_limit_bytes);
+	write_file_at(cg->mem_fd, "memory.limit_in_bytes", val, &ignored);
+	return rc;
 }
 
 #define WATCH_SLACK_BYTES (1ull << 20)

@@ -46,6 +46,7 @@ struct cgroup_slot {
 	uint64_t cpu_base_ns, oom_base;
 	uint64_t sampled_peak_bytes, sampled_peak_pids;
 	uint64_t mem_limit_bytes;
+	uint64_t hard_limit_bytes; /* the group's hard limit: memory + disk */
 };
 
 /* Create or reuse the slot's groups and kill anything a dead owner left there. */
@@ -71,13 +72,26 @@ struct cgroup_usage {
 	 * the group (socket buffers, pipes, page tables): charged_bytes less
 	 * the reclaimable page cache.  The memory check's basis. */
 	uint64_t held_bytes;
-	uint64_t shmem_bytes; /* shared memory incl. tmpfs pages (the scratch tree's too) */
+	uint64_t shmem_bytes;  /* shared memory incl. tmpfs pages (the scratch tree's too) */
+	uint64_t kernel_bytes; /* the kernel memory part of held_bytes; some of it (dentries,
+				* inodes) can be reclaimed after all: see cgroup_reclaim() */
 	uint64_t peak_bytes;
 	uint64_t peak_pids;
 	uint64_t oom_kills;   /* since cgroup_run_begin */
 	bool pids_max_hit;
 };
 int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e);
+
+/*
+ * Ask the kernel to take `bytes` back from the group now, as memory
+ * pressure would: page cache and reclaimable kernel memory (the dentries
+ * and inodes of a program that looks up a million names).  v2 writes
+ * memory.reclaim; v1, which has no such file, lowers the hard limit by
+ * that much for the moment of the write (the kernel reclaims or refuses
+ * with EBUSY; it never OOM-kills for a limit write) and restores it.
+ * Returns 0 when the kernel reclaimed it all.
+ */
+int cgroup_reclaim(struct cgroup_slot *cg, uint64_t bytes);
 
 /*
  * Arm a wake-up for when the group's charge crosses `threshold` bytes:

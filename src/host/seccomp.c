@@ -26,6 +26,11 @@
  */
 static const char *const enosys_calls[] = {
 	"clone3", "io_uring_setup", "io_uring_enter", "io_uring_register",
+	/* Both deliver a signal of the program's choosing, named through a
+	 * struct sigevent the filter cannot read (see limit_signal_rules);
+	 * ENOSYS, because programs that use them fall back quietly (coreutils
+	 * `timeout` warns on EPERM, and does its job with setitimer). */
+	"timer_create", "mq_notify",
 };
 
 static const char *const eperm_calls[] = {
@@ -40,9 +45,6 @@ static const char *const eperm_calls[] = {
 	"process_madvise", "landlock_create_ruleset",
 	/* A filter of the program's own could kill it with SIGSYS. */
 	"seccomp",
-	/* Both deliver a signal of the program's choosing, named through a
-	 * struct sigevent the filter cannot read (see limit_signal_rules). */
-	"timer_create", "mq_notify",
 };
 
 static const char *const kill_calls[] = {
@@ -74,18 +76,31 @@ static int add_list(scmp_filter_ctx ctx, uint32_t action, const char *const *nam
  * SIGXFSZ (RLIMIT_CPU and RLIMIT_FSIZE).  A verdict names a limit only when
  * the limit was reached, so the program must not be able to raise them at
  * itself or have the kernel raise them for a limit of its own: every way
- * of sending a signal of its choosing refuses these three (EPERM), and
- * lowering the two limits is refused.
+ * of sending a signal of its choosing refuses these three (EPERM), as do
+ * changing RLIMIT_FSIZE, a seccomp filter of its own and syscall user
+ * dispatch (both end in SIGSYS).  RLIMIT_CPU may be lowered (a test that
+ * bounds a child process does): a SIGXCPU counts as the CPU limit only
+ * when the run's CPU time reached it (result.c).
  */
 static const int limit_signals[] = {SIGSYS, SIGXCPU, SIGXFSZ};
 
-/* Signal-number arguments are ints: compare the low 32 bits only, so a
- * value with garbage above them (which the kernel ignores) cannot slip by. */
-#define SIG_ARG(n, sig)                                                                    \
+/* Arguments the kernel reads as int or unsigned int (signal numbers,
+ * fcntl and ioctl commands, prctl options, rlimit resources): compare the
+ * low 32 bits only, so a value with garbage above them (which the kernel
+ * ignores) cannot slip by. */
+#define INT_ARG(n, v)                                                                      \
 	((struct scmp_arg_cmp){.arg = (n), .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,  \
+			       .datum_b = (scmp_datum_t)(v)})
+/* clone's exit signal is the low byte of its flags. */
+#define EXIT_SIGNAL_ARG(sig)                                                               \
+	((struct scmp_arg_cmp){.arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xff,            \
 			       .datum_b = (scmp_datum_t)(sig)})
-#define ARG_CMP(n, cmp, v)                                                                 \
-	((struct scmp_arg_cmp){.arg = (n), .op = (cmp), .datum_a = (scmp_datum_t)(v), .datum_b = 0})
+#define NONZERO_ARG(n)                                                                     \
+	((struct scmp_arg_cmp){.arg = (n), .op = SCMP_CMP_NE, .datum_a = 0, .datum_b = 0})
+
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#endif
 
 static int rule(scmp_filter_ctx ctx, const char *name, unsigned n, struct scmp_arg_cmp a,
 		struct scmp_arg_cmp b, struct err *e)
@@ -106,29 +121,25 @@ static int limit_signal_rules(scmp_filter_ctx ctx, struct err *e)
 
 	for (size_t i = 0; i < sizeof(limit_signals) / sizeof(limit_signals[0]); i++) {
 		int sig = limit_signals[i];
-		if (rule(ctx, "kill", 1, SIG_ARG(1, sig), none, e) < 0 ||
-		    rule(ctx, "tkill", 1, SIG_ARG(1, sig), none, e) < 0 ||
-		    rule(ctx, "tgkill", 1, SIG_ARG(2, sig), none, e) < 0 ||
-		    rule(ctx, "rt_sigqueueinfo", 1, SIG_ARG(1, sig), none, e) < 0 ||
-		    rule(ctx, "rt_tgsigqueueinfo", 1, SIG_ARG(2, sig), none, e) < 0 ||
-		    rule(ctx, "pidfd_send_signal", 1, SIG_ARG(1, sig), none, e) < 0 ||
+		if (rule(ctx, "kill", 1, INT_ARG(1, sig), none, e) < 0 ||
+		    rule(ctx, "tkill", 1, INT_ARG(1, sig), none, e) < 0 ||
+		    rule(ctx, "tgkill", 1, INT_ARG(2, sig), none, e) < 0 ||
+		    rule(ctx, "rt_sigqueueinfo", 1, INT_ARG(1, sig), none, e) < 0 ||
+		    rule(ctx, "rt_tgsigqueueinfo", 1, INT_ARG(2, sig), none, e) < 0 ||
+		    rule(ctx, "pidfd_send_signal", 1, INT_ARG(1, sig), none, e) < 0 ||
 		    /* I/O readiness, leases and dnotify signal with F_SETSIG's number. */
-		    rule(ctx, "fcntl", 2, ARG_CMP(1, SCMP_CMP_EQ, F_SETSIG), SIG_ARG(2, sig), e) < 0 ||
-		    rule(ctx, "prctl", 2, ARG_CMP(0, SCMP_CMP_EQ, PR_SET_PDEATHSIG), SIG_ARG(1, sig),
-			 e) < 0 ||
-		    rule(ctx, "ioctl", 2, ARG_CMP(1, SCMP_CMP_EQ, TIOCSIG), SIG_ARG(2, sig), e) < 0 ||
-		    /* A child's exit signal is clone's low byte. */
-		    rule(ctx, "clone", 1, ((struct scmp_arg_cmp){.arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xff, .datum_b = (scmp_datum_t)sig}), none,
-			 e) < 0)
+		    rule(ctx, "fcntl", 2, INT_ARG(1, F_SETSIG), INT_ARG(2, sig), e) < 0 ||
+		    rule(ctx, "prctl", 2, INT_ARG(0, PR_SET_PDEATHSIG), INT_ARG(1, sig), e) < 0 ||
+		    rule(ctx, "ioctl", 2, INT_ARG(1, TIOCSIG), INT_ARG(2, sig), e) < 0 ||
+		    rule(ctx, "clone", 1, EXIT_SIGNAL_ARG(sig), none, e) < 0)
 			return -1;
 	}
-	static const int limits[] = {RLIMIT_CPU, RLIMIT_FSIZE};
-	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-		if (rule(ctx, "setrlimit", 1, SIG_ARG(0, limits[i]), none, e) < 0 ||
-		    rule(ctx, "prlimit64", 2, SIG_ARG(1, limits[i]), ARG_CMP(2, SCMP_CMP_NE, 0), e) < 0)
-			return -1;
-	}
-	return rule(ctx, "prctl", 1, ARG_CMP(0, SCMP_CMP_EQ, PR_SET_SECCOMP), none, e);
+	if (rule(ctx, "setrlimit", 1, INT_ARG(0, RLIMIT_FSIZE), none, e) < 0 ||
+	    rule(ctx, "prlimit64", 2, INT_ARG(1, RLIMIT_FSIZE), NONZERO_ARG(2), e) < 0 ||
+	    rule(ctx, "prctl", 1, INT_ARG(0, PR_SET_SECCOMP), none, e) < 0 ||
+	    rule(ctx, "prctl", 1, INT_ARG(0, PR_SET_SYSCALL_USER_DISPATCH), none, e) < 0)
+		return -1;
+	return 0;
 }
 
 int seccomp_build(struct sock_fprog *ret, struct err *e)

@@ -81,6 +81,7 @@ struct jail {
 	struct slot slot;
 	struct cgroup_slot cg;
 	int scratch_fd;
+	uint64_t run_files_uncharged; /* bytes of the tree not charged to the run's group */
 	char scratch[PATH_MAX + 16];
 	char root[PATH_MAX + 16];
 };
@@ -426,6 +427,21 @@ static uint64_t scratch_used(struct jail *j)
 }
 
 /*
+ * The program's memory: what the group holds less the writable tree's
+ * files it was charged for.  Files put in before the run (by proctor, in
+ * its own group) were never charged to the program, so they are not
+ * subtracted: run_files_uncharged is their size, taken when the run starts.
+ */
+static uint64_t program_memory(const struct jail *j, const struct cgroup_usage *u)
+{
+	uint64_t files = scratch_used((struct jail *)j);
+	files = files > j->run_files_uncharged ? files - j->run_files_uncharged : 0;
+	if (files > u->shmem_bytes)
+		files = u->shmem_bytes;
+	return u->held_bytes > files ? u->held_bytes - files : 0;
+}
+
+/*
  * Check the sandbox-wide CPU and memory budgets.  The program's memory is
  * what the kernel charges to its group and reclaim cannot take back
  * (anonymous memory, shared mappings, memfd, SysV shm, and kernel memory
@@ -440,10 +456,20 @@ static void check_budgets(struct jail *j, const struct limits *l, struct run_sta
 
 	if (cgroup_sample(&j->cg, &u, &ignored) < 0)
 		return;
-	uint64_t files = scratch_used(j);
-	if (files > u.shmem_bytes)
-		files = u.shmem_bytes;
-	uint64_t mem = u.held_bytes > files ? u.held_bytes - files : 0;
+	uint64_t mem = program_memory(j, &u);
+	if (mem > l->memory_bytes && u.kernel_bytes > 0 && u.cpu_ns / 1000000 < l->cpu_ms) {
+		/* Part of it may be kernel memory that pressure would take back
+		 * (dentries, inodes): ask for the excess back and an eighth of
+		 * the limit more, so a program that keeps making them is not
+		 * back here at the next sample, then look again.  It would be
+		 * killed otherwise, so the moment of a lowered limit costs it
+		 * nothing. */
+		uint64_t want = mem - l->memory_bytes + l->memory_bytes / 8;
+		cgroup_reclaim(&j->cg, want < u.kernel_bytes ? want : u.kernel_bytes);
+		if (cgroup_sample(&j->cg, &u, &ignored) < 0)
+			return;
+		mem = program_memory(j, &u);
+	}
 	if (u.cpu_ns / 1000000 >= l->cpu_ms)
 		s->killed_for |= LIMIT_HIT_CPU;
 	else if (mem > l->memory_bytes)
@@ -466,6 +492,14 @@ static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, in
 	    {.fd = -1, .events = POLLIN}, /* the memory threshold (cgroup_watch_memory) */
 	};
 
+	/* Before the program runs, the tree holds what was put in (charged to
+	 * proctor) and what earlier runs wrote (charged to the slot group). */
+	struct cgroup_usage u0;
+	struct err ignored;
+	uint64_t files0 = scratch_used(j);
+	j->run_files_uncharged = 0;
+	if (cgroup_sample(&j->cg, &u0, &ignored) == 0 && files0 > u0.shmem_bytes)
+		j->run_files_uncharged = files0 - u0.shmem_bytes;
 	check_budgets(j, &spec->limits, s);
 	while (!s->exited && !s->failed && !s->killed_for) {
 		now = now_ns();

@@ -119,8 +119,13 @@ static const struct pcase cases[] = {
     {"nofile", NULL, L("--nofile", "32"), L("./probe", "nofile"), "errno=EMFILE", NULL, 0},
     {"seccomp", NULL, NONE, L("./probe", "kexec"), "attempt kexec_load", NULL, -1},
     {"raised-signal", NULL, NONE, L("./probe", "selfsig", "31", "kill"), "errno=EPERM", NULL, 1},
-    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "24", "rlimit"), "errno=EPERM", NULL, 1},
-    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "25", "timer"), "errno=EPERM", NULL, 1},
+    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "25", "rlimit"), "errno=EPERM", NULL, 1},
+    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "25", "timer"), "errno=ENOSYS", NULL, 1},
+    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "25", "fsetsig_hi"), "errno=EPERM", NULL,
+     1},
+    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "31", "seccomp_hi"), "errno=EPERM", NULL,
+     1},
+    {"raised-signal", NULL, NONE, L("./probe", "selfsig", "31", "dispatch"), "errno=EPERM", NULL, 1},
 };
 
 /* ---- the document's table ---------------------------------------------------- */

@@ -273,7 +273,7 @@ static int mode_selfsig(char **a)
 		union sigval v = {0};
 		rc = sigqueue(getpid(), sig, v);
 	} else if (strcmp(how, "rlimit") == 0) {
-		struct rlimit rl = {1, 1};
+		struct rlimit rl = {1, 2}; /* soft below hard: SIGXCPU before SIGKILL */
 		rc = setrlimit(sig == SIGXCPU ? RLIMIT_CPU : RLIMIT_FSIZE, &rl);
 		if (rc == 0 && sig == SIGXCPU)
 			for (;;)
@@ -312,6 +312,30 @@ static int mode_selfsig(char **a)
 			struct itimerspec its = {.it_value = {0, 1000000}};
 			syscall(SYS_timer_settime, t, 0, &its, NULL);
 			sleep(1);
+		}
+	} else if (strcmp(how, "pdeathsig_hi") == 0) {
+		/* The option with bits above 32 set: the kernel reads an int. */
+		rc = (int)syscall(SYS_prctl, (1UL << 32) | PR_SET_PDEATHSIG, (long)sig, 0L, 0L, 0L);
+	} else if (strcmp(how, "fsetsig_hi") == 0) {
+		int p[2];
+		rc = pipe(p);
+		if (rc == 0)
+			rc = (int)syscall(SYS_fcntl, p[0], (1UL << 32) | F_SETSIG, (long)sig);
+	} else if (strcmp(how, "seccomp_hi") == 0) {
+		struct sock_filter kill_all = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+		struct sock_fprog prog = {1, &kill_all};
+		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+		rc = (int)syscall(SYS_prctl, (1UL << 32) | PR_SET_SECCOMP, (long)SECCOMP_MODE_FILTER,
+				  &prog, 0L, 0L);
+	} else if (strcmp(how, "dispatch") == 0) {
+		/* Syscall user dispatch: with the selector set to block, the
+		 * next system call raises SIGSYS. */
+		static volatile char selector = 0;
+		rc = prctl(59 /* PR_SET_SYSCALL_USER_DISPATCH */, 1 /* ON */, 0UL, 0UL, &selector);
+		if (rc == 0) {
+			selector = 1; /* SYSCALL_DISPATCH_FILTER_BLOCK */
+			getppid();
+			selector = 0;
 		}
 	} else if (strcmp(how, "seccomp") == 0) {
 		struct sock_filter kill_all = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
