@@ -145,18 +145,50 @@ int opener_open_root(const char *path, struct opener_stat *ret_st, int *ret_fd, 
 	memcpy(buf, path, len + 1);
 	while (len > 1 && buf[len - 1] == '/')
 		buf[--len] = '\0';
+	/* The directory holding it, whose owner's hard links are the only
+	 * ones taken ("/" and names ending in "." or ".." are directories,
+	 * which have none). */
+	char *slash = strrchr(buf, '/');
+	const char *name = slash ? slash + 1 : buf;
+	int parent = AT_FDCWD;
+	uid_t owner;
+	struct stat pst;
+	if (*name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+		if (slash)
+			*slash = '\0';
+		parent = open(!slash	     ? "."
+			      : slash == buf ? "/"
+					     : buf,
+			      O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0 || fstat(parent, &pst) < 0) {
+			int saved = errno;
+			if (parent >= 0)
+				close(parent);
+			return err_set(e, saved, "open the directory of '%s'", path);
+		}
+		owner = pst.st_uid;
+	} else {
+		name = buf;
+	}
 	/* O_PATH: nothing is opened for reading before its type is known.
 	 * SECURITY: O_NOFOLLOW on the last component, the submission itself:
 	 * the operator's way to it may go through symlinks (the operator's
 	 * choice), but a symlink the submitter put at the submission's own
-	 * name, to a file of anybody's, is described (S_IFLNK), not followed. */
-	int pfd = open(buf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	 * name, to a file of anybody's, is described (S_IFLNK), not followed;
+	 * and a hard link there to a file of another owner than the
+	 * directory's (or root's) is refused (EPERM). */
+	int pfd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	int rc;
 
-	if (pfd < 0)
-		return err_set(e, errno, "open '%s'", path);
-	rc = describe(pfd, path, true, NULL, ret_st, ret_fd, e);
+	if (pfd < 0) {
+		rc = err_set(e, errno, "open '%s'", path);
+		goto out_parent;
+	}
+	rc = describe(pfd, path, true, parent == AT_FDCWD ? NULL : &owner, ret_st, ret_fd, e);
 	close(pfd);
+out_parent:
+	if (parent != AT_FDCWD)
+		close(parent);
 	return rc;
 }
 

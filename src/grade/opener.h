@@ -60,6 +60,8 @@ typedef int opener_name_fn(const char *name, void *arg, struct err *e);
  * as S_IFLNK), with the caller's credentials: *ret_st, and *ret_fd an
  * O_RDONLY descriptor if it is a directory or a regular file, else -1 (it
  * is not opened for reading).  The descriptor belongs to the caller.
+ * EPERM when it is a hard link to a file of another owner than its
+ * directory's (or of root).
  */
 int opener_open_root(const char *path, struct opener_stat *ret_st, int *ret_fd, struct err *e);
 

@@ -1906,6 +1906,32 @@ static void test_intake_rejects_a_hard_link_to_a_root_only_file(void **state)
 	intake_result_free(&r);
 }
 
+/* S6, single mode: an archive that is a hard link to a root-only file, in
+ * a directory of another uid's, is not opened. */
+static void test_open_root_refuses_a_hard_link_to_a_root_only_file(void **state)
+{
+	struct fx *f = *state;
+	char secret[PATH_MAX + 32], alias[PATH_MAX + 32];
+	struct opener_stat st;
+	struct err e = {0};
+	int fd = -1;
+
+	harness_require_root("owning files as another uid");
+	snprintf(secret, sizeof(secret), "%s/secret.zip", f->root);
+	snprintf(alias, sizeof(alias), "%s/hw3.zip", f->in);
+	write_at(f->root, "secret.zip", "PK not really\n", 0600);
+	assert_int_equal(link(secret, alias), 0);
+	chown_path(f->in, "", 0755);
+	assert_int_equal(opener_open_root(alias, &st, &fd, &e), -1);
+	assert_int_equal(e.errnum, EPERM);
+	assert_int_equal(fd, -1);
+	/* The owner's own file, linked twice, is theirs to hand in. */
+	assert_int_equal(lchown(secret, OTHER_UID, OTHER_UID), 0);
+	assert_int_equal(opener_open_root(alias, &st, &fd, &e), 0);
+	assert_true(S_ISREG(st.mode) && fd >= 0);
+	close(fd);
+}
+
 /* M1, single mode: the operator's path may go through symlinks, but a
  * symlink at the submission's own name (trailing slash or not) is
  * described, never followed. */
@@ -2166,6 +2192,7 @@ int main(void)
 	    T(test_intake_corpus_directories),
 	    T(test_opener_reads_as_the_owner_of_the_tree),
 	    T(test_intake_rejects_a_hard_link_to_a_root_only_file),
+	    T(test_open_root_refuses_a_hard_link_to_a_root_only_file),
 	    T(test_open_root_does_not_follow_a_symlink_at_the_name),
 	    T(test_open_entry_refuses_an_entry_swapped_since_the_scan),
 	    T(test_opener_fails_fast_on_a_leased_file),
