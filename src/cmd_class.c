@@ -82,6 +82,7 @@ struct class_run {
 	struct grade_options go;
 	struct gradebook *g; /* DIR's submissions, sorted by name; a job's id is an index */
 	struct sched *s;
+	int dir_fd; /* DIR, as scanned: each submission is opened below it, never by path */
 	int sig_fd;
 	size_t todo, done, kept;
 	uint64_t start_ns, last_draw_ns, budget_ns;
@@ -274,11 +275,25 @@ static int scan_dir(struct class_run *c, struct err *e)
 {
 	const char *dir = c->o->dir;
 	size_t dlen = strlen(dir);
-	DIR *d = opendir(dir);
 	char shown[NAME_MAX + 1];
+	DIR *d;
 
-	if (!d)
+	/* SECURITY: DIR is opened once, here, and every submission is later
+	 * opened below this descriptor by the name the scan found, with no
+	 * symlink followed, and checked to be the inode the scan saw
+	 * (grade_submission_entry): a student who can write DIR (a drop box)
+	 * cannot swap their entry for a symlink to the reference solution or
+	 * another student's submission between the scan and the grading. */
+	c->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->dir_fd < 0)
 		return err_set(e, errno, "cannot read DIR '%s'", dir);
+	int lfd = fcntl(c->dir_fd, F_DUPFD_CLOEXEC, 3);
+	d = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!d) {
+		int saved = errno;
+		xclose(lfd);
+		return err_set(e, saved, "cannot read DIR '%s'", dir);
+	}
 	for (;;) {
 		struct dirent *de;
 		struct stat st;
@@ -324,6 +339,8 @@ static int scan_dir(struct class_run *c, struct err *e)
 			closedir(d);
 			return err_set(e, ENOMEM, "listing DIR '%s'", dir);
 		}
+		c->g->subs[c->g->n - 1].seen =
+		    (struct opener_id){.dev = st.st_dev, .ino = st.st_ino};
 	}
 	closedir(d);
 	gradebook_sort(c->g);
@@ -460,7 +477,10 @@ static json_t *grade_one(void *ctx, const struct sched_job *job)
 	struct err e;
 
 	snprintf(path, sizeof(path), "%s/%s", c->o->dir, job->arg);
-	if (grade_submission(c->a, path, &c->go, &res, &e) < 0)
+	if (job->id >= c->g->n || strcmp(c->g->subs[job->id].name, job->arg) != 0)
+		return error_document(c, job->arg, "not a submission the scan found", 1);
+	if (grade_submission_entry(c->a, c->dir_fd, job->arg, &c->g->subs[job->id].seen, path,
+				   &c->go, &res, &e) < 0)
 		return error_document(c, job->arg, e.msg, 1);
 	return named(res, job->arg);
 }
@@ -717,7 +737,7 @@ static int run_loop(struct class_run *c)
 int cmd_class(int argc, char **argv)
 {
 	struct class_options o = {.isolation = "auto", .slots = CLI_DEFAULT_SLOTS};
-	struct class_run c = {.o = &o, .sig_fd = -1};
+	struct class_run c = {.o = &o, .dir_fd = -1, .sig_fd = -1};
 	const struct sandbox_ops *ops;
 	sigset_t stop_set;
 	char why[256];
@@ -868,6 +888,7 @@ int cmd_class(int argc, char **argv)
 	 * status says how the run ended. */
 out:
 	sched_free(c.s);
+	xclose(c.dir_fd);
 	xclose(c.sig_fd);
 	gradebook_free(c.g);
 	assignment_free(c.a);

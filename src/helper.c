@@ -90,6 +90,21 @@ static int fail(const char *why)
 	return emit(j);
 }
 
+/*
+ * Our own failure, not the input's: a request proctor got wrong, out of
+ * memory, the staging directory full or unwritable, the opener gone.
+ * Answered as {"failure": why}, which proctor retries and never charges to
+ * the submission (unpriv.h).
+ */
+static int our_failure(const char *why)
+{
+	char text[sizeof(((struct err *)0)->msg)];
+
+	utf8_fix_into(text, sizeof(text), why, strlen(why));
+	json_t *j = json_pack("{s:s}", "failure", text);
+	return j ? emit(j) : 1;
+}
+
 static int parse_report(const char *format)
 {
 	struct report_caps caps;
@@ -102,7 +117,7 @@ static int parse_report(const char *format)
 	report_caps_default(&caps);
 	char *buf = read_all(0, caps.max_bytes, &len, &over);
 	if (!buf)
-		return fail("out of memory");
+		return our_failure("out of memory");
 	if (over) {
 		free(buf);
 		return fail("report is larger than the cap");
@@ -115,14 +130,14 @@ static int parse_report(const char *format)
 		rc = gradescope_parse(buf, len, &caps, &r, &e);
 	else {
 		free(buf);
-		return fail("unknown report format");
+		return our_failure("unknown report format");
 	}
 	free(buf);
 	if (rc < 0)
 		return fail(e.msg);
 	json_t *j = report_to_json(&r);
 	report_free(&r);
-	return j ? emit(json_pack("{s:o}", "report", j)) : fail("out of memory");
+	return j ? emit(json_pack("{s:o}", "report", j)) : our_failure("out of memory");
 }
 
 static json_t *string_list(char **v, size_t n)
@@ -151,7 +166,7 @@ static int intake(void)
 	    !json_is_array(g) || !json_is_array(r) || json_array_size(g) > 256 ||
 	    json_array_size(r) > 256) {
 		json_decref(req);
-		return fail("bad intake request");
+		return our_failure("bad intake request");
 	}
 	for (i = 0; i < json_array_size(g); i++)
 		globs[i] = json_string_value(json_array_get(g, i));
@@ -161,16 +176,18 @@ static int intake(void)
 	rules.n_required = i;
 	for (i = 0; i < rules.n_globs; i++)
 		if (!globs[i])
-			return fail("bad intake request");
+			return our_failure("bad intake request");
 	for (i = 0; i < rules.n_required; i++)
 		if (!required[i])
-			return fail("bad intake request");
+			return our_failure("bad intake request");
 	rules.max_bytes = (uint64_t)max_bytes;
 	rules.max_entries = (uint64_t)max_entries;
 	rules.max_expanded = (uint64_t)max_expanded;
+	/* intake_submission() fails only for our own reasons; a submission
+	 * it refuses is res.rejected. */
 	if (intake_submission(4, 3, &rules, &res, &e) < 0) {
 		json_decref(req);
-		return fail(e.msg);
+		return our_failure(e.msg);
 	}
 	json_decref(req);
 	json_t *out = json_pack("{s:b, s:s, s:o, s:o, s:I, s:s}", "rejected", res.rejected, "reason",
@@ -178,7 +195,7 @@ static int intake(void)
 				string_list(res.ignored, res.n_ignored), "bytes_taken",
 				(json_int_t)res.bytes_taken, "digest", res.digest);
 	intake_result_free(&res);
-	return out ? emit(out) : fail("out of memory");
+	return out ? emit(out) : our_failure("out of memory");
 }
 
 int main(int argc, char **argv)

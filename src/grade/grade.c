@@ -47,6 +47,9 @@ struct attempt {
 	const struct assignment *a;
 	const struct grade_options *o;
 	const char *submission;
+	int dir_fd;		      /* class mode: the directory scanned, else -1 */
+	const char *entry;	      /* class mode: submission's name in dir_fd */
+	const struct opener_id *seen; /* class mode: what the scan found there */
 	struct sandbox *sb;
 	char staging[PATH_MAX];
 	int staging_fd; /* the staging directory, flock'ed while this attempt lives; -1 */
@@ -433,10 +436,27 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	if (helper_path(at->o, helper, sizeof(helper), e) < 0 ||
 	    staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
 		return -1;
-	if (opener_open_root(at->submission, &sst, &src, e) < 0)
+	int orc = at->dir_fd >= 0
+		      ? opener_open_entry(at->dir_fd, at->entry, at->seen, &sst, &src, e)
+		      : opener_open_root(at->submission, &sst, &src, e);
+	if (orc < 0 && (e->errnum == ELOOP || e->errnum == ESTALE || e->errnum == EPERM)) {
+		/* Swapped for a symlink or another inode since the scan, or a
+		 * hard link to a file of someone else's: the submitter's
+		 * doing, and nothing was read. */
+		set_verdict(at, "rejected", "%s",
+			    e->errnum == ELOOP ? "submission is a symbolic link"
+			    : e->errnum == ESTALE
+				? "submission was replaced while being graded"
+				: "submission is a hard link to a file of another owner");
+		*ret_rejected = true;
+		return 0;
+	}
+	if (orc < 0)
 		return err_wrap(e, "submission");
 	if (src < 0) {
-		set_verdict(at, "rejected", "submission is not a directory or a regular file");
+		set_verdict(at, "rejected", "%s",
+			    S_ISLNK(sst.mode) ? "submission is a symbolic link"
+					      : "submission is not a directory or a regular file");
 		*ret_rejected = true;
 		return 0;
 	}
@@ -485,6 +505,10 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	xclose(sock);
 	opener_stop(opener);
 	close(src);
+	if (rc == -2)
+		/* The helper's own failure (staging full, the opener gone): no
+		 * input causes it, so retrying it costs the submission nothing. */
+		at->student_ran = false;
 	if (rc < 0)
 		return err_set(e, 0, "intake helper: %s", herr.msg);
 	if (rc > 0) {
@@ -1292,12 +1316,19 @@ static void attempt_reset(struct attempt *at)
 	at->create_failed = false;
 }
 
-int grade_submission(const struct assignment *a, const char *submission,
-		     const struct grade_options *o, json_t **ret, struct err *e)
+static int grade(const struct assignment *a, const char *submission, int dir_fd, const char *entry,
+		 const struct opener_id *seen, const struct grade_options *o, json_t **ret,
+		 struct err *e)
 {
 	struct grade_options oi = *o;
-	struct attempt at = {
-	    .a = a, .o = &oi, .submission = submission, .staging_fd = -1, .time_factor = 1.0};
+	struct attempt at = {.a = a,
+			     .o = &oi,
+			     .submission = submission,
+			     .dir_fd = dir_fd,
+			     .entry = entry,
+			     .seen = seen,
+			     .staging_fd = -1,
+			     .time_factor = 1.0};
 	unsigned attempts = 0;
 	struct err aerr = {0};
 	struct image_info img;
@@ -1347,4 +1378,17 @@ out:
 	if (!*ret)
 		return err_set(e, ENOMEM, "result document");
 	return 0;
+}
+
+int grade_submission(const struct assignment *a, const char *submission,
+		     const struct grade_options *o, json_t **ret, struct err *e)
+{
+	return grade(a, submission, -1, NULL, NULL, o, ret, e);
+}
+
+int grade_submission_entry(const struct assignment *a, int dir_fd, const char *name,
+			   const struct opener_id *seen, const char *shown,
+			   const struct grade_options *o, json_t **ret, struct err *e)
+{
+	return grade(a, shown, dir_fd, name, seen, o, ret, e);
 }

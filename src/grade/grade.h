@@ -10,6 +10,8 @@
 #include "grade/assignment.h"
 #include "sandbox.h"
 
+struct opener_id;
+
 /*
  * Theory of operation: docs/grading.md.  In short, every attempt gets a
  * fresh sandbox; the submission is taken by an unprivileged helper
@@ -42,6 +44,17 @@ int grade_prepare(const char *isolation, const struct assignment *a,
  */
 int grade_submission(const struct assignment *a, const char *submission,
 		     const struct grade_options *o, json_t **ret, struct err *e);
+
+/*
+ * grade_submission() for the entry `name` of the directory dir_fd, as
+ * `proctor class` found it (`seen`, or NULL): it is opened below dir_fd
+ * with no symlink followed, and must still be that inode, else the
+ * submission is rejected (it was swapped since the scan).  `shown` is the
+ * path the result document names.
+ */
+int grade_submission_entry(const struct assignment *a, int dir_fd, const char *name,
+			   const struct opener_id *seen, const char *shown,
+			   const struct grade_options *o, json_t **ret, struct err *e);
 
 /*
  * The result document of a submission Proctor could not grade at all (its

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "err.h"
+#include "grade/opener.h"
 
 /*
  * Durability: a result is appended to the JSON-lines file (the full record)
@@ -39,6 +40,7 @@ struct gradebook_entry {
 	char *name;		  /* owned; the caller vouches that it is printable UTF-8 */
 	struct gradebook_row row; /* its last result, when row.present */
 	bool this_run;		  /* row recorded by gradebook_record() */
+	struct opener_id seen;	  /* the inode the scan found (set by the caller) */
 };
 
 /* Everything is owned by the gradebook and valid until gradebook_free(). */

@@ -747,9 +747,11 @@ static int tree_lookup(struct intake *in, const char *rel, struct opener_stat *r
 
 /* A lookup below the submission failed (e->errnum says why): a symlink or
  * mount point that appeared since the listing is ignored, an entry gone
- * since is skipped.  Anything else is ours: the helper reads through
- * proctor's opener, and a student is not charged for how the operator
- * stored the submission. */
+ * since is skipped.  A directory on the way that is no directory any more
+ * (ENOTDIR), a file held by the student's lease (EBUSY) and a hard link to
+ * a file of someone else's (EPERM) are the submission's doing.  Anything
+ * else is ours: the helper reads through proctor's opener, and a student
+ * is not charged for how the operator stored the submission. */
 static int lookup_failed(struct intake *in, const char *path, struct err *e)
 {
 	if (e->errnum == ELOOP)
@@ -758,6 +760,10 @@ static int lookup_failed(struct intake *in, const char *path, struct err *e)
 		return ignore(in, path, " (other filesystem)", e);
 	if (e->errnum == ENOENT)
 		return 0;
+	if (e->errnum == ENOTDIR || e->errnum == EBUSY)
+		return reject(in, path, "changed while being read");
+	if (e->errnum == EPERM)
+		return reject(in, path, "a hard link to a file the submitter does not own");
 	return err_wrap(e, "cannot read '%s' of the submission", path);
 }
 

@@ -40,6 +40,14 @@
 struct opener_stat {
 	mode_t mode;   /* st_mode: the type and permission bits */
 	uint64_t size; /* st_size */
+	uid_t uid;     /* st_uid, st_gid (opener_open_root/_entry only; the */
+	gid_t gid;     /* socket does not carry them) */
+};
+
+/* Which inode a scan of a directory found under a name. */
+struct opener_id {
+	dev_t dev;
+	ino_t ino;
 };
 
 /* Called with each name of a listed directory ("." and ".." left out);
@@ -47,12 +55,25 @@ struct opener_stat {
 typedef int opener_name_fn(const char *name, void *arg, struct err *e);
 
 /*
- * The submission at `path`, as the operator named it (symlinks followed),
- * with the caller's credentials: *ret_st, and *ret_fd an O_RDONLY
- * descriptor if it is a directory or a regular file, else -1 (it is not
- * opened for reading).  The descriptor belongs to the caller.
+ * The submission at `path`, as the operator named it (symlinks on the way
+ * followed, but not one at the submission's own name, which is described
+ * as S_IFLNK), with the caller's credentials: *ret_st, and *ret_fd an
+ * O_RDONLY descriptor if it is a directory or a regular file, else -1 (it
+ * is not opened for reading).  The descriptor belongs to the caller.
+ * EPERM when it is a hard link to a file of another owner than its
+ * directory's (or of root).
  */
 int opener_open_root(const char *path, struct opener_stat *ret_st, int *ret_fd, struct err *e);
+
+/*
+ * The same for entry `name` of the directory dirfd (a submission `proctor
+ * class` found there), resolved with no symlink and no mount crossing:
+ * ELOOP when it is a symlink by now, ESTALE when it is not the inode `seen`
+ * (if not NULL) any more, EPERM when it is a hard link to a file of
+ * another owner than the directory's (or root's).
+ */
+int opener_open_entry(int dirfd, const char *name, const struct opener_id *seen,
+		      struct opener_stat *ret_st, int *ret_fd, struct err *e);
 
 /*
  * `rel` below the directory rootfd ("" is rootfd itself) with the caller's
@@ -60,7 +81,9 @@ int opener_open_root(const char *path, struct opener_stat *ret_st, int *ret_fd, 
  * O_RDONLY descriptor if it is a regular file (else -1).  A symlink as the
  * last component is described (S_IFLNK), not followed.  On failure
  * e->errnum tells why: ELOOP a symlink on the way, EXDEV a mount point or
- * a path leaving the tree, ENOENT gone, EACCES not readable.
+ * a path leaving the tree, ENOENT gone, EACCES not readable, EPERM a hard
+ * link to a file of another owner than rootfd's (or of root), EBUSY under
+ * a lease.
  */
 int opener_lookup(int rootfd, const char *rel, struct opener_stat *ret_st, int *ret_fd,
 		  struct err *e);

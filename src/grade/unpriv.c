@@ -161,11 +161,93 @@ static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_hel
 	_exit(127);
 }
 
+/* SIGKILL through the pidfd (no pid reuse), else by pid. */
+static void kill_helper(pid_t pid, int pidfd)
+{
+	if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0)
+		kill(pid, SIGKILL);
+}
+
+void unpriv_wait(pid_t pid, int out_fd, uint64_t timeout_ms, size_t max, struct unpriv_wait *w)
+{
+	uint64_t deadline = now_ns() + timeout_ms * 1000000ull;
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	size_t size = 0;
+	bool out_open = true, exited = false;
+
+	*w = (struct unpriv_wait){0};
+	/*
+	 * The deadline holds for the helper's whole life, not only while its
+	 * stdout is open: a helper taken over through a parser bug can close
+	 * fd 1 and pause(), and must not hold proctor (nor the opener, which
+	 * the caller stops once this returns) in waitpid forever.  Without a
+	 * pidfd (old kernel), the exit is polled for every 50 ms.
+	 */
+	while (out_open || !exited) {
+		uint64_t now = now_ns();
+		if (now >= deadline) {
+			kill_helper(pid, pidfd);
+			w->killed = true;
+			break;
+		}
+		struct pollfd p[2] = {{.fd = out_open ? out_fd : -1, .events = POLLIN},
+				      {.fd = exited ? -1 : pidfd, .events = POLLIN}};
+		int wait_ms = (int)((deadline - now) / 1000000 + 1);
+		if (pidfd < 0 && !out_open && wait_ms > 50)
+			wait_ms = 50;
+		int n = poll(p, 2, wait_ms);
+		if (n < 0 && errno != EINTR) {
+			kill_helper(pid, pidfd);
+			break;
+		}
+		if (!exited && pidfd >= 0 && p[1].revents)
+			exited = true;
+		if (!exited && pidfd < 0 && !out_open) {
+			int st;
+			if (waitpid(pid, &st, WNOHANG) == pid) {
+				w->status = st;
+				w->reaped = true;
+				exited = true;
+			}
+		}
+		if (!out_open || !(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (w->len + 65536 > size) {
+			if (size >= max) {
+				w->over = true;
+				kill_helper(pid, pidfd);
+				break;
+			}
+			size_t nsize = size ? size * 2 : 1 << 16;
+			char *nb = realloc(w->buf, nsize + 1);
+			if (!nb) {
+				kill_helper(pid, pidfd);
+				break;
+			}
+			w->buf = nb;
+			size = nsize;
+		}
+		ssize_t r = read(out_fd, w->buf + w->len, size - w->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			out_open = false;
+		else
+			w->len += (size_t)r;
+	}
+	if (!w->reaped)
+		while (waitpid(pid, &w->status, 0) < 0 && errno == EINTR)
+			;
+	w->reaped = true;
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 {
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, st = 0, rc = -1;
 	char *buf = NULL;
-	size_t len = 0, size = 0;
+	size_t len = 0;
 	struct cgroup_helper cg;
 	pid_t pid;
 
@@ -196,45 +278,12 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		in[1] = xclose(in[1]);
 	}
 
-	uint64_t deadline = now_ns() + (uint64_t)c->timeout_s * 1000000000ull;
-	bool killed = false, over = false;
-	for (;;) {
-		uint64_t now = now_ns();
-		if (now >= deadline) {
-			kill(pid, SIGKILL);
-			killed = true;
-			break;
-		}
-		struct pollfd p = {.fd = out[0], .events = POLLIN};
-		int n = poll(&p, 1, (int)((deadline - now) / 1000000 + 1));
-		if (n < 0 && errno != EINTR)
-			break;
-		if (n <= 0)
-			continue;
-		if (len + 65536 > size) {
-			if (size >= ANSWER_MAX) {
-				over = true;
-				kill(pid, SIGKILL);
-				break;
-			}
-			size_t nsize = size ? size * 2 : 1 << 16;
-			char *nb = realloc(buf, nsize + 1);
-			if (!nb) {
-				kill(pid, SIGKILL);
-				break;
-			}
-			buf = nb;
-			size = nsize;
-		}
-		ssize_t r = read(out[0], buf + len, size - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	struct unpriv_wait w = {0};
+	unpriv_wait(pid, out[0], (uint64_t)c->timeout_s * 1000, ANSWER_MAX, &w);
+	buf = w.buf;
+	len = w.len;
+	st = w.status;
+	bool killed = w.killed, over = w.over;
 	rc = helper_cgroup_check(&cg, st, c->timeout_s, e);
 	if (rc != 0)
 		goto out_close;
@@ -263,7 +312,16 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		err_set(e, 0, "the helper's answer is not a JSON object");
 		goto out_close;
 	}
-	json_t *msg = json_object_get(j, "error");
+	json_t *msg = json_object_get(j, "failure");
+	if (msg) {
+		/* The helper's own failure (staging full, the opener gone, out
+		 * of memory): ours, retried, not the input's. */
+		err_set(e, 0, "%s", json_is_string(msg) ? json_string_value(msg) : "failed");
+		json_decref(j);
+		rc = -2;
+		goto out_close;
+	}
+	msg = json_object_get(j, "error");
 	if (msg) {
 		err_set(e, 0, "%s", json_is_string(msg) ? json_string_value(msg) : "failed");
 		json_decref(j);

@@ -3,6 +3,8 @@
 #define PROCTOR_GRADE_UNPRIV_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -29,8 +31,29 @@ struct unpriv_call {
  * answer had an "error" member, it ran out of time, memory or CPU, or it
  * answered too much): the input's fault, message in e; -1 when the helper
  * itself failed (no cgroup, could not start, crashed, answered garbage):
- * Proctor's side, retried.
+ * Proctor's side, retried; -2 when it answered a "failure" member, its own
+ * failure that no input causes (staging full or unwritable, out of memory,
+ * the opener gone): Proctor's side, retried and never charged to the
+ * input even after the retries.
  */
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e);
+
+/* What unpriv_wait() collected; buf is malloc'd (NULL when nothing came),
+ * the caller frees it. */
+struct unpriv_wait {
+	char *buf; /* what came on out_fd, len bytes (room for a NUL after) */
+	size_t len;
+	int status;  /* waitpid() status */
+	bool killed; /* the deadline passed: SIGKILLed */
+	bool over;   /* more than max bytes came: SIGKILLed */
+	bool reaped; /* always true on return */
+};
+
+/*
+ * Read out_fd to its end and reap the child pid, both within timeout_ms:
+ * past it (whether or not out_fd was closed) the child is SIGKILLed
+ * through a pidfd and reaped.  Always returns with pid reaped.
+ */
+void unpriv_wait(pid_t pid, int out_fd, uint64_t timeout_ms, size_t max, struct unpriv_wait *w);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -726,6 +727,176 @@ static void test_class_interrupt_keeps_what_was_written(void **state)
 	harness_assert_clean();
 }
 
+/* ---- a drop box the students can write ---------------------------------- */
+
+/* Run `proctor class` on `dir` into out_dir/grades.csv; the result lines. */
+static size_t run_drop_box(const char *dir, const char *out_dir, char **text, char **lines)
+{
+	char csv[PATH_MAX], jsonl[PATH_MAX];
+	struct proc_out o;
+
+	harness_path_join(csv, out_dir, "grades.csv");
+	harness_path_join(jsonl, out_dir, "grades.jsonl");
+	harness_run(
+	    &o, NULL, CLASS_TIMEOUT_S,
+	    (char *const[]){"class", "-j", "1", "--out", csv, ASSIGNMENT, (char *)dir, NULL});
+	if (o.exit_status != 0)
+		fail_msg("class exited %d; stderr:\n%s", o.exit_status, o.err);
+	proc_out_free(&o);
+	*text = harness_read(jsonl, NULL);
+	return split_lines(*text, lines);
+}
+
+/* The result line of `name`, which must have status `status` and a
+ * reason naming `why`. */
+static void expect_row(char **lines, size_t n, const char *name, const char *status,
+		       const char *why)
+{
+	for (size_t i = 0; i < n; i++) {
+		json_t *j = parse_result_line(lines[i]);
+		if (strcmp(jname(j), name) != 0) {
+			json_decref(j);
+			continue;
+		}
+		const char *st = json_string_value(json_object_get(j, "status"));
+		if (strcmp(st, status) != 0 || (why && !strstr(lines[i], why)))
+			fail_msg("%s: want status %s naming '%s', got: %.400s", name, status,
+				 why ? why : "", lines[i]);
+		json_decref(j);
+		return;
+	}
+	fail_msg("no result line for %s", name);
+}
+
+/*
+ * M1: a student who can write DIR swaps their entry for a symlink to the
+ * reference solution after the scan.  fanotify holds proctor's first open
+ * in the output directory (the gradebook, opened after the scan and before
+ * any grading) until the swap is done, so the order is certain.  The entry
+ * is opened below DIR's descriptor without following symlinks: rejected,
+ * the reference solution never read.
+ */
+static void test_class_entry_swapped_for_a_symlink_after_the_scan(void **state)
+{
+	(void)state;
+	char drop[PATH_MAX], ref[PATH_MAX], out_dir[PATH_MAX], carol[PATH_MAX], moved[PATH_MAX];
+	char *lines[MAX_LINES], *text, swapped = 0;
+	int fan, report[2], status;
+	pid_t listener;
+
+	harness_require_root("the jail");
+	char *tmp = harness_tmpdir();
+	harness_path_join(drop, tmp, "drop");
+	harness_path_join(ref, tmp, "ref");
+	harness_path_join(out_dir, tmp, "out");
+	harness_path_join(carol, drop, "carol");
+	harness_path_join(moved, tmp, "carol.orig");
+	make_dir(drop);
+	make_dir(out_dir);
+	char *correct = example_solution("correct"), *partial = example_solution("partial");
+	make_submission(drop, "carol", partial);
+	make_submission(tmp, "ref", correct);
+	free(correct);
+	free(partial);
+
+	fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+	if (fan < 0 || fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_EVENT_ON_CHILD,
+				     AT_FDCWD, out_dir) < 0) {
+		print_message("no fanotify permission events here (%s)\n", strerror(errno));
+		harness_rm_tree(tmp);
+		free(tmp);
+		if (harness_can_skip())
+			skip();
+		fail_msg("fanotify is needed to order the swap (PROCTOR_MUST_WORK=1)");
+	}
+	assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+	listener = fork();
+	assert_true(listener >= 0);
+	if (listener == 0) {
+		char buf[4096]
+		    __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+		bool done = false;
+		for (;;) {
+			ssize_t n = read(fan, buf, sizeof buf);
+			if (n <= 0)
+				_exit(n == 0 ? 0 : 1);
+			for (struct fanotify_event_metadata *m = (void *)buf; FAN_EVENT_OK(m, n);
+			     m = FAN_EVENT_NEXT(m, n)) {
+				if (!done) {
+					done = true;
+					char ok =
+					    rename(carol, moved) == 0 && symlink(ref, carol) == 0;
+					if (write(report[1], &ok, 1) != 1)
+						_exit(1);
+				}
+				struct fanotify_response r = {.fd = m->fd, .response = FAN_ALLOW};
+				if (write(fan, &r, sizeof r) != sizeof r)
+					_exit(1);
+				close(m->fd);
+			}
+		}
+	}
+	close(fan);
+	close(report[1]);
+	size_t n = run_drop_box(drop, out_dir, &text, lines);
+	kill(listener, SIGKILL);
+	assert_int_equal(waitpid(listener, &status, 0), listener);
+	assert_int_equal(read(report[0], &swapped, 1), 1);
+	close(report[0]);
+	assert_true(swapped);
+	expect_row(lines, n, "carol", "rejected", "symbolic link");
+	free(text);
+	harness_rm_tree(tmp);
+	free(tmp);
+	harness_assert_clean();
+}
+
+/*
+ * S6: in a drop box of another uid's, an archive that is a hard link to a
+ * root-only archive, and a directory whose solution.py is a hard link to a
+ * root-only file (fs.protected_hardlinks=0 lets a student make both):
+ * neither is read, both are rejected.
+ */
+static void test_class_hard_links_to_root_only_files_are_rejected(void **state)
+{
+	(void)state;
+	char drop[PATH_MAX], out_dir[PATH_MAX], secret[PATH_MAX], path[PATH_MAX], dir[PATH_MAX];
+
+	harness_require_root("the jail");
+	char *tmp = harness_tmpdir(), *lines[MAX_LINES], *text;
+	harness_path_join(drop, tmp, "drop");
+	harness_path_join(out_dir, tmp, "out");
+	make_dir(drop);
+	make_dir(out_dir);
+	char *correct = example_solution("correct");
+
+	harness_path_join(secret, tmp, "secret.zip");
+	write_zip(secret, "solution.py", correct);
+	assert_int_equal(chmod(secret, 0600), 0);
+	harness_path_join(path, drop, "eve.zip");
+	assert_int_equal(link(secret, path), 0);
+
+	harness_path_join(secret, tmp, "secret.py");
+	harness_write(NULL, secret, correct, strlen(correct));
+	assert_int_equal(chmod(secret, 0600), 0);
+	harness_path_join(dir, drop, "mallory");
+	make_dir(dir);
+	harness_path_join(path, dir, "solution.py");
+	assert_int_equal(link(secret, path), 0);
+	free(correct);
+	assert_int_equal(chown(dir, 1234, 1234), 0);
+	assert_int_equal(chown(drop, 1234, 1234), 0);
+
+	size_t n = run_drop_box(drop, out_dir, &text, lines);
+	assert_int_equal(n, 2);
+	expect_row(lines, n, "eve.zip", "rejected", "hard link");
+	expect_row(lines, n, "mallory", "rejected", "hard link");
+	free(text);
+	harness_rm_tree(tmp);
+	free(tmp);
+	harness_assert_clean();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -736,6 +907,8 @@ int main(void)
 	    cmocka_unit_test(test_class_refuses_to_overwrite_its_output),
 	    cmocka_unit_test(test_class_resume_grades_only_missing_and_error),
 	    cmocka_unit_test(test_class_interrupt_keeps_what_was_written),
+	    cmocka_unit_test(test_class_entry_swapped_for_a_symlink_after_the_scan),
+	    cmocka_unit_test(test_class_hard_links_to_root_only_files_are_rejected),
 	};
 	return cmocka_run_group_tests(tests, class_setup, class_teardown);
 }

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include "grade/intake.h"
 #include "grade/opener.h"
+#include "grade/unpriv.h"
 #include "harness.h"
 #include "util.h"
 
@@ -1841,6 +1843,301 @@ static void test_intake_corpus_directories(void **state)
 	intake_result_free(&r);
 }
 
+/* ---- the opener's credentials, the submission's name, the helper's life ---- */
+
+/* The opener reads as the tree's owner: a root-only file inside a tree of
+ * another uid's is not handed out, though the opener was forked from root. */
+static void test_opener_reads_as_the_owner_of_the_tree(void **state)
+{
+	struct fx *f = *state;
+	struct opener_stat st;
+	struct err e;
+	int src, sock, fd = -1;
+	pid_t pid;
+
+	harness_require_root("owning files as another uid");
+	write_at(f->in, "solution.py", solution, 0600);
+	write_at(f->in, "root-only.py", "SECRET = 1\n", 0600);
+	chown_path(f->in, "solution.py", 0600);
+	chown_path(f->in, "", 0700);
+	assert_int_equal(opener_open_root(f->in, &st, &src, &e), 0);
+	assert_int_equal(opener_start(src, &pid, &sock, &e), 0);
+	assert_int_equal(opener_request(sock, "solution.py", &st, &fd, &e), 0);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = -1;
+	assert_int_equal(opener_request(sock, "root-only.py", &st, &fd, &e), -1);
+	assert_int_equal(e.errnum, EACCES);
+	assert_int_equal(fd, -1);
+	close(sock);
+	opener_stop(pid);
+	close(src);
+}
+
+/* S6: a hard link to a file of someone else's (here root's 0600 file,
+ * linked into another uid's tree as fs.protected_hardlinks=0 allows) is
+ * refused before it is opened, and the submission is rejected for it. */
+static void test_intake_rejects_a_hard_link_to_a_root_only_file(void **state)
+{
+	struct fx *f = *state;
+	struct intake_result r = {0};
+	struct opener_stat st;
+	char secret[PATH_MAX + 32], alias[PATH_MAX + 32];
+	struct err e = {0};
+	int dirfd, fd = -1;
+
+	harness_require_root("owning files as another uid");
+	snprintf(secret, sizeof(secret), "%s/shadow", f->root);
+	snprintf(alias, sizeof(alias), "%s/solution.py", f->in);
+	write_at(f->root, "shadow", "root:$6$secret:::\n", 0600);
+	assert_int_equal(link(secret, alias), 0);
+	chown_path(f->in, "", 0755);
+
+	dirfd = open(f->in, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	assert_int_equal(opener_lookup(dirfd, "solution.py", &st, &fd, &e), -1);
+	assert_int_equal(e.errnum, EPERM);
+	assert_int_equal(fd, -1);
+	close(dirfd);
+
+	struct intake_rules rules = default_rules();
+	assert_int_equal(take(f->destfd, f->in, &rules, &r, &e), 0);
+	assert_rejected(f, &r, "hard link");
+	intake_result_free(&r);
+}
+
+/* S6, single mode: an archive that is a hard link to a root-only file, in
+ * a directory of another uid's, is not opened. */
+static void test_open_root_refuses_a_hard_link_to_a_root_only_file(void **state)
+{
+	struct fx *f = *state;
+	char secret[PATH_MAX + 32], alias[PATH_MAX + 32];
+	struct opener_stat st;
+	struct err e = {0};
+	int fd = -1;
+
+	harness_require_root("owning files as another uid");
+	snprintf(secret, sizeof(secret), "%s/secret.zip", f->root);
+	snprintf(alias, sizeof(alias), "%s/hw3.zip", f->in);
+	write_at(f->root, "secret.zip", "PK not really\n", 0600);
+	assert_int_equal(link(secret, alias), 0);
+	chown_path(f->in, "", 0755);
+	assert_int_equal(opener_open_root(alias, &st, &fd, &e), -1);
+	assert_int_equal(e.errnum, EPERM);
+	assert_int_equal(fd, -1);
+	/* The owner's own file, linked twice, is theirs to hand in. */
+	assert_int_equal(lchown(secret, OTHER_UID, OTHER_UID), 0);
+	assert_int_equal(opener_open_root(alias, &st, &fd, &e), 0);
+	assert_true(S_ISREG(st.mode) && fd >= 0);
+	close(fd);
+}
+
+/* M1, single mode: the operator's path may go through symlinks, but a
+ * symlink at the submission's own name (trailing slash or not) is
+ * described, never followed. */
+static void test_open_root_does_not_follow_a_symlink_at_the_name(void **state)
+{
+	struct fx *f = *state;
+	char link[PATH_MAX + 32], through[PATH_MAX + 32];
+	struct opener_stat st;
+	struct err e;
+	int fd;
+
+	snprintf(link, sizeof(link), "%s/link", f->root);
+	assert_int_equal(symlink(f->in, link), 0);
+	assert_int_equal(opener_open_root(link, &st, &fd, &e), 0);
+	assert_true(S_ISLNK(st.mode));
+	assert_int_equal(fd, -1);
+	snprintf(through, sizeof(through), "%s/", link);
+	assert_int_equal(opener_open_root(through, &st, &fd, &e), 0);
+	assert_true(S_ISLNK(st.mode));
+	assert_int_equal(fd, -1);
+
+	snprintf(link, sizeof(link), "%s/parent", f->root);
+	assert_int_equal(symlink(f->root, link), 0);
+	snprintf(through, sizeof(through), "%s/in/", link);
+	assert_int_equal(opener_open_root(through, &st, &fd, &e), 0);
+	assert_true(S_ISDIR(st.mode));
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+/* M1, class mode: an entry opened by name below the scanned directory is
+ * refused once it is a symlink (ELOOP) or another inode (ESTALE). */
+static void test_open_entry_refuses_an_entry_swapped_since_the_scan(void **state)
+{
+	struct fx *f = *state;
+	char old[PATH_MAX + 32];
+	struct opener_stat st;
+	struct opener_id seen;
+	struct stat sb;
+	struct err e;
+	int dirfd, fd;
+
+	dirfd = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	assert_int_equal(fstatat(dirfd, "in", &sb, AT_SYMLINK_NOFOLLOW), 0);
+	seen = (struct opener_id){.dev = sb.st_dev, .ino = sb.st_ino};
+	assert_int_equal(opener_open_entry(dirfd, "in", &seen, &st, &fd, &e), 0);
+	assert_true(S_ISDIR(st.mode) && fd >= 0);
+	close(fd);
+
+	snprintf(old, sizeof(old), "%s/in.old", f->root);
+	assert_int_equal(renameat(dirfd, "in", dirfd, "in.old"), 0);
+	assert_int_equal(symlinkat(old, dirfd, "in"), 0);
+	fd = -1;
+	assert_int_equal(opener_open_entry(dirfd, "in", &seen, &st, &fd, &e), -1);
+	assert_int_equal(e.errnum, ELOOP);
+	assert_int_equal(fd, -1);
+
+	assert_int_equal(unlinkat(dirfd, "in", 0), 0);
+	assert_int_equal(mkdirat(dirfd, "in", 0755), 0);
+	assert_int_equal(opener_open_entry(dirfd, "in", &seen, &st, &fd, &e), -1);
+	assert_int_equal(e.errnum, ESTALE);
+	assert_int_equal(opener_open_entry(dirfd, "../in", NULL, &st, &fd, &e), -1);
+	assert_int_equal(e.errnum, EINVAL);
+
+	assert_int_equal(unlinkat(dirfd, "in", AT_REMOVEDIR), 0);
+	assert_int_equal(renameat(dirfd, "in.old", dirfd, "in"), 0);
+	close(dirfd);
+}
+
+/* N1: a file under the submitter's write lease fails at once (EBUSY, the
+ * input's doing) instead of holding the opener for the lease break time. */
+static void test_opener_fails_fast_on_a_leased_file(void **state)
+{
+	struct fx *f = *state;
+	struct opener_stat st;
+	struct err e;
+	int dirfd, lfd, fd = -1;
+
+	write_at(f->in, "solution.py", solution, 0644);
+	dirfd = open(f->in, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dirfd >= 0);
+	lfd = openat(dirfd, "solution.py", O_RDWR | O_CLOEXEC);
+	assert_true(lfd >= 0);
+	signal(SIGIO, SIG_IGN); /* the lease break notice */
+	if (fcntl(lfd, F_SETLEASE, F_WRLCK) < 0) {
+		close(lfd);
+		close(dirfd);
+		harness_require(false, "a write lease", strerror(errno));
+		return;
+	}
+	uint64_t t0 = now_ns();
+	assert_int_equal(opener_lookup(dirfd, "solution.py", &st, &fd, &e), -1);
+	assert_true(now_ns() - t0 < 2000000000ull);
+	assert_int_equal(e.errnum, EBUSY);
+	assert_int_equal(fd, -1);
+	fcntl(lfd, F_SETLEASE, F_UNLCK);
+	close(lfd);
+	close(dirfd);
+	signal(SIGIO, SIG_DFL);
+}
+
+/* S5: the deadline holds after the helper closed its stdout: one that
+ * closes fd 1 and sleeps is killed and reaped on time. */
+static void test_unpriv_wait_kills_a_helper_that_closed_stdout(void **state)
+{
+	struct unpriv_wait w;
+	int out[2];
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(out[0]);
+		(void)!write(out[1], "{}", 2);
+		close(out[1]);
+		for (;;)
+			pause();
+	}
+	close(out[1]);
+	uint64_t t0 = now_ns();
+	unpriv_wait(pid, out[0], 300, 1 << 20, &w);
+	uint64_t took = now_ns() - t0;
+	close(out[0]);
+	assert_true(w.killed);
+	assert_true(w.reaped);
+	assert_true(WIFSIGNALED(w.status) && WTERMSIG(w.status) == SIGKILL);
+	assert_true(took >= 250000000ull && took < 5000000000ull);
+	assert_int_equal(w.len, 2);
+	free(w.buf);
+	assert_true(kill(pid, 0) < 0 && errno == ESRCH);
+
+	/* And one that answers and exits is not killed. */
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(out[0]);
+		(void)!write(out[1], "{\"a\":1}", 7);
+		_exit(0);
+	}
+	close(out[1]);
+	unpriv_wait(pid, out[0], 10000, 1 << 20, &w);
+	close(out[0]);
+	assert_false(w.killed);
+	assert_true(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
+	assert_int_equal(w.len, 7);
+	free(w.buf);
+}
+
+/* M2: the helper's own failure (here staging cannot be made: the
+ * destination was removed) is Proctor's (-2: retried, never charged), not
+ * a refused input (1, "rejected"). */
+static void test_unpriv_run_reports_a_staging_failure_as_ours(void **state)
+{
+	struct fx *f = *state;
+	const char *helper = getenv("PROCTOR_HELPER");
+	char dead[PATH_MAX + 32];
+	struct opener_stat st;
+	json_t *ans = NULL;
+	struct err e = {0};
+	int src, sock, dest, rc;
+	pid_t pid;
+
+	harness_require_root("running the helper as another uid");
+	harness_require(helper && *helper, "the helper", "PROCTOR_HELPER is not set");
+	if (!helper || !*helper)
+		return;
+	write_at(f->in, "solution.py", solution, 0644);
+	snprintf(dead, sizeof(dead), "%s/dead", f->root);
+	assert_int_equal(mkdir(dead, 0777), 0);
+	dest = open(dead, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dest >= 0);
+	assert_int_equal(rmdir(dead), 0);
+	assert_int_equal(opener_open_root(f->in, &st, &src, &e), 0);
+	assert_int_equal(opener_start(src, &pid, &sock, &e), 0);
+
+	char *argv[] = {(char *)"intake", NULL};
+	struct unpriv_call call = {
+	    .helper = helper,
+	    .argv = argv,
+	    .uid = HELPER_UID,
+	    .stdin_fd = -1,
+	    .input = "{\"globs\":[\"*.py\"],\"required\":[],\"max_bytes\":1000000,"
+		     "\"max_entries\":100,\"max_expanded\":100000000}",
+	    .fd3 = dest,
+	    .fd4 = sock,
+	    .timeout_s = 30};
+	rc = unpriv_run(&call, &ans, &e);
+	close(dest);
+	close(sock);
+	opener_stop(pid);
+	close(src);
+	if (rc == -1 && strstr(e.msg, "cgroup")) {
+		harness_require(false, "the helper's cgroup", e.msg);
+		return;
+	}
+	json_decref(ans);
+	if (rc != -2)
+		fail_msg("unpriv_run returned %d (%s), not -2 (the helper's own failure)", rc,
+			 e.msg);
+	assert_non_null(strstr(e.msg, "staging"));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1893,6 +2190,14 @@ int main(void)
 	    T(test_opener_answers_only_below_its_root),
 	    T(test_intake_corpus_zipslip),
 	    T(test_intake_corpus_directories),
+	    T(test_opener_reads_as_the_owner_of_the_tree),
+	    T(test_intake_rejects_a_hard_link_to_a_root_only_file),
+	    T(test_open_root_refuses_a_hard_link_to_a_root_only_file),
+	    T(test_open_root_does_not_follow_a_symlink_at_the_name),
+	    T(test_open_entry_refuses_an_entry_swapped_since_the_scan),
+	    T(test_opener_fails_fast_on_a_leased_file),
+	    T(test_unpriv_wait_kills_a_helper_that_closed_stdout),
+	    T(test_unpriv_run_reports_a_staging_failure_as_ours),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
