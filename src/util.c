@@ -274,3 +274,28 @@ int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **re
 		*ret_len = len;
 	return 0;
 }
+
+bool json_nesting_exceeds(const char *s, size_t len, size_t max)
+{
+	size_t depth = 0;
+	bool in_string = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '[' || c == '{') {
+			if (++depth > max)
+				return true;
+		} else if ((c == ']' || c == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return false;
+}

@@ -73,4 +73,11 @@ int rm_rf_children(int dirfd, struct err *e);
  * following a symlink; a missing one is not an error. */
 int rm_tree_at(int dirfd, const char *name, struct err *e);
 
+/*
+ * Whether JSON text nests arrays and objects deeper than `max`, counted on
+ * the raw bytes in one pass that knows strings and escapes: for bounding a
+ * parser (jansson recurses once per level) before it sees the text.
+ */
+bool json_nesting_exceeds(const char *s, size_t len, size_t max);
+
 #endif

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "grade/report.h"
+#include "util.h"
 
 /*
  * Each element of tests[] is one entry: name (absent: ""), output as the
@@ -19,32 +20,6 @@
  * business here and are ignored, but a known key of the wrong type makes
  * the document unusable.
  */
-
-/* jansson nests up to 2048 levels; our cap is checked on the raw bytes first. */
-static bool too_deep(const char *s, size_t len, size_t max)
-{
-	size_t depth = 0;
-	bool in_string = false;
-
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (in_string) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_string = false;
-		} else if (c == '"') {
-			in_string = true;
-		} else if (c == '[' || c == '{') {
-			if (++depth > max)
-				return true;
-		} else if ((c == ']' || c == '}') && depth > 0) {
-			depth--;
-		}
-	}
-	return false;
-}
 
 /* *ret = a capped copy of the string at key, NULL when absent or null. */
 static int opt_str(const json_t *o, const char *key, const struct report_caps *caps, char **ret,
@@ -189,7 +164,7 @@ int gradescope_parse(const char *buf, size_t len, const struct report_caps *caps
 	if (len > caps->max_bytes)
 		return err_set(e, 0, "results.json is %zu bytes, more than %zu", len,
 			       caps->max_bytes);
-	if (too_deep(buf, len, caps->max_depth))
+	if (json_nesting_exceeds(buf, len, caps->max_depth))
 		return err_set(e, 0, "results.json nests deeper than %zu", caps->max_depth);
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {

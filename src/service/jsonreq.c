@@ -4,39 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/*
- * jansson recurses once per nesting level and has no depth option of its
- * own (only a compile-time 2048), so depth is counted here first, in one
- * pass that knows strings and escapes.  Returns the deepest level, or
- * SIZE_MAX past `limit`.
- */
-static size_t depth_of(const char *s, size_t n, size_t limit)
-{
-	size_t depth = 0, deepest = 0;
-	bool in_string = false;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (in_string) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_string = false;
-			continue;
-		}
-		if (c == '"') {
-			in_string = true;
-		} else if (c == '{' || c == '[') {
-			if (++depth > limit)
-				return SIZE_MAX;
-			if (depth > deepest)
-				deepest = depth;
-		} else if ((c == '}' || c == ']') && depth > 0) {
-			depth--;
-		}
-	}
-	return deepest;
-}
+#include "util.h"
 
 int jsonreq_parse(const char *text, size_t len, size_t max_len, json_t **ret, struct err *e)
 {
@@ -47,7 +15,8 @@ int jsonreq_parse(const char *text, size_t len, size_t max_len, json_t **ret, st
 	if (len > max_len)
 		return err_set(e, 0, "the body is %zu bytes; at most %zu are accepted", len,
 			       max_len);
-	if (depth_of(text, len, JSONREQ_MAX_DEPTH) == SIZE_MAX)
+	/* jansson recurses once per level and has no depth option of its own. */
+	if (json_nesting_exceeds(text, len, JSONREQ_MAX_DEPTH))
 		return err_set(e, 0, "the JSON nests deeper than %d levels", JSONREQ_MAX_DEPTH);
 	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
