@@ -232,9 +232,9 @@ int cgroup_slot_open(struct cgroup_slot *cg, unsigned index, struct err *e)
 		if (v2_base(base, sizeof(base), e) < 0 || v2_prepare(base, index, &fd, e) < 0)
 			return -1;
 		cg->mem_fd = fd;
-		cg->cpu_fd = dup(fd);
-		cg->pids_fd = dup(fd);
-		cg->kill_fd = dup(fd);
+		cg->cpu_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		cg->pids_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		cg->kill_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	} else {
 		if ((cg->mem_fd = open_group(CG_ROOT "/memory", index, e)) < 0 ||
 		    (cg->cpu_fd = open_group(CG_ROOT "/cpuacct", index, e)) < 0 ||
@@ -537,8 +537,10 @@ void cgroup_watch_memory(struct cgroup_slot *cg, uint64_t threshold)
 
 	/* Closing the previous eventfd unregisters its threshold. */
 	/* Registering and removing a v1 threshold each wait for an RCU grace
-	 * period (milliseconds on a busy host): keep an armed threshold that
-	 * fires no later than asked, unless it is far above what is asked. */
+	 * period (milliseconds on a busy host), so an armed one is kept when
+	 * it is at most WATCH_SLACK_BYTES above what is asked (it fires that
+	 * much late, and the 10 ms sampling still runs), or below it and not
+	 * yet fired (it fires early: a sample, then a re-arm). */
 	if (cg->watch_fd >= 0 && cg->watch_threshold <= threshold + WATCH_SLACK_BYTES &&
 	    cg->watch_threshold >= threshold)
 		return;
@@ -668,11 +670,11 @@ int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
 		if (v2_base(base, sizeof(base), e) < 0 || (fd = open_leaf(base, leaf, e)) < 0)
 			return -1;
 		h->cg.mem_fd = fd;
-		h->cg.cpu_fd = dup(fd);
-		h->cg.pids_fd = dup(fd);
+		h->cg.cpu_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		h->cg.pids_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		/* "cpu" is delegated where the host allows (v2_prepare). */
 		if (faccessat(fd, "cpu.max", F_OK, 0) == 0)
-			h->quota_fd = dup(fd);
+			h->quota_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		dirs[ndirs++] = fd;
 	} else {
 		if ((h->cg.mem_fd = open_leaf(CG_ROOT "/memory", leaf, e)) < 0 ||
