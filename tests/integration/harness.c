@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -966,4 +967,62 @@ int harness_vm_image(const char *recipe, const char *name, char *pin, size_t cap
 	}
 	proc_out_free(&o);
 	return 0;
+}
+
+pid_t harness_swap_on_first_open(const char *watch, unsigned mark_flags, const char *path,
+				 const char *aside, const char *target, int *ret_report)
+{
+	int report[2];
+	int fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+
+	if (fan < 0)
+		return -1;
+	if (fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM | mark_flags, AT_FDCWD, watch) < 0) {
+		int saved = errno;
+		close(fan);
+		errno = saved;
+		return -1;
+	}
+	assert_int_equal(pipe2(report, O_CLOEXEC), 0);
+	pid_t listener = fork();
+	assert_true(listener >= 0);
+	if (listener == 0) {
+		char buf[4096]
+		    __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+		bool done = false;
+		for (;;) {
+			ssize_t n = read(fan, buf, sizeof buf);
+			if (n <= 0)
+				_exit(n == 0 ? 0 : 1);
+			for (struct fanotify_event_metadata *m = (void *)buf; FAN_EVENT_OK(m, n);
+			     m = FAN_EVENT_NEXT(m, n)) {
+				if (!done) {
+					done = true;
+					char ok = rename(path, aside) == 0 && symlink(target, path) == 0;
+					if (write(report[1], &ok, 1) != 1)
+						_exit(1);
+				}
+				struct fanotify_response r = {.fd = m->fd, .response = FAN_ALLOW};
+				if (write(fan, &r, sizeof r) != sizeof r)
+					_exit(1);
+				close(m->fd);
+			}
+		}
+	}
+	close(fan);
+	close(report[1]);
+	*ret_report = report[0];
+	return listener;
+}
+
+bool harness_swap_done(pid_t listener, int report)
+{
+	int status;
+	char swapped = 0;
+
+	kill(listener, SIGKILL);
+	assert_int_equal(waitpid(listener, &status, 0), listener);
+	assert_int_equal(read(report, &swapped, 1), 1);
+	close(report);
+	return swapped;
 }

@@ -119,4 +119,19 @@ void harness_rm_tree(const char *path);
 int harness_vm_image(const char *recipe, const char *name, char *pin, size_t cap, char *why,
 		     size_t why_cap);
 
+/*
+ * A swap timed by fanotify, so a test of a swap race is never a race the
+ * test may lose: a child holds the first open under `watch` (FAN_OPEN_PERM,
+ * plus `mark_flags`: FAN_ONDIR for the directory itself, FAN_EVENT_ON_CHILD
+ * for entries in it) until it has renamed `path` to `aside` and made `path`
+ * a symlink to `target`, then allows every open.  Returns the listener's
+ * pid and, in *ret_report, the read end of its report; -1 with errno set
+ * where fanotify permission events are not available.
+ */
+pid_t harness_swap_on_first_open(const char *watch, unsigned mark_flags, const char *path,
+				 const char *aside, const char *target, int *ret_report);
+
+/* Stop the listener; whether it made the swap. */
+bool harness_swap_done(pid_t listener, int report);
+
 #endif

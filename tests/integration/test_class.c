@@ -780,8 +780,8 @@ static void test_class_entry_swapped_for_a_symlink_after_the_scan(void **state)
 {
 	(void)state;
 	char drop[PATH_MAX], ref[PATH_MAX], out_dir[PATH_MAX], carol[PATH_MAX], moved[PATH_MAX];
-	char *lines[MAX_LINES], *text, swapped = 0;
-	int fan, report[2], status;
+	char *lines[MAX_LINES], *text;
+	int report;
 	pid_t listener;
 
 	harness_require_root("the jail");
@@ -799,9 +799,8 @@ static void test_class_entry_swapped_for_a_symlink_after_the_scan(void **state)
 	free(correct);
 	free(partial);
 
-	fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
-	if (fan < 0 || fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_EVENT_ON_CHILD,
-				     AT_FDCWD, out_dir) < 0) {
+	listener = harness_swap_on_first_open(out_dir, FAN_EVENT_ON_CHILD, carol, moved, ref, &report);
+	if (listener < 0) {
 		print_message("no fanotify permission events here (%s)\n", strerror(errno));
 		harness_rm_tree(tmp);
 		free(tmp);
@@ -809,41 +808,8 @@ static void test_class_entry_swapped_for_a_symlink_after_the_scan(void **state)
 			skip();
 		fail_msg("fanotify is needed to order the swap (PROCTOR_MUST_WORK=1)");
 	}
-	assert_int_equal(pipe2(report, O_CLOEXEC), 0);
-	listener = fork();
-	assert_true(listener >= 0);
-	if (listener == 0) {
-		char buf[4096]
-		    __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-		bool done = false;
-		for (;;) {
-			ssize_t n = read(fan, buf, sizeof buf);
-			if (n <= 0)
-				_exit(n == 0 ? 0 : 1);
-			for (struct fanotify_event_metadata *m = (void *)buf; FAN_EVENT_OK(m, n);
-			     m = FAN_EVENT_NEXT(m, n)) {
-				if (!done) {
-					done = true;
-					char ok =
-					    rename(carol, moved) == 0 && symlink(ref, carol) == 0;
-					if (write(report[1], &ok, 1) != 1)
-						_exit(1);
-				}
-				struct fanotify_response r = {.fd = m->fd, .response = FAN_ALLOW};
-				if (write(fan, &r, sizeof r) != sizeof r)
-					_exit(1);
-				close(m->fd);
-			}
-		}
-	}
-	close(fan);
-	close(report[1]);
 	size_t n = run_drop_box(drop, out_dir, &text, lines);
-	kill(listener, SIGKILL);
-	assert_int_equal(waitpid(listener, &status, 0), listener);
-	assert_int_equal(read(report[0], &swapped, 1), 1);
-	close(report[0]);
-	assert_true(swapped);
+	assert_true(harness_swap_done(listener, report));
 	expect_row(lines, n, "carol", "rejected", "symbolic link");
 	free(text);
 	harness_rm_tree(tmp);

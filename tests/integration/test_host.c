@@ -526,8 +526,7 @@ static void test_symlink_swapped_in_after_proctor_opened_the_submission(void **s
 {
 	(void)state;
 	char *tmp = harness_tmpdir(), sub[PATH_MAX + 8], orig[PATH_MAX + 16], env[PATH_MAX + 32];
-	int fan, report[2], status;
-	char swapped = 0;
+	int report;
 	struct stat st;
 	pid_t listener;
 
@@ -536,9 +535,10 @@ static void test_symlink_swapped_in_after_proctor_opened_the_submission(void **s
 	snprintf(env, sizeof env, "PROCTOR_STATE_DIR=%s/state", tmp);
 	sh("cp -r '%s' '%s' && cp -r '%s/submissions/syntax_error' '%s/decoy'", PY_CORRECT, sub,
 	   PY_ASSIGNMENT, tmp);
-	fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
-	if (fan < 0 ||
-	    fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_ONDIR, AT_FDCWD, sub) < 0) {
+	/* Every open of the original directory is allowed; before the first,
+	 * the decoy is put at its path. */
+	listener = harness_swap_on_first_open(sub, FAN_ONDIR, sub, orig, "decoy", &report);
+	if (listener < 0) {
 		print_message("no fanotify permission events here (%s)\n", strerror(errno));
 		harness_rm_tree(tmp);
 		free(tmp);
@@ -546,44 +546,9 @@ static void test_symlink_swapped_in_after_proctor_opened_the_submission(void **s
 			skip();
 		fail_msg("fanotify is needed to order the swap (PROCTOR_MUST_WORK=1)");
 	}
-	assert_int_equal(pipe2(report, O_CLOEXEC), 0);
-	listener = fork();
-	assert_true(listener >= 0);
-	if (listener == 0) {
-		/* Allow every open of the original directory; before the
-		 * first, put the decoy at its path. */
-		char buf[4096]
-		    __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-		bool done = false;
-		for (;;) {
-			ssize_t n = read(fan, buf, sizeof buf);
-			if (n <= 0)
-				_exit(n == 0 ? 0 : 1);
-			for (struct fanotify_event_metadata *m = (void *)buf; FAN_EVENT_OK(m, n);
-			     m = FAN_EVENT_NEXT(m, n)) {
-				if (!done) {
-					done = true;
-					char ok =
-					    rename(sub, orig) == 0 && symlink("decoy", sub) == 0;
-					if (write(report[1], &ok, 1) != 1)
-						_exit(1);
-				}
-				struct fanotify_response r = {.fd = m->fd, .response = FAN_ALLOW};
-				if (write(fan, &r, sizeof r) != sizeof r)
-					_exit(1);
-				close(m->fd);
-			}
-		}
-	}
-	close(fan);
-	close(report[1]);
 	char *extra[] = {env, NULL};
 	grade_expect(extra, PY_ASSIGNMENT, sub, "graded");
-	kill(listener, SIGKILL);
-	assert_int_equal(waitpid(listener, &status, 0), listener);
-	assert_int_equal(read(report[0], &swapped, 1), 1);
-	close(report[0]);
-	assert_true(swapped);
+	assert_true(harness_swap_done(listener, report));
 	/* The path did lead to the decoy while the grading ran. */
 	assert_int_equal(lstat(sub, &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
