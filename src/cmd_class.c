@@ -438,24 +438,6 @@ static void record_error(struct class_run *c, size_t idx, const char *reason, un
 /* The longest a worker may plausibly take for one submission: every step
  * at its wall limit, with room for intake and copies, for each retry the
  * assignment allows, twice over. */
-static uint64_t grading_budget_ns(const struct assignment *a, double time_factor)
-{
-	const struct step *steps[] = {&a->setup, &a->build, &a->test};
-	uint64_t ms = 60000;
-
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
-		if (steps[i]->present)
-			ms += steps[i]->limits.wall_ms;
-	for (size_t i = 0; i < a->n_cases; i++) {
-		ms += a->cases[i].limits.wall_ms;
-		if (a->checker.present)
-			ms += a->checker.limits.wall_ms;
-	}
-	ms *= 2ull * (a->retries + 1);
-	/* A slower backend has its limits scaled (grade.c), and so the wait. */
-	return (uint64_t)((double)(ms + 300000) * time_factor) * 1000000ull;
-}
-
 /* The signal waiting in the signalfd, or 0. */
 static int take_signal(int sig_fd)
 {
@@ -811,7 +793,7 @@ int cmd_class(int argc, char **argv)
 			.uid_base = SANDBOX_UID_BASE},
 	};
 	c.time_factor = ops->time_factor(o.state_dir, NULL);
-	c.budget_ns = grading_budget_ns(c.a, c.time_factor);
+	c.budget_ns = grade_budget_ns(c.a, c.time_factor);
 
 	/* From here on SIGINT and SIGTERM arrive only through the signalfd:
 	 * once an output file exists, the run ends with a summary. */

@@ -1,7 +1,10 @@
 /* proctor: the command-line entry point, a table of subcommands. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd_class.h"
 #include "cmd_doctor.h"
@@ -27,12 +30,45 @@ static const struct command commands[] = {
 	{"image", cmd_image, "build, list and remove system images (docs/images.md)"},
 };
 
+/* The service's commands live in proctor-service (src/service/main.c). */
+static const struct command service_commands[] = {
+	{"serve", NULL, "answer the grading service's HTTP API (docs/service.md)"},
+	{"worker", NULL, "grade jobs of the service's store, on any number of hosts"},
+	{"admin", NULL, "tokens, assignments and budgets, on the service's store"},
+	{"submit", NULL, "submit a file or directory to the service"},
+	{"status", NULL, "one line about a submission"},
+	{"results", NULL, "a submission's result document"},
+};
+
+/* Exec proctor-service next to this program, or the installed one. */
+static int exec_service(char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		*slash = '\0';
+		snprintf(path, sizeof(path), "%s/proctor-service", self);
+		if (access(path, X_OK) != 0)
+			snprintf(path, sizeof(path), "%s/../libexec/proctor-service", self);
+		argv[0] = path;
+		execv(path, argv);
+	}
+	fprintf(stderr, "proctor: %s: cannot run proctor-service: %s\n", argv[1], strerror(errno));
+	return 3;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: proctor COMMAND [OPTIONS]\n\n"
 		   "Proctor grades untrusted programs inside throwaway sandboxes.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nthe grading service (docs/service.md):\n");
+	for (size_t i = 0; i < sizeof(service_commands) / sizeof(service_commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", service_commands[i].name, service_commands[i].summary);
 	fprintf(f, "\n'proctor COMMAND --help' describes a command; 'man proctor' has the rest.\n\n"
 		   "EXIT STATUS\n"
 		   "  0  run: the program succeeded; grade: a verdict was produced;\n"
@@ -66,6 +102,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].fn(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(service_commands) / sizeof(service_commands[0]); i++)
+		if (strcmp(argv[1], service_commands[i].name) == 0)
+			return exec_service(argv);
 	fprintf(stderr, "proctor: unknown command '%s' (try 'proctor --help')\n", argv[1]);
 	return 2;
 }

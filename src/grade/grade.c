@@ -92,7 +92,7 @@ int grade_prepare(const char *isolation, const struct assignment *a,
 
 /* ---- small helpers --------------------------------------------------------- */
 
-static int helper_path(const struct grade_options *o, char *buf, size_t len, struct err *e)
+int grade_helper_path(const struct grade_options *o, char *buf, size_t len, struct err *e)
 {
 	char self[PATH_MAX];
 	ssize_t n;
@@ -433,7 +433,7 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	pid_t opener = -1;
 
 	*ret_rejected = false;
-	if (helper_path(at->o, helper, sizeof(helper), e) < 0 ||
+	if (grade_helper_path(at->o, helper, sizeof(helper), e) < 0 ||
 	    staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
 		return -1;
 	int orc = at->dir_fd >= 0
@@ -631,7 +631,7 @@ static int parse_report_file(struct attempt *at, const char *host, enum report_f
 	struct err gerr;
 	int rc;
 
-	if (helper_path(at->o, helper, sizeof(helper), e) < 0)
+	if (grade_helper_path(at->o, helper, sizeof(helper), e) < 0)
 		return -1;
 	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -964,6 +964,8 @@ static int attempt_create(struct attempt *at, const struct sandbox_options *so,
 		at->create_failed = true;
 		return -1;
 	}
+	if (at->o->on_sandbox)
+		at->o->on_sandbox(at->o->on_sandbox_ctx);
 	return 0;
 }
 
@@ -1173,9 +1175,27 @@ static uint64_t max_disk(const struct assignment *a)
 	return d ? d : 64ull << 20;
 }
 
+uint64_t grade_budget_ns(const struct assignment *a, double time_factor)
+{
+	const struct step *steps[] = {&a->setup, &a->build, &a->test};
+	uint64_t ms = 60000;
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (steps[i]->present)
+			ms += steps[i]->limits.wall_ms;
+	for (size_t i = 0; i < a->n_cases; i++) {
+		ms += a->cases[i].limits.wall_ms;
+		if (a->checker.present)
+			ms += a->checker.limits.wall_ms;
+	}
+	ms *= 2ull * (a->retries + 1);
+	/* A slower backend has its limits scaled (grade.c), and so the wait. */
+	return (uint64_t)((double)(ms + 300000) * time_factor) * 1000000ull;
+}
+
 /* The most memory any run of the assignment may use: a microVM's RAM is
  * sized for it. */
-static uint64_t max_memory(const struct assignment *a)
+uint64_t grade_max_memory(const struct assignment *a)
 {
 	uint64_t m = 0;
 	const struct step *s[] = {&a->setup, &a->build, &a->test, &a->checker};
@@ -1344,7 +1364,7 @@ static int grade(const struct assignment *a, const char *submission, int dir_fd,
 	at.image_digest = img.digest;
 	if (strcmp(a->image, "host") != 0)
 		oi.sandbox.system_dir = img.rootfs;
-	oi.sandbox.memory_bytes = max_memory(a);
+	oi.sandbox.memory_bytes = grade_max_memory(a);
 	at.time_factor = o->ops->time_factor(o->sandbox.state_dir, NULL);
 
 	for (;;) {

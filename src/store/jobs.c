@@ -1109,3 +1109,41 @@ int store_outbox_for_job(struct store *st, int64_t job_id, struct store_outbox_r
 	*ret_n = n;
 	return 0;
 }
+
+static const char sql_phases[] =
+    "SELECT queued_ms, started_ms, sandbox_ready_ms, finished_ms FROM jobs "
+    "WHERE id >= $1 AND state IN ('done', 'error') AND finished_ms > $2 "
+    "ORDER BY finished_ms LIMIT $3";
+static const char sql_floor[] =
+    "SELECT min(id), (SELECT max(id) FROM jobs) FROM jobs WHERE state IN ('queued', 'running')";
+
+int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms,
+		     struct store_phase_times *ret, size_t cap, size_t *ret_n, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(*floor_id), sv_int(*after_ms), sv_int((int64_t)cap)};
+
+	*ret_n = 0;
+	if (store_q(st, sql_phases, p, 3, &rows, e) < 0)
+		return err_wrap(e, "finished jobs");
+	for (size_t r = 0; r < rows->nrows && r < cap; r++) {
+		ret[r] = (struct store_phase_times){.queued_ms = store_col_int(rows, r, 0),
+						    .started_ms = store_col_int(rows, r, 1),
+						    .sandbox_ready_ms = store_col_int(rows, r, 2),
+						    .finished_ms = store_col_int(rows, r, 3)};
+		if (ret[r].finished_ms > *after_ms)
+			*after_ms = ret[r].finished_ms;
+		(*ret_n)++;
+	}
+	rows = store_rows_free(rows);
+	if (*ret_n == cap)
+		return 0; /* more to read before the floor moves */
+	if (store_q(st, sql_floor, NULL, 0, &rows, e) < 0)
+		return err_wrap(e, "unfinished jobs");
+	if (store_rows_at(rows, 0, 0)->t != SV_NULL)
+		*floor_id = store_col_int(rows, 0, 0);
+	else
+		*floor_id = store_col_int(rows, 0, 1) + 1;
+	store_rows_free(rows);
+	return 0;
+}

@@ -174,6 +174,10 @@ int store_version_get(struct store *st, int64_t version_id, struct store_version
 int store_version_latest(struct store *st, int64_t course_id, const char *name,
 			 struct store_version *ret, struct err *e);
 
+/* The latest version of an assignment by the assignment's id. */
+int store_assignment_latest(struct store *st, int64_t assignment_id, struct store_version *ret,
+			    struct err *e);
+
 /* ---- submissions and jobs ---- */
 
 /* A new submission; strings may be NULL where marked. */
@@ -369,6 +373,19 @@ struct store_course_counts {
  * *ret_n is how many were written. */
 int store_job_counts(struct store *st, struct store_course_counts *ret, size_t cap, size_t *ret_n,
 		     struct err *e);
+
+/* Phase times of a finished job (0 when the phase did not happen). */
+struct store_phase_times {
+	int64_t queued_ms, started_ms, sandbox_ready_ms, finished_ms;
+};
+/*
+ * Jobs finished after *after_ms with id >= *floor_id, oldest finish first,
+ * at most cap: for /metrics, read incrementally.  Start with both 0; each
+ * call moves *after_ms to the last finish read and *floor_id to the oldest
+ * unfinished job (so the scan never walks the whole history).
+ */
+int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms,
+		     struct store_phase_times *ret, size_t cap, size_t *ret_n, struct err *e);
 
 /* One attempt of a job, as recorded. */
 struct store_attempt {
