@@ -800,7 +800,8 @@ static void post_token(struct store *st, const struct http_request *rq, struct h
 		return;
 	}
 	reply(rs, 201,
-	      json_pack("{s:s, s:s, s:s}", "token", token, "scope", name, "course", c.name));
+	      json_pack("{s:s, s:s, s:s}", "token", token, "scope", store_scope_name(scope),
+			"course", c.name));
 }
 
 static void course_budget(struct api *a, struct store *st, const struct http_request *rq,
