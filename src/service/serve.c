@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,8 +82,12 @@ static pid_t spawn_worker(const struct serve_options *o)
 	snprintf(jobs, sizeof(jobs), "%u", o->workers);
 	snprintf(slots, sizeof(slots), "%u", o->slots);
 	snprintf(lease, sizeof(lease), "%u", o->lease_s);
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 	if (pid == 0) {
+		/* A server that dies (even SIGKILL) stops its worker the gentle
+		 * way: it finishes and records what it runs, then exits. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(0);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		execv("/proc/self/exe", argv);
