@@ -14,6 +14,7 @@
 
 #include "grade/grade.h"
 #include "service/api.h"
+#include "service/callback.h"
 #include "service/jsonreq.h"
 #include "store/store.h"
 #include "util.h"
@@ -328,12 +329,6 @@ static int base64_member(const json_t *obj, const char *key, uint64_t max, void 
 	return 0;
 }
 
-static bool scheme_ok(const char *url)
-{
-	return (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0) &&
-	       !strchr(url, ' ') && !strchr(strchr(url, ':') + 3, '@');
-}
-
 /* An id of another course is answered as one that does not exist. */
 static int foreign(struct err *e, const char *what, int64_t id)
 {
@@ -500,10 +495,8 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 			   e.kind == ERR_INTERNAL ? "internal" : "invalid_input", "%s", e.msg);
 		goto out;
 	}
-	if (callback && !scheme_ok(callback)) {
-		http_error(rs, 422, "invalid_input",
-			   "'callback_url' must be an http:// or https:// URL without user "
-			   "information or spaces");
+	if (callback && callback_url_check(callback, &e) < 0) {
+		http_error_from(rs, &e);
 		goto out;
 	}
 	if (rq->idempotency_key && (strlen(rq->idempotency_key) > 255 || !rq->idempotency_key[0])) {

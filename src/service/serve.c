@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "service/api.h"
+#include "service/callback.h"
 #include "service/commands.h"
 #include "service/http.h"
 #include "store/store.h"
@@ -41,6 +42,7 @@ struct serve_options {
 	unsigned slots;
 	unsigned lease_s;
 	const char *secret_file;
+	bool callback_private;
 	struct api_config api;
 	struct http_limits http;
 	unsigned max_upload_mb;
@@ -102,6 +104,7 @@ static pid_t spawn_worker(const struct serve_options *o)
 struct background {
 	struct api *api;
 	struct store *st;
+	struct callback_config cb;
 	bool have_cb;
 	int64_t floor_id, after_ms;
 };
@@ -128,6 +131,15 @@ static void tick(struct background *b, const struct serve_options *o)
 			api_observe_phases(b->api, pt[i].queued_ms, pt[i].started_ms,
 					   pt[i].sandbox_ready_ms, pt[i].finished_ms);
 	} while (n == 256);
+	if (b->have_cb) {
+		struct callback_stats cs = {0};
+		int rc = callback_pump(b->st, &b->cb, &cs, &e);
+		api_count(b->api, "callback_deliveries_ok", cs.delivered);
+		api_count(b->api, "callback_deliveries_retried", cs.retried);
+		api_count(b->api, "callback_deliveries_failed", cs.failed);
+		if (rc < 0)
+			goto broken;
+	}
 	return;
 broken:
 	say("%s", e.msg);
@@ -168,6 +180,10 @@ static int run(struct serve_options *o)
 	if (o->secret_file) {
 		if (read_secret(o->secret_file, secret, sizeof(secret), &secret_len, &e) < 0)
 			return cli_usage_error("%s", e.msg);
+		callback_config_default(&b.cb);
+		b.cb.secret = secret;
+		b.cb.secret_len = secret_len;
+		b.cb.allow_private = o->callback_private;
 		b.have_cb = true;
 	}
 	if (api_new(&o->api, &b.api, &e) < 0) {
@@ -179,6 +195,7 @@ static int run(struct serve_options *o)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is an error, not a death */
 	sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (o->workers)
 		worker = spawn_worker(o);
@@ -298,6 +315,11 @@ int cmd_serve(int argc, char **argv)
 	     .min = 1,
 	     .max = 256,
 	     .help = "threads answering requests (default 16)"},
+	    {.name = "callback-private",
+	     .kind = CLI_FLAG,
+	     .dest = &o.callback_private,
+	     .help = "deliver callbacks to loopback and private addresses too\n(refused by "
+		     "default: a submitter could aim them inside)"},
 	    {.name = "callback-secret-file",
 	     .kind = CLI_STRING,
 	     .value_name = "FILE",
