@@ -329,6 +329,34 @@ static int base64_member(const json_t *obj, const char *key, uint64_t max, void 
 	return 0;
 }
 
+/* The `wait` query parameter, capped at --wait-max; else a 400 and -1. */
+static int wait_param(struct api *a, const struct http_request *rq, struct http_response *rs,
+		      unsigned *ret)
+{
+	const char *w = http_request_query(rq, "wait");
+	char *end;
+
+	*ret = 0;
+	if (!w)
+		return 0;
+	unsigned long n = strtoul(w, &end, 10);
+	if (!*w || *end || n > 86400) {
+		http_error(rs, 400, "invalid_request", "wait: '%.40s' is not a number of seconds",
+			   w);
+		return -1;
+	}
+	*ret = n < a->c.wait_max_s ? (unsigned)n : a->c.wait_max_s;
+	return 0;
+}
+
+/* One step of a long poll: the store is read again after it. */
+static void sleep_step(void)
+{
+	struct timespec ts = {0, WAIT_STEP_MS * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
 /* An id of another course is answered as one that does not exist. */
 static int foreign(struct err *e, const char *what, int64_t id)
 {
@@ -603,20 +631,10 @@ static void get_submission(struct api *a, struct store *st, const struct http_re
 	struct store_submission_view v = {0};
 	struct err e;
 	unsigned wait_s = 0;
-	const char *w = http_request_query(rq, "wait");
 
-	if (authorize(st, rq, rs, STORE_SCOPE_SUBMIT, &ti) < 0)
+	if (authorize(st, rq, rs, STORE_SCOPE_SUBMIT, &ti) < 0 ||
+	    wait_param(a, rq, rs, &wait_s) < 0)
 		return;
-	if (w) {
-		char *end;
-		unsigned long n = strtoul(w, &end, 10);
-		if (!*w || *end || n > 86400) {
-			http_error(rs, 400, "invalid_request",
-				   "wait: '%.40s' is not a number of seconds", w);
-			return;
-		}
-		wait_s = n < a->c.wait_max_s ? (unsigned)n : a->c.wait_max_s;
-	}
 	uint64_t deadline = now_ns() + (uint64_t)wait_s * 1000000000ull;
 	for (;;) {
 		int rc = store_submission_get(st, id, &v, &e);
@@ -630,8 +648,7 @@ static void get_submission(struct api *a, struct store *st, const struct http_re
 		if (finished(&v) || now_ns() >= deadline)
 			break;
 		store_submission_view_clear(&v);
-		struct timespec ts = {0, WAIT_STEP_MS * 1000000L};
-		nanosleep(&ts, NULL);
+		sleep_step();
 	}
 	reply(rs, 200, submission_doc(st, &v, ti.scope == STORE_SCOPE_SUBMIT));
 	store_submission_view_clear(&v);
@@ -675,6 +692,57 @@ static void get_results(struct store *st, const struct http_request *rq, struct 
 	reply(rs, 200, json_pack("{s:I, s:o}", "submission_id", (json_int_t)id, "results", list));
 }
 
+/* Start a regrade and answer 202 with its id (GET /v1/regrades/{id} says what changed). */
+static void start_regrade(struct store *st, struct http_response *rs,
+			  const struct store_regrade_in *in)
+{
+	int64_t regrade, version;
+	size_t jobs;
+	struct err e;
+	int rc = store_regrade_batch(st, in, &regrade, &version, &jobs, &e);
+
+	if (rc < 0) {
+		store_error(rs, rc, &e);
+		return;
+	}
+	reply(rs, 202,
+	      json_pack("{s:I, s:I, s:I, s:I, s:s}", "regrade_id", (json_int_t)regrade,
+			"assignment_id", (json_int_t)in->assignment_id, "version_id",
+			(json_int_t)version, "jobs", (json_int_t)jobs, "state", "queued"));
+}
+
+/* POST /v1/assignments/{id}/regrade: {"scope", "student", "submission_id", "version_id"}. */
+static void post_assignment_regrade(struct store *st, const struct http_request *rq,
+				    struct http_response *rs, int64_t id)
+{
+	static const char *const allowed[] = {"scope", "student", "submission_id", "version_id",
+					      NULL};
+	struct store_token_info ti;
+	struct store_regrade_in in = {.assignment_id = id, .scope = STORE_REGRADE_LATEST};
+	const char *scope = NULL, *student = NULL;
+	json_t *doc = NULL;
+	struct err e;
+
+	if (authorize(st, rq, rs, STORE_SCOPE_INSTRUCTOR, &ti) < 0 ||
+	    parse_body(rq, SMALL_BODY, &doc, rs) < 0)
+		return;
+	in.course_id = ti.course_id;
+	if (jsonreq_only(doc, allowed, &e) < 0 ||
+	    jsonreq_string(doc, "scope", false, 16, &scope, &e) < 0 ||
+	    jsonreq_string(doc, "student", false, 255, &student, &e) < 0 ||
+	    jsonreq_int(doc, "submission_id", false, 1, INT64_MAX, &in.submission_id, &e) < 0 ||
+	    jsonreq_int(doc, "version_id", false, 1, INT64_MAX, &in.version_id, &e) < 0 ||
+	    (scope && store_regrade_scope_parse(scope, &in.scope, &e) < 0)) {
+		http_error(rs, 422, "invalid_input", "%s", e.msg);
+		json_decref(doc);
+		return;
+	}
+	in.student = student;
+	start_regrade(st, rs, &in);
+	json_decref(doc);
+}
+
+/* POST /v1/submissions/{id}/regrade: {"version_id"} (default: the latest). */
 static void post_regrade(struct store *st, const struct http_request *rq, struct http_response *rs,
 			 int64_t id)
 {
@@ -682,8 +750,8 @@ static void post_regrade(struct store *st, const struct http_request *rq, struct
 	struct store_token_info ti;
 	struct store_submission_view v = {0};
 	struct store_version ver;
+	struct store_regrade_in in = {.scope = STORE_REGRADE_SUBMISSION, .submission_id = id};
 	json_t *doc = NULL;
-	int64_t version_id = 0, job;
 	struct err e;
 
 	if (authorize(st, rq, rs, STORE_SCOPE_INSTRUCTOR, &ti) < 0)
@@ -691,44 +759,91 @@ static void post_regrade(struct store *st, const struct http_request *rq, struct
 	if (rq->body_len) {
 		if (parse_body(rq, SMALL_BODY, &doc, rs) < 0)
 			return;
-		if (jsonreq_only(doc, allowed, &e) < 0 ||
-		    jsonreq_int(doc, "version_id", false, 1, INT64_MAX, &version_id, &e) < 0) {
-			json_decref(doc);
+		int bad =
+		    jsonreq_only(doc, allowed, &e) < 0 ||
+		    jsonreq_int(doc, "version_id", false, 1, INT64_MAX, &in.version_id, &e) < 0;
+		json_decref(doc);
+		if (bad) {
 			http_error(rs, 422, "invalid_input", "%s", e.msg);
 			return;
 		}
-		json_decref(doc);
 	}
 	int rc = store_submission_get(st, id, &v, &e);
 	if (rc == 0 && v.course_id != ti.course_id)
 		rc = foreign(&e, "submission", id);
-	int64_t current = v.version_id;
-	store_submission_view_clear(&v);
-	if (rc == 0 && !version_id) {
-		/* Default: the assignment's latest version. */
-		if ((rc = store_version_get(st, current, &ver, &e)) == 0 &&
-		    (rc = store_assignment_latest(st, ver.assignment_id, &ver, &e)) == 0)
-			version_id = ver.version_id;
-	} else if (rc == 0) {
-		struct store_version cur;
-		if ((rc = store_version_get(st, version_id, &ver, &e)) == 0 &&
-		    (rc = store_version_get(st, current, &cur, &e)) == 0 &&
-		    ver.assignment_id != cur.assignment_id)
-			rc = (err_setk(
-				  &e, ERR_INPUT, 0,
-				  "version %lld is not a version of this submission's assignment",
-				  (long long)version_id),
-			      STORE_INVALID);
-	}
 	if (rc == 0)
-		rc = store_regrade(st, id, version_id, &job, &e);
+		rc = store_version_get(st, v.version_id, &ver, &e);
+	store_submission_view_clear(&v);
 	if (rc < 0) {
 		store_error(rs, rc, &e);
 		return;
 	}
-	reply(rs, 202,
-	      json_pack("{s:I, s:I, s:I, s:s}", "submission_id", (json_int_t)id, "job_id",
-			(json_int_t)job, "version_id", (json_int_t)version_id, "state", "queued"));
+	in.course_id = ti.course_id;
+	in.assignment_id = ver.assignment_id;
+	start_regrade(st, rs, &in);
+}
+
+/* Scores as JSON: null for none. */
+static json_t *score_json(double s)
+{
+	return isnan(s) ? json_null() : json_real(s);
+}
+
+#define REGRADE_SHOWN 10000
+
+/* GET /v1/regrades/{id}[?wait=S]: progress, how many scores changed, and which. */
+static void get_regrade(struct api *a, struct store *st, const struct http_request *rq,
+			struct http_response *rs, int64_t id)
+{
+	struct store_token_info ti;
+	struct store_regrade_info info;
+	struct store_regrade_item *items = malloc(REGRADE_SHOWN * sizeof(*items));
+	size_t n = 0;
+	unsigned wait_s = 0;
+	struct err e;
+	int rc;
+
+	if (!items) {
+		http_error(rs, 500, "internal", "out of memory");
+		return;
+	}
+	if (authorize(st, rq, rs, STORE_SCOPE_INSTRUCTOR, &ti) < 0 ||
+	    wait_param(a, rq, rs, &wait_s) < 0)
+		goto out;
+	uint64_t deadline = now_ns() + (uint64_t)wait_s * 1000000000ull;
+	while ((rc = store_regrade_get(st, id, &info, items, REGRADE_SHOWN, &n, &e)) == 0 &&
+	       info.course_id == ti.course_id && info.finished < info.total && now_ns() < deadline)
+		sleep_step();
+	if (rc == 0 && info.course_id != ti.course_id)
+		rc = foreign(&e, "regrade", id);
+	if (rc < 0) {
+		store_error(rs, rc, &e);
+		goto out;
+	}
+	json_t *changes = json_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct store_regrade_item *it = &items[i];
+		if (it->state != STORE_JOB_DONE ||
+		    (isnan(it->old_score) == isnan(it->new_score) &&
+		     (isnan(it->old_score) || it->old_score == it->new_score)))
+			continue;
+		json_array_append_new(
+		    changes,
+		    json_pack("{s:I, s:I, s:s?, s:o, s:o}", "submission_id",
+			      (json_int_t)it->submission_id, "job_id", (json_int_t)it->job_id,
+			      "student", it->student[0] ? it->student : NULL, "old_score",
+			      score_json(it->old_score), "new_score", score_json(it->new_score)));
+	}
+	reply(rs, 200,
+	      json_pack("{s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:b, s:o}", "regrade_id",
+			(json_int_t)info.regrade_id, "assignment_id",
+			(json_int_t)info.assignment_id, "version_id", (json_int_t)info.version_id,
+			"scope", info.scope, "created_ms", (json_int_t)info.created_ms, "jobs",
+			(json_int_t)info.total, "finished", (json_int_t)info.finished, "changed",
+			(json_int_t)info.changed, "complete", info.finished == info.total,
+			"changes", changes));
+out:
+	free(items);
 }
 
 static void list_submissions(struct store *st, const struct http_request *rq,
@@ -873,6 +988,12 @@ static void route_v1(struct api *a, struct store *st, const struct http_request 
 	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) && !*rest &&
 		 strcmp(rq->method, "GET") == 0)
 		get_assignment(st, rq, rs, id);
+	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
+		 strcmp(rest, "/regrade") == 0 && strcmp(rq->method, "POST") == 0)
+		post_assignment_regrade(st, rq, rs, id);
+	else if (path_id(rq->path, "/v1/regrades/", &id, &rest) && !*rest &&
+		 strcmp(rq->method, "GET") == 0)
+		get_regrade(a, st, rq, rs, id);
 	else if (is(rq, "POST", "/v1/tokens"))
 		post_token(st, rq, rs);
 	else if (is(rq, "GET", "/v1/course/budget") || is(rq, "PUT", "/v1/course/budget"))

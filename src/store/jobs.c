@@ -202,12 +202,23 @@ static int regrade_tx(struct store *st, void *arg, struct err *e)
 	rows = store_rows_free(rows);
 	if ((rc = version_in_course(st, a->version, course, e)) < 0)
 		return rc;
-	struct store_val pj[] = {
-	    sv_int(a->submission),	    sv_int(a->version), sv_int(course), sv_text("regrade"),
-	    sv_int(STORE_DEFAULT_ATTEMPTS), sv_int(received)};
+	return store_job_add_tx(st, a->submission, a->version, course, received, &a->job, e);
+}
+
+int store_job_add_tx(struct store *st, int64_t submission, int64_t version, int64_t course,
+		     int64_t received_ms, int64_t *ret_job, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val pj[] = {sv_int(submission),
+				 sv_int(version),
+				 sv_int(course),
+				 sv_text("regrade"),
+				 sv_int(STORE_DEFAULT_ATTEMPTS),
+				 sv_int(received_ms)};
+
 	if (store_q(st, sql_job_add, pj, 6, &rows, e) < 0)
 		return err_wrap(e, "add job");
-	a->job = store_col_int(rows, 0, 0);
+	*ret_job = store_col_int(rows, 0, 0);
 	store_rows_free(rows);
 	return 0;
 }

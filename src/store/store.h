@@ -54,7 +54,7 @@ enum store_status {
 };
 
 /* The schema version this code writes; store_open() refuses a newer database. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 /* Attempts of a job when the submission does not say. */
 #define STORE_DEFAULT_ATTEMPTS 3
@@ -399,6 +399,58 @@ struct store_attempt {
 /* Up to `cap` attempts of a job, oldest first. */
 int store_job_attempts(struct store *st, int64_t job_id, struct store_attempt *ret, size_t cap,
 		       size_t *ret_n, struct err *e);
+
+/* ---- regrades of many submissions ---- */
+
+enum store_regrade_scope {
+	STORE_REGRADE_SUBMISSION = 0, /* one submission */
+	STORE_REGRADE_STUDENT = 1,    /* a student's latest submission */
+	STORE_REGRADE_LATEST = 2,     /* every student's latest (each unlabelled one too) */
+	STORE_REGRADE_ALL = 3,	      /* every submission of the assignment */
+};
+/* "submission", "student", "latest", "all"; STORE_INVALID for anything else. */
+int store_regrade_scope_parse(const char *name, enum store_regrade_scope *ret, struct err *e);
+
+/* Most submissions one regrade takes. */
+#define STORE_REGRADE_MAX 100000
+
+struct store_regrade_in {
+	int64_t course_id;
+	int64_t assignment_id;
+	int64_t version_id; /* a version of the assignment; 0: its latest */
+	enum store_regrade_scope scope;
+	int64_t submission_id; /* STORE_REGRADE_SUBMISSION */
+	const char *student;   /* STORE_REGRADE_STUDENT */
+};
+
+/*
+ * In one transaction: record a regrade and queue a job for each submission
+ * its scope takes (of any version of the assignment), remembering each
+ * submission's latest result so the regrade can say which scores changed.
+ * STORE_NOT_FOUND when the assignment, version or submission is not the
+ * course's, or the scope takes no submission.
+ */
+int store_regrade_batch(struct store *st, const struct store_regrade_in *in,
+			int64_t *ret_regrade, int64_t *ret_version, size_t *ret_jobs, struct err *e);
+
+/* One submission of a regrade: its new job, and the scores before and after. */
+struct store_regrade_item {
+	int64_t submission_id;
+	int64_t job_id;
+	char student[256];
+	enum store_job_state state; /* of the new job */
+	double old_score, new_score; /* NaN: no result (yet) */
+};
+struct store_regrade_info {
+	int64_t regrade_id, course_id, assignment_id, version_id, created_ms;
+	char scope[16];
+	size_t total;	 /* jobs */
+	size_t finished; /* done or error */
+	size_t changed;	 /* finished with a score other than the one before */
+};
+/* A regrade and up to `cap` of its items, by submission id. */
+int store_regrade_get(struct store *st, int64_t regrade_id, struct store_regrade_info *ret,
+		      struct store_regrade_item *items, size_t cap, size_t *ret_n, struct err *e);
 
 /* ---- callback outbox ---- */
 

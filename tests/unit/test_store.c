@@ -790,6 +790,105 @@ static void test_store_regrade_adds_a_result_beside_the_old(void **state)
 	store_close(st);
 }
 
+static int64_t submit_as(struct store *st, int64_t course, int64_t version, const char *student)
+{
+	struct store_submission_in in = {
+	    .course_id = course, .version_id = version, .student = student, .data = "x", .len = 1};
+	int64_t sub, job;
+	bool existing;
+	CHECK(store_submit(st, &in, &sub, &job, &existing, E));
+	return sub;
+}
+
+/* Claim the next job and record `score` for it. */
+static void grade_next(struct store *st, double score)
+{
+	struct store_claim cl;
+	struct store_result_in r = a_result;
+
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	r.score = score;
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &r, NULL, E));
+}
+
+static void test_store_regrade_batch_says_which_scores_changed(void **state)
+{
+	char url[512];
+	int64_t c, v, v2, regrade, version, other_c, other_v;
+	struct store_regrade_info info;
+	struct store_regrade_item items[8];
+	size_t jobs, n;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	seed(st, "cs202", &other_c, &other_v);
+	int64_t ada1 = submit_as(st, c, v, "ada"), ada2 = submit_as(st, c, v, "ada");
+	int64_t bob = submit_as(st, c, v, "bob");
+	for (int i = 0; i < 3; i++)
+		grade_next(st, 1);
+	CHECK(store_assignment_add_version(st, c, "hello", "archive-v2", 10, "small@1", &v2, NULL,
+					   E));
+	struct store_version ver;
+	CHECK(store_version_get(st, v2, &ver, E));
+
+	/* Every student's latest, against the latest version by default. */
+	struct store_regrade_in in = {
+	    .course_id = c, .assignment_id = ver.assignment_id, .scope = STORE_REGRADE_LATEST};
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &jobs, E));
+	assert_int_equal(jobs, 2);
+	assert_int_equal(version, v2);
+	CHECK(store_regrade_get(st, regrade, &info, items, 8, &n, E));
+	assert_int_equal(info.total, 2);
+	assert_int_equal(info.finished, 0);
+	assert_int_equal(items[0].submission_id, ada2);
+	assert_int_equal(items[1].submission_id, bob);
+	assert_true(isnan(items[0].new_score) && items[0].old_score == 1.0);
+	grade_next(st, 2); /* ada's latest changes */
+	grade_next(st, 1); /* bob's does not */
+	CHECK(store_regrade_get(st, regrade, &info, items, 8, &n, E));
+	assert_int_equal(info.finished, 2);
+	assert_int_equal(info.changed, 1);
+	assert_string_equal(items[0].student, "ada");
+	assert_true(items[0].new_score == 2.0 && items[1].new_score == 1.0);
+
+	/* The other scopes take what they say. */
+	in.scope = STORE_REGRADE_ALL;
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &jobs, E));
+	assert_int_equal(jobs, 3);
+	in.scope = STORE_REGRADE_STUDENT;
+	in.student = "bob";
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &jobs, E));
+	assert_int_equal(jobs, 1);
+	CHECK(store_regrade_get(st, regrade, &info, items, 8, &n, E));
+	assert_int_equal(items[0].submission_id, bob);
+	in.scope = STORE_REGRADE_SUBMISSION;
+	in.submission_id = ada1;
+	in.version_id = v; /* an older version may be asked for */
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &jobs, E));
+	assert_int_equal(jobs, 1);
+	assert_int_equal(version, v);
+
+	/* Another course's assignment, another assignment's version, a scope
+	 * that takes nothing: refused, nothing written. */
+	in.course_id = other_c;
+	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
+			 STORE_NOT_FOUND);
+	in.course_id = c;
+	in.version_id = other_v;
+	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
+			 STORE_NOT_FOUND);
+	in.version_id = 0;
+	in.scope = STORE_REGRADE_STUDENT;
+	in.student = "nobody";
+	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
+			 STORE_NOT_FOUND);
+	assert_int_equal(store_regrade_get(st, regrade + 100, &info, items, 8, &n, &e),
+			 STORE_NOT_FOUND);
+	store_close(st);
+}
+
 static void test_store_counts_jobs_by_course_and_state(void **state)
 {
 	char url[512];
@@ -1099,6 +1198,7 @@ int main(void)
 	    cmocka_unit_test(test_store_tokens_are_hashed_and_checked),
 	    cmocka_unit_test(test_store_crash_between_claim_and_complete_loses_nothing),
 	    cmocka_unit_test(test_store_regrade_adds_a_result_beside_the_old),
+	    cmocka_unit_test(test_store_regrade_batch_says_which_scores_changed),
 	    cmocka_unit_test(test_store_counts_jobs_by_course_and_state),
 	    cmocka_unit_test(test_store_processes_opening_together_migrate_once),
 	    cmocka_unit_test(test_store_concurrent_retries_of_one_key_make_one_submission),
