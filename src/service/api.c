@@ -16,6 +16,7 @@
 #include "service/api.h"
 #include "service/callback.h"
 #include "service/jsonreq.h"
+#include "service/policy.h"
 #include "store/store.h"
 #include "util.h"
 
@@ -61,9 +62,8 @@ void api_config_default(struct api_config *c)
 				 .queue_bound = 10000,
 				 .wait_max_s = 60,
 				 .retry_after_s = 5,
-				 /* The list prices of hosted sandbox services (docs/service.md). */
-				 .price_cpu_hour = 0.0504,
-				 .price_gib_hour = 0.0162};
+				 .price_cpu_hour = POLICY_PRICE_VCPU_HOUR,
+				 .price_gib_hour = POLICY_PRICE_GIB_HOUR};
 }
 
 /* ---- errors --------------------------------------------------------------- */
@@ -364,6 +364,120 @@ static int foreign(struct err *e, const char *what, int64_t id)
 	return STORE_NOT_FOUND;
 }
 
+/* The assignment `id` of the token's course; else an answer and -1. */
+static int course_assignment(struct store *st, const struct store_token_info *ti, int64_t id,
+			     struct http_response *rs)
+{
+	struct store_assignment a;
+	struct err e;
+	int rc = store_assignment_get(st, id, &a, &e);
+
+	if (rc == 0 && a.course_id != ti->course_id)
+		rc = foreign(&e, "assignment", id);
+	if (rc < 0)
+		return store_error(rs, rc, &e), -1;
+	return 0;
+}
+
+/* GET|PUT /v1/assignments/{id}/policy (docs/policy.md). */
+static void assignment_policy(struct store *st, const struct http_request *rq,
+			      struct http_response *rs, int64_t id)
+{
+	struct store_token_info ti;
+	struct policy p;
+	struct err e;
+	int rc;
+
+	if (authorize(st, rq, rs, STORE_SCOPE_INSTRUCTOR, &ti) < 0 ||
+	    course_assignment(st, &ti, id, rs) < 0)
+		return;
+	if (strcmp(rq->method, "PUT") == 0) {
+		if (policy_parse(rq->body, rq->body_len, &p, &e) < 0) {
+			http_error_from(rs, &e);
+			return;
+		}
+		if ((rc = policy_save(st, id, &p, &e)) < 0) {
+			store_error(rs, rc, &e);
+			return;
+		}
+	} else if ((rc = policy_load(st, id, &p, &e)) < 0) {
+		store_error(rs, rc, &e);
+		return;
+	}
+	reply(rs, 200, policy_to_json(&p));
+}
+
+/* GET|PUT|DELETE /v1/assignments/{id}/extensions (DELETE: ?student=S). */
+static void assignment_extensions(struct store *st, const struct http_request *rq,
+				  struct http_response *rs, int64_t id)
+{
+	struct store_token_info ti;
+	struct store_extension x, *list = NULL;
+	size_t n = 0;
+	struct err e;
+	int rc;
+
+	if (authorize(st, rq, rs, STORE_SCOPE_INSTRUCTOR, &ti) < 0 ||
+	    course_assignment(st, &ti, id, rs) < 0)
+		return;
+	if (strcmp(rq->method, "PUT") == 0) {
+		if (policy_extension_parse(rq->body, rq->body_len, &x, &e) < 0 ||
+		    (!x.student[0] && err_setk(&e, ERR_INPUT, 0, "'student' is required") < 0)) {
+			http_error_from(rs, &e);
+			return;
+		}
+		rc = store_extension_set(st, id, &x, &e);
+	} else if (strcmp(rq->method, "DELETE") == 0) {
+		const char *student = http_request_query(rq, "student");
+		if (!student || !*student) {
+			http_error(rs, 400, "invalid_request",
+				   "student: the query parameter is required");
+			return;
+		}
+		rc = store_extension_remove(st, id, student, &e);
+	} else {
+		rc = 0;
+	}
+	if (rc < 0 || (rc = store_extension_list(st, id, &list, &n, &e)) < 0) {
+		store_error(rs, rc, &e);
+		return;
+	}
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, policy_extension_to_json(&list[i]));
+	free(list);
+	reply(rs, 200, json_pack("{s:I, s:o}", "assignment_id", (json_int_t)id, "extensions", arr));
+}
+
+/* GET /v1/assignments/{id}/gradebook?format=csv|json: the counting result per student. */
+static void assignment_gradebook(struct store *st, const struct http_request *rq,
+				 struct http_response *rs, int64_t id)
+{
+	struct store_token_info ti;
+	const char *fmt = http_request_query(rq, "format");
+	char *text = NULL;
+	size_t len = 0;
+	struct err e;
+
+	if (authorize(st, rq, rs, STORE_SCOPE_INSTRUCTOR, &ti) < 0 ||
+	    course_assignment(st, &ti, id, rs) < 0)
+		return;
+	bool csv = fmt && strcmp(fmt, "csv") == 0;
+	if (fmt && !csv && strcmp(fmt, "json") != 0) {
+		http_error(rs, 400, "invalid_request", "format: '%.40s' is not csv or json", fmt);
+		return;
+	}
+	int rc =
+	    policy_export(st, id, csv ? POLICY_FORMAT_CSV : POLICY_FORMAT_JSON, &text, &len, &e);
+	if (rc < 0) {
+		store_error(rs, rc, &e);
+		return;
+	}
+	rs->status = 200;
+	rs->body = text;
+	rs->content_type = csv ? "text/csv; charset=utf-8" : NULL;
+}
+
 /* ---- routes --------------------------------------------------------------- */
 
 static void get_metrics(struct api *a, struct store *st, struct http_response *rs)
@@ -457,11 +571,11 @@ static void get_assignment(struct store *st, const struct http_request *rq,
 }
 
 /* Refusals before a submission is written: 429 on a full queue, 403 past the budget. */
-static int admit(struct api *a, struct store *st, int64_t course_id, struct http_response *rs)
+static int admit(struct api *a, struct store *st, int64_t course_id, int64_t assignment_id,
+		 const char *student, struct http_response *rs)
 {
-	struct store_course c;
+	struct policy_verdict v;
 	int64_t backlog, now;
-	double used;
 	struct err e;
 	int rc;
 
@@ -476,22 +590,20 @@ static int admit(struct api *a, struct store *st, int64_t course_id, struct http
 		api_count(a, "submissions_refused_queue_full", 1);
 		return -1;
 	}
-	if ((rc = store_course_get(st, course_id, &c, &e)) < 0 ||
-	    (!isnan(c.daily_cpu_cap) && (rc = store_now_ms(st, &now, &e)) < 0))
+	/* The course's daily CPU cap, then the assignment's limit and interval. */
+	if ((rc = policy_admit(st, assignment_id, student, &v, &e)) < 0)
 		return store_error(rs, rc, &e), -1;
-	if (isnan(c.daily_cpu_cap))
+	if (v.refusal == POLICY_ALLOWED)
 		return 0;
-	if ((rc = store_course_cpu_since(st, course_id, now - now % 86400000, &used, &e)) < 0)
-		return store_error(rs, rc, &e), -1;
-	if (used >= c.daily_cpu_cap) {
-		http_error(rs, 403, "budget_exceeded",
-			   "the course used %.1f of its %.1f CPU-seconds today (UTC); an admin can "
-			   "lift the cap",
-			   used, c.daily_cpu_cap);
-		api_count(a, "submissions_refused_budget", 1);
-		return -1;
-	}
-	return 0;
+	http_error(rs, (unsigned)policy_refusal_http(v.refusal), policy_refusal_code(v.refusal),
+		   "%s", v.message);
+	if (v.next_ms && store_now_ms(st, &now, &e) == 0 && v.next_ms > now)
+		rs->retry_after_s = (unsigned)((v.next_ms - now + 999) / 1000);
+	api_count(a,
+		  v.refusal == POLICY_OVER_BUDGET ? "submissions_refused_budget"
+						  : "submissions_refused_policy",
+		  1);
+	return -1;
 }
 
 static void post_submission(struct api *a, struct store *st, const struct http_request *rq,
@@ -538,7 +650,7 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 		store_error(rs, rc, &e);
 		goto out;
 	}
-	if (admit(a, st, ti.course_id, rs) < 0)
+	if (admit(a, st, ti.course_id, v.assignment_id, student, rs) < 0)
 		goto out;
 	struct store_submission_in in = {.course_id = ti.course_id,
 					 .version_id = v.version_id,
@@ -598,24 +710,58 @@ static json_t *service_fields(struct store *st, const struct store_submission_vi
 	    "delivered_ms", ms_or_null(j->delivered_ms));
 }
 
-/* The answer for one submission: the result document (a student's view for
- * a submit token) with the service's fields under "service". */
-static json_t *submission_doc(struct store *st, const struct store_submission_view *v,
-			      bool student_view)
+enum view { VIEW_INSTRUCTOR, VIEW_STUDENT, VIEW_GRADESCOPE };
+
+/*
+ * The result as `view` shows it: the student view and Gradescope's output
+ * reveal the tests the assignment's policy reveals now (to this student,
+ * extension included).  If the policy cannot be read, the student sees the
+ * default view (every hidden test hidden): never more than the policy says.
+ */
+static json_t *shown_result(struct store *st, const struct store_submission_view *v,
+			    const json_t *full, enum view view)
 {
-	json_t *doc = NULL, *svc = service_fields(st, v);
+	struct store_version ver;
+	struct store_extension x;
+	struct policy p;
+	int64_t now;
+	struct err e;
+
+	if (view == VIEW_INSTRUCTOR)
+		return json_deep_copy(full);
+	if (store_version_get(st, v->version_id, &ver, &e) < 0 ||
+	    policy_load(st, ver.assignment_id, &p, &e) < 0 || store_now_ms(st, &now, &e) < 0)
+		return view == VIEW_STUDENT ? grade_student_view(full) : grade_to_gradescope(full);
+	bool has_x =
+	    v->student[0] && store_extension_get(st, ver.assignment_id, v->student, &x, &e) == 0;
+	return view == VIEW_STUDENT ? policy_student_view(&p, has_x ? &x : NULL, now, full)
+				    : policy_gradescope(&p, has_x ? &x : NULL, now, full);
+}
+
+/* The answer for one submission: the result document as `view` shows it,
+ * with the service's fields under "service" (not in Gradescope's format). */
+static json_t *submission_doc(struct store *st, const struct store_submission_view *v,
+			      enum view view)
+{
+	json_t *doc = NULL;
 
 	if (v->has_result && v->result.doc_json) {
 		json_t *full = json_loads(v->result.doc_json, 0, NULL);
-		doc = full && student_view ? grade_student_view(full) : json_incref(full);
+		doc = full ? shown_result(st, v, full, view) : NULL;
 		json_decref(full);
+		if (view == VIEW_GRADESCOPE)
+			return doc;
 	} else if (v->job.state == STORE_JOB_ERROR) {
 		doc = json_pack("{s:s, s:s}", "status", "error", "reason",
 				v->job.error[0] ? v->job.error : "Proctor could not grade it");
 	}
+	if (view == VIEW_GRADESCOPE)
+		return json_pack("{s:s, s:s}", "status",
+				 v->job.state == STORE_JOB_ERROR ? "error" : "pending", "output",
+				 "no result yet");
 	if (!doc)
 		doc = json_object();
-	json_object_set_new(doc, "service", svc);
+	json_object_set_new(doc, "service", service_fields(st, v));
 	return doc;
 }
 
@@ -650,7 +796,19 @@ static void get_submission(struct api *a, struct store *st, const struct http_re
 		store_submission_view_clear(&v);
 		sleep_step();
 	}
-	reply(rs, 200, submission_doc(st, &v, ti.scope == STORE_SCOPE_SUBMIT));
+	const char *fmt = http_request_query(rq, "format");
+	enum view view = ti.scope == STORE_SCOPE_SUBMIT ? VIEW_STUDENT : VIEW_INSTRUCTOR;
+	if (fmt && strcmp(fmt, "gradescope") == 0)
+		view = VIEW_GRADESCOPE;
+	else if (fmt && strcmp(fmt, "student") == 0)
+		view = VIEW_STUDENT;
+	else if (fmt && strcmp(fmt, "result") != 0) {
+		store_submission_view_clear(&v);
+		http_error(rs, 400, "invalid_request",
+			   "format: '%.40s' is not result, student or gradescope", fmt);
+		return;
+	}
+	reply(rs, 200, submission_doc(st, &v, view));
 	store_submission_view_clear(&v);
 }
 
@@ -918,8 +1076,6 @@ static void course_budget(struct api *a, struct store *st, const struct http_req
 	static const char *const allowed[] = {"daily_cpu_cap", NULL};
 	struct store_token_info ti;
 	struct store_course c;
-	int64_t now;
-	double used;
 	struct err e;
 	int rc;
 	bool put = strcmp(rq->method, "PUT") == 0;
@@ -946,17 +1102,20 @@ static void course_budget(struct api *a, struct store *st, const struct http_req
 			return;
 		}
 	}
+	struct policy_prices prices = {.vcpu_hour = a->c.price_cpu_hour,
+				       .gib_hour = a->c.price_gib_hour};
+	struct policy_usage u;
 	if ((rc = store_course_get(st, ti.course_id, &c, &e)) < 0 ||
-	    (rc = store_now_ms(st, &now, &e)) < 0 ||
-	    (rc = store_course_cpu_since(st, ti.course_id, now - now % 86400000, &used, &e)) < 0) {
+	    (rc = policy_course_usage(st, ti.course_id, &prices, &u, &e)) < 0) {
 		store_error(rs, rc, &e);
 		return;
 	}
 	reply(rs, 200,
-	      json_pack("{s:s, s:o, s:f, s:f}", "course", c.name, "daily_cpu_cap",
-			isnan(c.daily_cpu_cap) ? json_null() : json_real(c.daily_cpu_cap),
-			"cpu_seconds_today", used, "estimated_cost_today",
-			used / 3600.0 * a->c.price_cpu_hour));
+	      json_pack("{s:s, s:o, s:I, s:f, s:f, s:f, s:{s:f, s:f}}", "course", c.name,
+			"daily_cpu_cap", isnan(u.cap) ? json_null() : json_real(u.cap), "since_ms",
+			(json_int_t)u.since_ms, "cpu_seconds_today", u.cpu_seconds,
+			"gib_seconds_today", u.gib_seconds, "estimated_cost_today", u.cost,
+			"prices", "vcpu_hour", prices.vcpu_hour, "gib_hour", prices.gib_hour));
 }
 
 static bool is(const struct http_request *rq, const char *method, const char *path)
@@ -991,6 +1150,18 @@ static void route_v1(struct api *a, struct store *st, const struct http_request 
 	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
 		 strcmp(rest, "/regrade") == 0 && strcmp(rq->method, "POST") == 0)
 		post_assignment_regrade(st, rq, rs, id);
+	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
+		 strcmp(rest, "/policy") == 0 &&
+		 (strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "PUT") == 0))
+		assignment_policy(st, rq, rs, id);
+	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
+		 strcmp(rest, "/extensions") == 0 &&
+		 (strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "PUT") == 0 ||
+		  strcmp(rq->method, "DELETE") == 0))
+		assignment_extensions(st, rq, rs, id);
+	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
+		 strcmp(rest, "/gradebook") == 0 && strcmp(rq->method, "GET") == 0)
+		assignment_gradebook(st, rq, rs, id);
 	else if (path_id(rq->path, "/v1/regrades/", &id, &rest) && !*rest &&
 		 strcmp(rq->method, "GET") == 0)
 		get_regrade(a, st, rq, rs, id);

@@ -495,7 +495,7 @@ bool policy_due_for(const struct policy *p, const struct store_extension *ext, i
 
 /* ---- submitting ---- */
 
-static const char *const refusal_codes[] = {NULL, "submission_limit", "too_soon", "over_budget"};
+static const char *const refusal_codes[] = {NULL, "submission_limit", "too_soon", "budget_exceeded"};
 
 const char *policy_refusal_code(enum policy_refusal r)
 {

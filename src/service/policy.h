@@ -133,7 +133,7 @@ enum policy_refusal {
 	POLICY_OVER_BUDGET = 3, /* the course's daily CPU cap: next_ms is the next UTC day */
 };
 /* The stable error code of a refusal ("submission_limit", "too_soon",
- * "over_budget"; NULL for POLICY_ALLOWED) and the HTTP status to answer
+ * "budget_exceeded"; NULL for POLICY_ALLOWED) and the HTTP status to answer
  * with (429 for too_soon, with Retry-After from next_ms; 403 otherwise). */
 const char *policy_refusal_code(enum policy_refusal r);
 int policy_refusal_http(enum policy_refusal r);

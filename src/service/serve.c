@@ -49,6 +49,19 @@ struct serve_options {
 	unsigned queue_bound;
 };
 
+/* --price-vcpu-hour and --price-gib-hour: dollars, a number >= 0. */
+static int set_price(const struct cli_option *opt, char *value, struct err *e)
+{
+	char *end;
+	double v = strtod(value, &end);
+
+	if (end == value || *end || !(v >= 0) || v > 1e6)
+		return err_setk(e, ERR_USAGE, 0, "--%s: '%s' is not a price in dollars (>= 0)",
+				opt->name, value);
+	*(double *)opt->dest = v;
+	return 0;
+}
+
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
@@ -315,6 +328,18 @@ int cmd_serve(int argc, char **argv)
 	     .min = 1,
 	     .max = 256,
 	     .help = "threads answering requests (default 16)"},
+	    {.name = "price-vcpu-hour",
+	     .kind = CLI_CALL,
+	     .value_name = "USD",
+	     .dest = &o.api.price_cpu_hour,
+	     .call = set_price,
+	     .help = "the estimated cost of a vCPU-hour (default 0.0504,\nE2B's list price)"},
+	    {.name = "price-gib-hour",
+	     .kind = CLI_CALL,
+	     .value_name = "USD",
+	     .dest = &o.api.price_gib_hour,
+	     .call = set_price,
+	     .help = "the estimated cost of a GiB-hour of memory (default\n0.0162)"},
 	    {.name = "callback-private",
 	     .kind = CLI_FLAG,
 	     .dest = &o.callback_private,

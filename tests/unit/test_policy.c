@@ -845,7 +845,7 @@ static void test_policy_daily_cpu_cap(void **state)
 	assert_non_null(strstr(v.message, "3600 of its 3600 CPU-seconds"));
 	assert_non_null(strstr(v.message, "2026-12-02T00:00:00Z"));
 	assert_non_null(strstr(v.message, "admin"));
-	assert_string_equal(policy_refusal_code(v.refusal), "over_budget");
+	assert_string_equal(policy_refusal_code(v.refusal), "budget_exceeded");
 	assert_int_equal(policy_refusal_http(v.refusal), 403);
 	/* A cap of 0 stops every submission. */
 	assert_false(policy_budget_eval(0, 0, DUE, &v));
