@@ -571,39 +571,57 @@ static void get_assignment(struct store *st, const struct http_request *rq,
 }
 
 /* Refusals before a submission is written: 429 on a full queue, 403 past the budget. */
-static int admit(struct api *a, struct store *st, int64_t course_id, int64_t assignment_id,
-		 const char *student, struct http_response *rs)
+/* Backpressure: 429 when the course has --queue-bound unfinished jobs. */
+static int backpressure(struct api *a, struct store *st, int64_t course_id,
+			struct http_response *rs)
 {
-	struct policy_verdict v;
-	int64_t backlog, now;
+	int64_t backlog;
 	struct err e;
 	int rc;
 
 	if ((rc = store_course_backlog(st, course_id, &backlog, &e)) < 0)
 		return store_error(rs, rc, &e), -1;
-	if (backlog >= a->c.queue_bound) {
-		http_error(rs, 429, "queue_full",
-			   "the course has %" PRId64 " submissions waiting (the bound is %" PRId64
-			   "); retry later",
-			   backlog, a->c.queue_bound);
-		rs->retry_after_s = a->c.retry_after_s;
-		api_count(a, "submissions_refused_queue_full", 1);
-		return -1;
-	}
-	/* The course's daily CPU cap, then the assignment's limit and interval. */
-	if ((rc = policy_admit(st, assignment_id, student, &v, &e)) < 0)
-		return store_error(rs, rc, &e), -1;
-	if (v.refusal == POLICY_ALLOWED)
+	if (backlog < a->c.queue_bound)
 		return 0;
-	http_error(rs, (unsigned)policy_refusal_http(v.refusal), policy_refusal_code(v.refusal),
-		   "%s", v.message);
-	if (v.next_ms && store_now_ms(st, &now, &e) == 0 && v.next_ms > now)
-		rs->retry_after_s = (unsigned)((v.next_ms - now + 999) / 1000);
-	api_count(a,
-		  v.refusal == POLICY_OVER_BUDGET ? "submissions_refused_budget"
-						  : "submissions_refused_policy",
-		  1);
+	http_error(rs, 429, "queue_full",
+		   "the course has %" PRId64 " submissions waiting (the bound is %" PRId64
+		   "); retry later",
+		   backlog, a->c.queue_bound);
+	rs->retry_after_s = a->c.retry_after_s;
+	api_count(a, "submissions_refused_queue_full", 1);
 	return -1;
+}
+
+/* The policy's admission (the course's daily CPU cap, then the assignment's
+ * limit and interval), run inside the submission's transaction. */
+struct admission {
+	int64_t assignment_id;
+	const char *student;
+	struct policy_verdict v;
+};
+
+static int admit(struct store *st, void *ctx, struct err *e)
+{
+	struct admission *ad = ctx;
+	int rc = policy_admit(st, ad->assignment_id, ad->student, &ad->v, e);
+
+	return rc < 0 ? rc : ad->v.refusal != POLICY_ALLOWED;
+}
+
+static void refuse(struct api *a, struct store *st, const struct policy_verdict *v,
+		   struct http_response *rs)
+{
+	int64_t now;
+	struct err e;
+
+	http_error(rs, (unsigned)policy_refusal_http(v->refusal), policy_refusal_code(v->refusal),
+		   "%s", v->message);
+	if (v->next_ms && store_now_ms(st, &now, &e) == 0 && v->next_ms > now)
+		rs->retry_after_s = (unsigned)((v->next_ms - now + 999) / 1000);
+	api_count(a,
+		  v->refusal == POLICY_OVER_BUDGET ? "submissions_refused_budget"
+						   : "submissions_refused_policy",
+		  1);
 }
 
 static void post_submission(struct api *a, struct store *st, const struct http_request *rq,
@@ -650,8 +668,9 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 		store_error(rs, rc, &e);
 		goto out;
 	}
-	if (admit(a, st, ti.course_id, v.assignment_id, student, rs) < 0)
+	if (backpressure(a, st, ti.course_id, rs) < 0)
 		goto out;
+	struct admission ad = {.assignment_id = v.assignment_id, .student = student};
 	struct store_submission_in in = {.course_id = ti.course_id,
 					 .version_id = v.version_id,
 					 .student = student,
@@ -659,8 +678,14 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 					 .callback_url = callback,
 					 .data = archive,
 					 .len = len,
-					 .max_attempts = (int)attempts};
+					 .max_attempts = (int)attempts,
+					 .admit = admit,
+					 .admit_ctx = &ad};
 	rc = store_submit(st, &in, &sub_id, &job_id, &existing, &e);
+	if (rc == STORE_REFUSED) {
+		refuse(a, st, &ad.v, rs);
+		goto out;
+	}
 	if (rc < 0) {
 		store_error(rs, rc, &e);
 		goto out;

@@ -51,6 +51,7 @@ enum store_status {
 	STORE_NOT_FOUND = -3, /* the id, name or token does not exist */
 	STORE_TOO_LARGE = -4, /* a blob or document above its cap */
 	STORE_INVALID = -5,   /* an argument is malformed (a scope, a JSON document) */
+	STORE_REFUSED = -6,   /* the caller's admission check refused (store_submit) */
 };
 
 /* The schema version this code writes; store_open() refuses a newer database. */
@@ -190,6 +191,16 @@ struct store_submission_in {
 	const void *data;	     /* the submission's archive bytes */
 	size_t len;
 	int max_attempts; /* attempts for our own failures; <= 0: STORE_DEFAULT_ATTEMPTS */
+	/*
+	 * Optional: called inside the submission's transaction, after the
+	 * assignment's row is locked (so submissions to the assignment that
+	 * are checked wait for each other) and before anything is written:
+	 * 0 admits, > 0 refuses (store_submit returns STORE_REFUSED, nothing
+	 * written), < 0 fails.  Store calls it makes join the transaction.
+	 * Not called for a replayed idempotency key.
+	 */
+	int (*admit)(struct store *st, void *ctx, struct err *e);
+	void *admit_ctx;
 };
 
 /*

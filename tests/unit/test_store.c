@@ -1080,6 +1080,66 @@ static void test_store_concurrent_retries_of_one_key_make_one_submission(void **
 	store_close(st);
 }
 
+/* An admission check that allows at most 3 submissions of ada's. */
+static int at_most_three(struct store *st, void *ctx, struct err *e)
+{
+	struct store_submit_count c;
+	int64_t *assignment = ctx;
+	int rc = store_student_submissions(st, *assignment, "ada", &c, e);
+
+	return rc < 0 ? rc : c.counted >= 3;
+}
+
+static int submit_checked(const char *url, int k)
+{
+	struct store *st = NULL;
+	struct err e;
+	int64_t course, sub, job;
+	struct store_version ver;
+	bool existing;
+
+	if (store_open(url, &st, &e) < 0 ||
+	    store_course_ensure(st, "cs101", false, &course, &e) < 0 ||
+	    store_version_latest(st, course, "hello", &ver, &e) < 0) {
+		fprintf(stderr, "process %d: %s\n", k, e.msg);
+		return 1;
+	}
+	for (int i = 0; i < 5; i++) {
+		struct store_submission_in in = {.course_id = course,
+						 .version_id = ver.version_id,
+						 .student = "ada",
+						 .data = "x",
+						 .len = 1,
+						 .admit = at_most_three,
+						 .admit_ctx = &ver.assignment_id};
+		int rc = store_submit(st, &in, &sub, &job, &existing, &e);
+		if (rc < 0 && rc != STORE_REFUSED) {
+			fprintf(stderr, "process %d: %s\n", k, e.msg);
+			return 2;
+		}
+	}
+	store_close(st);
+	return 0;
+}
+
+static void test_store_admission_check_and_submit_are_one_step(void **state)
+{
+	char url[512];
+	int64_t c, v;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	st = store_close(st);
+	/* 4 processes x 5 tries at once: exactly 3 get in, whatever the timing. */
+	in_processes(url, 4, submit_checked);
+	st = open_or_fail(url);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM submissions WHERE student = 'ada'"),
+			 3);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM jobs"), 3);
+	store_close(st);
+}
+
 static void test_store_outbox_gives_up_after_max_attempts(void **state)
 {
 	char url[512];
@@ -1718,6 +1778,7 @@ int main(void)
 	    cmocka_unit_test(test_store_counts_jobs_by_course_and_state),
 	    cmocka_unit_test(test_store_processes_opening_together_migrate_once),
 	    cmocka_unit_test(test_store_concurrent_retries_of_one_key_make_one_submission),
+	    cmocka_unit_test(test_store_admission_check_and_submit_are_one_step),
 	    cmocka_unit_test(test_store_outbox_gives_up_after_max_attempts),
 	    cmocka_unit_test(test_store_sweep_ends_jobs_of_lost_workers),
 	    cmocka_unit_test(test_store_released_job_is_claimable_at_once_and_costs_no_attempt),
