@@ -195,6 +195,16 @@ static void put_histograms(struct api *a, struct text *t)
 	pthread_mutex_unlock(&a->lock);
 }
 
+/* A label value for the exposition format: quotes, backslashes and
+ * controls become '_' (worker names come from --name). */
+static const char *label(char *s)
+{
+	for (char *p = s; *p; p++)
+		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+			*p = '_';
+	return s;
+}
+
 static int put_jobs(struct store *st, struct text *t, struct err *e)
 {
 	struct store_course_counts cc[256];
@@ -207,6 +217,27 @@ static int put_jobs(struct store *st, struct text *t, struct err *e)
 		for (int s = 0; s < STORE_JOB_STATES; s++)
 			put(t, "proctor_jobs{course=\"%" PRId64 "\",state=\"%s\"} %" PRId64 "\n",
 			    cc[i].course_id, store_job_state_name(s), cc[i].n[s]);
+	struct store_worker_stat ws[64];
+	int64_t outcomes[STORE_OUTCOMES];
+	static const char *const outcome_names[STORE_OUTCOMES] = {"running", "done", "failed",
+								  "lease_expired", "released"};
+	if (store_worker_stats(st, ws, 64, &n, outcomes, e) < 0)
+		return -1;
+	put(t, "# HELP proctor_worker_running_jobs Jobs a worker holds a lease on.\n"
+	       "# TYPE proctor_worker_running_jobs gauge\n");
+	for (size_t i = 0; i < n; i++)
+		put(t, "proctor_worker_running_jobs{worker=\"%s\"} %" PRId64 "\n",
+		    label(ws[i].worker), ws[i].running);
+	put(t, "# HELP proctor_worker_last_heartbeat_seconds When a worker last renewed a lease "
+	       "(Unix time).\n# TYPE proctor_worker_last_heartbeat_seconds gauge\n");
+	for (size_t i = 0; i < n; i++)
+		put(t, "proctor_worker_last_heartbeat_seconds{worker=\"%s\"} %.3f\n",
+		    label(ws[i].worker), (double)ws[i].last_heartbeat_ms / 1000);
+	put(t, "# HELP proctor_attempts_total Attempts by outcome (lease_expired: a worker lost "
+	       "or fenced).\n# TYPE proctor_attempts_total counter\n");
+	for (int i = 0; i < STORE_OUTCOMES; i++)
+		put(t, "proctor_attempts_total{outcome=\"%s\"} %" PRId64 "\n", outcome_names[i],
+		    outcomes[i]);
 	put(t, "# HELP proctor_queue_depth Queued and running jobs by course.\n"
 	       "# TYPE proctor_queue_depth gauge\n");
 	for (size_t i = 0; i < n; i++)

@@ -1179,3 +1179,36 @@ int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms,
 	store_rows_free(rows);
 	return 0;
 }
+
+static const char sql_workers[] =
+    "SELECT worker, COUNT(*), MAX(lease_expires_ms - lease_ms) FROM jobs "
+    "WHERE state = 'running' AND worker IS NOT NULL GROUP BY worker ORDER BY worker";
+static const char sql_outcomes[] = "SELECT outcome, COUNT(*) FROM attempts GROUP BY outcome";
+
+int store_worker_stats(struct store *st, struct store_worker_stat *ret, size_t cap, size_t *ret_n,
+		       int64_t outcomes[STORE_OUTCOMES], struct err *e)
+{
+	static const char *const names[STORE_OUTCOMES] = {"running", "done", "failed",
+							  "lease_expired", "released"};
+	struct store_rows *rows = NULL;
+
+	*ret_n = 0;
+	if (store_q(st, sql_workers, NULL, 0, &rows, e) < 0)
+		return err_wrap(e, "workers");
+	for (size_t r = 0; r < rows->nrows && *ret_n < cap; r++) {
+		struct store_worker_stat *w = &ret[(*ret_n)++];
+		store_col_copy(rows, r, 0, w->worker, sizeof(w->worker));
+		w->running = store_col_int(rows, r, 1);
+		w->last_heartbeat_ms = store_col_int(rows, r, 2);
+	}
+	rows = store_rows_free(rows);
+	if (store_q(st, sql_outcomes, NULL, 0, &rows, e) < 0)
+		return err_wrap(e, "attempts");
+	memset(outcomes, 0, STORE_OUTCOMES * sizeof(outcomes[0]));
+	for (size_t r = 0; r < rows->nrows; r++)
+		for (int i = 0; i < STORE_OUTCOMES; i++)
+			if (strcmp(store_col_text(rows, r, 0), names[i]) == 0)
+				outcomes[i] = store_col_int(rows, r, 1);
+	store_rows_free(rows);
+	return 0;
+}

@@ -398,6 +398,18 @@ struct store_phase_times {
 int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms,
 		     struct store_phase_times *ret, size_t cap, size_t *ret_n, struct err *e);
 
+/* A worker holding running jobs, for /metrics. */
+struct store_worker_stat {
+	char worker[256];
+	int64_t running;	   /* jobs it holds */
+	int64_t last_heartbeat_ms; /* its latest claim, heartbeat or sandbox-ready */
+};
+/* Attempt outcomes, in this order: running, done, failed, lease_expired, released. */
+#define STORE_OUTCOMES 5
+/* Workers with running jobs (up to cap, by name) and attempts by outcome (all time). */
+int store_worker_stats(struct store *st, struct store_worker_stat *ret, size_t cap, size_t *ret_n,
+		       int64_t outcomes[STORE_OUTCOMES], struct err *e);
+
 /* One attempt of a job, as recorded. */
 struct store_attempt {
 	int attempt;
