@@ -294,21 +294,35 @@ static int parse_body(const struct http_request *rq, size_t max, json_t **doc,
 {
 	struct err e;
 
+	/* Past the route's cap (below the front's max_body) is too large, as there. */
+	if (rq->body_len > max)
+		return http_error(rs, 413, "too_large",
+				  "the body is %zu bytes; at most %zu are accepted", rq->body_len,
+				  max),
+		       -1;
 	if (jsonreq_parse(rq->body, rq->body_len, max, doc, &e) < 0)
 		return http_error(rs, 400, "invalid_request", "%s", e.msg), -1;
 	return 0;
 }
 
-/* Decode a base64 member into a malloc'd buffer of at most `max` bytes. */
+/* Decode a base64 member into a malloc'd buffer of at most `max` bytes;
+ * *too_large says that a refusal was for the size. */
 static int base64_member(const json_t *obj, const char *key, uint64_t max, void **ret,
-			 size_t *ret_len, struct err *e)
+			 size_t *ret_len, bool *too_large, struct err *e)
 {
 	const char *text;
 	struct base64_decode_ctx ctx;
 
-	if (jsonreq_string(obj, key, true, (size_t)(max / 3 * 4 + 8), &text, e) < 0)
+	if (jsonreq_string(obj, key, true, SIZE_MAX, &text, e) < 0)
 		return -1;
 	size_t in = strlen(text), cap = BASE64_DECODE_LENGTH(in) + 1, len = cap;
+	if (in > max / 3 * 4 + 8) {
+		*too_large = true;
+		return err_setk(e, ERR_INPUT, 0,
+				"'%s' is %zu bytes of base64; archives of at most %" PRIu64
+				" bytes are accepted",
+				key, in, max);
+	}
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return err_set(e, ENOMEM, "'%s'", key);
@@ -319,6 +333,7 @@ static int base64_member(const json_t *obj, const char *key, uint64_t max, void 
 	}
 	if (len > max) {
 		free(buf);
+		*too_large = true;
 		return err_setk(e, ERR_INPUT, 0,
 				"'%s' decodes to %zu bytes; at most %" PRIu64 " are accepted", key,
 				len, max);
@@ -332,6 +347,19 @@ static bool scheme_ok(const char *url)
 {
 	return (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0) &&
 	       !strchr(url, ' ') && !strchr(strchr(url, ':') + 3, '@');
+}
+
+/* A refused member: 413 for an archive past the upload limit, 500 when we
+ * ran out of memory, else 422 (jsonreq's errors are the client's, whatever
+ * their kind says). */
+static void field_error(struct http_response *rs, const struct err *e, bool too_large)
+{
+	if (too_large)
+		http_error(rs, 413, "too_large", "%s", e->msg);
+	else if (e->errnum == ENOMEM)
+		http_error(rs, 500, "internal", "%s", e->msg);
+	else
+		http_error(rs, 422, "invalid_input", "%s", e->msg);
 }
 
 /* An id of another course is answered as one that does not exist. */
@@ -370,6 +398,7 @@ static void post_assignment(struct api *a, struct store *st, const struct http_r
 	const char *name, *image;
 	void *archive = NULL;
 	size_t len = 0;
+	bool too_large = false;
 	int64_t version_id;
 	int version_no;
 	struct err e;
@@ -380,9 +409,8 @@ static void post_assignment(struct api *a, struct store *st, const struct http_r
 	if (jsonreq_only(doc, allowed, &e) < 0 ||
 	    jsonreq_string(doc, "name", true, 255, &name, &e) < 0 ||
 	    jsonreq_string(doc, "image", true, 255, &image, &e) < 0 ||
-	    base64_member(doc, "archive", a->c.max_upload, &archive, &len, &e) < 0) {
-		http_error(rs, e.kind == ERR_INTERNAL ? 500 : 422,
-			   e.kind == ERR_INTERNAL ? "internal" : "invalid_input", "%s", e.msg);
+	    base64_member(doc, "archive", a->c.max_upload, &archive, &len, &too_large, &e) < 0) {
+		field_error(rs, &e, too_large);
 		goto out;
 	}
 	int rc = store_assignment_add_version(st, ti.course_id, name, archive, len, image,
@@ -483,7 +511,7 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 	int64_t assignment = 0, attempts = 0, sub_id, job_id;
 	void *archive = NULL;
 	size_t len = 0;
-	bool existing = false;
+	bool existing = false, too_large = false;
 	struct err e;
 	int rc;
 
@@ -495,9 +523,8 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 	    jsonreq_string(doc, "student", false, 255, &student, &e) < 0 ||
 	    jsonreq_string(doc, "callback_url", false, 2048, &callback, &e) < 0 ||
 	    jsonreq_int(doc, "attempts", false, 1, 10, &attempts, &e) < 0 ||
-	    base64_member(doc, "archive", a->c.max_upload, &archive, &len, &e) < 0) {
-		http_error(rs, e.kind == ERR_INTERNAL ? 500 : 422,
-			   e.kind == ERR_INTERNAL ? "internal" : "invalid_input", "%s", e.msg);
+	    base64_member(doc, "archive", a->c.max_upload, &archive, &len, &too_large, &e) < 0) {
+		field_error(rs, &e, too_large);
 		goto out;
 	}
 	if (callback && !scheme_ok(callback)) {
@@ -800,7 +827,8 @@ static void post_token(struct store *st, const struct http_request *rq, struct h
 		return;
 	}
 	reply(rs, 201,
-	      json_pack("{s:s, s:s, s:s}", "token", token, "scope", name, "course", c.name));
+	      json_pack("{s:s, s:s, s:s}", "token", token, "scope", store_scope_name(scope),
+			"course", c.name));
 }
 
 static void course_budget(struct api *a, struct store *st, const struct http_request *rq,
