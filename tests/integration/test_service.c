@@ -116,7 +116,8 @@ static bool segment_match(const char *tmpl, const char *path)
 	for (;;) {
 		size_t tl = strcspn(tmpl, "/"), pl = strcspn(path, "/");
 		if (tmpl[0] == '{') {
-			if (pl == 0)
+			/* Every parameter of the API's paths is an id: digits. */
+			if (pl == 0 || strspn(path, "0123456789") != pl)
 				return false;
 		} else if (tl != pl || strncmp(tmpl, path, tl) != 0) {
 			return false;
@@ -1391,6 +1392,58 @@ static void test_service_assignment_regrade_says_which_scores_changed(void **sta
 	reply_free(&r);
 }
 
+static void test_service_batch_answers_each_submission(void **state)
+{
+	struct env *v = ready(state);
+	struct reply r;
+	char key[64];
+	char *archive = packed(EXAMPLES_DIR "/python-pytest/submissions/correct");
+
+	snprintf(key, sizeof(key), "batch-%s-%lld", v->name, harness_now_ms());
+	json_t *items = json_array();
+	json_array_append_new(items, json_pack("{s:I, s:s, s:s, s:s}", "assignment",
+					       (json_int_t)v->a.assignment, "student", "fay",
+					       "archive", archive, "idempotency_key", key));
+	json_array_append_new(items, json_pack("{s:I, s:s, s:s}", "assignment",
+					       (json_int_t)v->a.assignment, "student", "gus",
+					       "archive", archive));
+	json_array_append_new(
+	    items, json_pack("{s:I, s:s}", "assignment", (json_int_t)999999, "archive", archive));
+	json_array_append_new(items, json_string("not an object"));
+	assert_int_equal(json_array_size(items), 4);
+	json_t *req = json_pack("{s:o}", "submissions", items);
+	assert_non_null(req);
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	call(&v->main, "POST", "/v1/submissions/batch", v->a.submit, body, NULL, &r);
+	expect_status(&r, 200);
+	json_t *res = at(r.json, "results");
+	assert_int_equal(json_array_size(res), 4);
+	assert_int_equal(json_integer_value(at(json_array_get(res, 0), "status")), 202);
+	long long first = json_integer_value(at(json_array_get(res, 0), "submission_id"));
+	assert_true(first > 0);
+	assert_int_equal(json_integer_value(at(json_array_get(res, 1), "status")), 202);
+	assert_int_equal(json_integer_value(at(json_array_get(res, 2), "status")), 404);
+	assert_string_equal(json_string_value(at(json_array_get(res, 2), "error.code")),
+			    "not_found");
+	assert_int_equal(json_integer_value(at(json_array_get(res, 3), "status")), 422);
+	reply_free(&r);
+	/* The same batch again: the keyed one is a replay, the other a new one. */
+	call(&v->main, "POST", "/v1/submissions/batch", v->a.submit, body, NULL, &r);
+	expect_status(&r, 200);
+	res = at(r.json, "results");
+	assert_int_equal(json_integer_value(at(json_array_get(res, 0), "status")), 200);
+	assert_int_equal(json_integer_value(at(json_array_get(res, 0), "submission_id")), first);
+	assert_true(json_is_true(at(json_array_get(res, 0), "existing")));
+	reply_free(&r);
+	call(&v->main, "POST", "/v1/submissions/batch", v->a.submit, "{\"submissions\": []}", NULL,
+	     &r);
+	expect_error(&r, 422, "invalid_input");
+	reply_free(&r);
+	free(body);
+	free(archive);
+}
+
 static void test_service_regrade_adds_a_second_result(void **state)
 {
 	struct env *v = ready(state);
@@ -1751,6 +1804,7 @@ int main(void)
 	    cmocka_unit_test(test_service_zip_bomb_is_rejected_by_intake),
 	    cmocka_unit_test(test_service_full_queue_is_429_with_retry_after),
 	    cmocka_unit_test(test_service_policy_limits_submissions_and_the_gradebook_shows_them),
+	    cmocka_unit_test(test_service_batch_answers_each_submission),
 	    cmocka_unit_test(test_service_budget_cap_refuses_until_an_admin_lifts_it),
 	    cmocka_unit_test(test_service_regrade_adds_a_second_result),
 	    cmocka_unit_test(test_service_assignment_regrade_says_which_scores_changed),
