@@ -94,12 +94,17 @@ static int unpack(const char *state_dir, const char *helper, int archive_fd, con
 	json_decref(req);
 	if (!text)
 		return err_set(e, ENOMEM, "intake request");
+	/* The helper hides the slots' trees under a mount on STATE/slots: on a
+	 * fresh state directory, no sandbox has made it yet. */
+	if (state_subdir(state_dir, "slots", 0711, slots, sizeof(slots), e) < 0) {
+		free(text);
+		return -1;
+	}
 	dest_fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dest_fd < 0) {
 		free(text);
 		return err_set(e, errno, "open '%s'", dest);
 	}
-	snprintf(slots, sizeof(slots), "%s/slots", state_dir);
 	char *argv[] = {(char *)"intake", NULL};
 	struct unpriv_call call = {.helper = helper,
 				   .argv = argv,
