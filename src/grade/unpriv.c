@@ -320,6 +320,17 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		rc = 1;
 		goto out_close;
 	}
+	if (WIFEXITED(st) && (WEXITSTATUS(st) == 126 || WEXITSTATUS(st) == 127)) {
+		/* child()'s containment or its exec failed: no byte of the input
+		 * was read (proctor-helper itself never exits so).  Ours, never
+		 * the input's: e.g. the slot's uid still has two processes of a
+		 * killed owner's sandbox, and RLIMIT_NPROC refuses the exec.  (A
+		 * helper taken over could claim this with a "failure" answer
+		 * just as well.) */
+		err_set(e, 0, "the helper could not start (exit status %d)", WEXITSTATUS(st));
+		rc = -2;
+		goto out_close;
+	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (WIFSIGNALED(st))
 			err_set(e, 0, "the helper died of signal %d", WTERMSIG(st));
