@@ -418,6 +418,10 @@ static void receive(void *ctx, const struct http_request *rq, struct http_respon
 	http_json(rs, 200, strdup("{\"ok\":true}"));
 }
 
+/* The crash test's receiver: not on a stack, so that a delivery arriving
+ * after a failed test finds it (the teardown stops it). */
+static struct receiver receiver;
+
 static void receiver_start(struct receiver *r)
 {
 	struct http_limits l;
@@ -437,6 +441,8 @@ static void receiver_start(struct receiver *r)
 
 static void receiver_stop(struct receiver *r)
 {
+	if (!r->srv)
+		return;
 	http_server_stop(r->srv);
 	r->srv = NULL;
 	free(r->ids);
@@ -594,7 +600,9 @@ static int64_t svc_assignment(struct svc *s, const char *name, const char *image
 	return id;
 }
 
-static void server_start(struct svc *s)
+/* Start `proctor serve` and wait for /healthz; false with the reason in
+ * `why` (never fails the test: client threads may be running). */
+static bool server_try_start(struct svc *s, char *why, size_t why_len)
 {
 	char listen[64], log[PATH_MAX + 32];
 	const char *args[24];
@@ -637,13 +645,23 @@ static void server_start(struct svc *s)
 			curl_easy_cleanup(c);
 			reply_clear(&r);
 			print_tail(log, 4000);
-			fail_msg("proctor serve did not answer /healthz (%s)",
+			snprintf(why, why_len, "proctor serve did not answer /healthz (%s)",
 				 st >= 0 ? "it exited" : "timeout");
+			return false;
 		}
 		harness_sleep_ms(50);
 	}
 	reply_clear(&r);
 	curl_easy_cleanup(c);
+	return true;
+}
+
+static void server_start(struct svc *s)
+{
+	char why[256];
+
+	if (!server_try_start(s, why, sizeof(why)))
+		fail_msg("%s", why);
 }
 
 /* Start `proctor worker` named `name`: with `host`, in a simulated host of
@@ -688,7 +706,7 @@ static void svc_done(struct svc *s, bool remove)
 /* POST one submission; its id, or -1 with the reason in `why`.  Retries
  * (same key) on a connection error, a 5xx and a 429, until `deadline`. */
 static int64_t submit(CURL *c, const struct svc *s, const char *key, const char *body,
-		      long long deadline, unsigned *retries, bool *replayed, char *why,
+		      const atomic_llong *deadline, unsigned *retries, bool *replayed, char *why,
 		      size_t why_len)
 {
 	char url[128];
@@ -713,7 +731,7 @@ static int64_t submit(CURL *c, const struct svc *s, const char *key, const char 
 			break;
 		}
 		bool again = rc != CURLE_OK || r.status >= 500 || r.status == 429;
-		if (!again || harness_now_ms() > deadline) {
+		if (!again || harness_now_ms() > atomic_load(deadline)) {
 			snprintf(why, why_len, "%s: %s, status %ld: %.300s", key,
 				 rc != CURLE_OK ? curl_easy_strerror(rc) : "answered", r.status,
 				 r.body ? r.body : "");
@@ -737,18 +755,27 @@ static struct store_submission_view view_of(struct svc *s, int64_t sub)
 	return v;
 }
 
-static void job_counts(struct svc *s, int64_t n[STORE_JOB_STATES])
+/* The course's jobs by state; false (n untouched) when the store did not
+ * answer. */
+static bool job_counts_try(struct svc *s, int64_t n[STORE_JOB_STATES])
 {
 	struct store_course_counts cc[8];
 	size_t k = 0;
 	struct err e;
 
-	memset(n, 0, sizeof(int64_t) * STORE_JOB_STATES);
 	if (store_job_counts(s->st, cc, 8, &k, &e) < 0)
-		fail_msg("job counts: %s", e.msg);
+		return false;
+	memset(n, 0, sizeof(int64_t) * STORE_JOB_STATES);
 	for (size_t i = 0; i < k; i++)
 		if (cc[i].course_id == s->course_id)
 			memcpy(n, cc[i].n, sizeof(cc[i].n));
+	return true;
+}
+
+static void job_counts(struct svc *s, int64_t n[STORE_JOB_STATES])
+{
+	if (!job_counts_try(s, n))
+		fail_msg("the store's job counts cannot be read");
 }
 
 /* ---- the crash test --------------------------------------------------------- */
@@ -766,7 +793,7 @@ struct burst {
 	atomic_uint retries; /* requests sent again with the same key */
 	atomic_uint replays; /* answered 200: the key had been committed before */
 	atomic_int failed;
-	long long deadline;
+	atomic_llong deadline; /* the clients give up on a submission after it */
 	pthread_mutex_t lock;
 	char why[512];
 };
@@ -789,7 +816,7 @@ static void *client(void *arg)
 			 b->callback_url ? b->callback_url : "", b->callback_url ? "\"" : "",
 			 b->b64);
 		int64_t id =
-		    submit(c, b->s, key, body, b->deadline, &retries, &replayed, why, sizeof(why));
+		    submit(c, b->s, key, body, &b->deadline, &retries, &replayed, why, sizeof(why));
 		atomic_fetch_add(&b->retries, retries);
 		if (id < 0) {
 			pthread_mutex_lock(&b->lock);
@@ -855,7 +882,7 @@ struct crash_worker {
 static void crash_run(const char *db_kind)
 {
 	struct svc s;
-	struct receiver rcv;
+	struct receiver *rcv = &receiver;
 	struct burst b = {0};
 	struct crash_worker w[CRASH_WORKERS];
 	int gen = 0, kills = 0, restarts = 0, own_exits = 0;
@@ -868,7 +895,7 @@ static void crash_run(const char *db_kind)
 		snprintf(s.secret_file, sizeof(s.secret_file), "%s/secret", s.tmp);
 		harness_write_text(NULL, s.secret_file, "crash-test-secret-0123456789abcdef\n");
 	}
-	receiver_start(&rcv);
+	receiver_start(rcv);
 	int64_t assignment = svc_assignment(&s, "trivial", NULL);
 	char *b64 = submission_b64(s.tmp, "ok", "echo 42\n");
 	int n = crash_n();
@@ -888,12 +915,12 @@ static void crash_run(const char *db_kind)
 	b.s = &s;
 	b.b64 = b64;
 	b.assignment = assignment;
-	b.callback_url = rcv.url;
+	b.callback_url = rcv->url;
 	b.n = n;
 	snprintf(b.tag, sizeof(b.tag), "%s", db_kind);
 	b.ids = calloc((size_t)n, sizeof(*b.ids));
 	assert_non_null(b.ids);
-	b.deadline = t0 + 120000 + (long long)n * 200;
+	atomic_store(&b.deadline, t0 + 120000 + (long long)n * 200);
 	pthread_mutex_init(&b.lock, NULL);
 	for (int i = 0; i < CLIENT_THREADS; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, client, &b), 0);
@@ -914,13 +941,16 @@ static void crash_run(const char *db_kind)
 			restarts++;
 			note("crash[%s]: server SIGKILLed (status %d) after %d acknowledged",
 			     db_kind, st, acked);
-			server_start(&s);
+			/* No fail_msg() while the client threads run: stop them first. */
+			if (!server_try_start(&s, why, sizeof(why))) {
+				atomic_store(&b.next, n);
+				atomic_store(&b.deadline, 0);
+				break;
+			}
 			down_ms = harness_now_ms() - t;
 		}
-		if (now - last_count >= 250) {
-			job_counts(&s, cnt);
+		if (now - last_count >= 250 && job_counts_try(&s, cnt))
 			last_count = now;
-		}
 		bool chaos = settled < n || cnt[STORE_JOB_DONE] < (int64_t)n * 9 / 10;
 		for (int i = 0; i < CRASH_WORKERS; i++) {
 			int st = proc_poll(w[i].pid);
@@ -1092,8 +1122,9 @@ static void crash_run(const char *db_kind)
 		snprintf(key, sizeof(key), "crash-%s-%d", db_kind, i);
 		sprintf(body, "{\"assignment\":%lld,\"student\":\"s%d\",\"archive\":\"%s\"}",
 			(long long)assignment, i, b64);
-		int64_t id = submit(c, &s, key, body, harness_now_ms() + 30000, &retries, &replayed,
-				    why, sizeof(why));
+		atomic_llong until = harness_now_ms() + 30000;
+		int64_t id =
+		    submit(c, &s, key, body, &until, &retries, &replayed, why, sizeof(why));
 		free(body);
 		if (id != b.ids[i] || !replayed)
 			fail_msg("key %s sent again: submission %lld (replayed %d), first %lld",
@@ -1109,13 +1140,13 @@ static void crash_run(const char *db_kind)
 	size_t got = 0;
 	if (s.callbacks) {
 		long long until = harness_now_ms() + 180000;
-		while ((got = receiver_distinct(&rcv)) < (size_t)n && harness_now_ms() < until)
+		while ((got = receiver_distinct(rcv)) < (size_t)n && harness_now_ms() < until)
 			harness_sleep_ms(100);
-		pthread_mutex_lock(&rcv.lock);
-		int64_t *subs = malloc(rcv.n * sizeof(*subs) + 1);
-		memcpy(subs, rcv.subs, rcv.n * sizeof(*subs));
-		size_t posts = rcv.posts, bad = rcv.bad, distinct = rcv.n;
-		pthread_mutex_unlock(&rcv.lock);
+		pthread_mutex_lock(&rcv->lock);
+		int64_t *subs = malloc(rcv->n * sizeof(*subs) + 1);
+		memcpy(subs, rcv->subs, rcv->n * sizeof(*subs));
+		size_t posts = rcv->posts, bad = rcv->bad, distinct = rcv->n;
+		pthread_mutex_unlock(&rcv->lock);
 		qsort(subs, distinct, sizeof(*subs), cmp_i64);
 		if (bad)
 			fail_msg("the receiver got %zu POSTs that are not deliveries", bad);
@@ -1145,7 +1176,7 @@ static void crash_run(const char *db_kind)
 	free(b.ids);
 	free(b64);
 	pthread_mutex_destroy(&b.lock);
-	receiver_stop(&rcv);
+	receiver_stop(rcv);
 	svc_done(&s, true);
 	harness_assert_clean();
 }
@@ -1208,8 +1239,8 @@ static int64_t submit_one(struct svc *s, int64_t assignment, const char *b64, co
 
 	sprintf(body, "{\"assignment\":%lld,\"attempts\":%d,\"archive\":\"%s\"}",
 		(long long)assignment, attempts, b64);
-	int64_t id = submit(c, s, key, body, harness_now_ms() + 30000, &retries, &replayed, why,
-			    sizeof(why));
+	atomic_llong until = harness_now_ms() + 30000;
+	int64_t id = submit(c, s, key, body, &until, &retries, &replayed, why, sizeof(why));
 	free(body);
 	curl_easy_cleanup(c);
 	if (id < 0)
@@ -1518,6 +1549,7 @@ static int teardown_procs(void **state)
 			kill(procs[i], SIGCONT);
 			proc_kill_wait(procs[i], SIGKILL);
 		}
+	receiver_stop(&receiver);
 	if (current) {
 		/* A failed test: its files are kept for a look. */
 		printf("# kept %s\n", current->tmp);
