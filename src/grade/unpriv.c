@@ -4,13 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/seccomp.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -86,8 +86,7 @@ static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_hel
 	char *argv[16];
 	size_t n = 0;
 	struct rlimit as = {1ull << 30, 1ull << 30}, cpu = {c->timeout_s, c->timeout_s + 1},
-		      fsz = {256ull << 20, 256ull << 20}, nofile = {64, 64}, core = {0, 0},
-		      nproc = {1, 1};
+		      fsz = {256ull << 20, 256ull << 20}, nofile = {64, 64}, core = {0, 0};
 	gid_t gid = (gid_t)c->uid;
 	struct sock_fprog filter;
 
@@ -108,8 +107,9 @@ static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_hel
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC) < 0 ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		_exit(126);
-	if (c->hide_dir && mount("tmpfs", c->hide_dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV |
-				 MS_NOEXEC, "size=4k,mode=0755") < 0)
+	if (c->hide_dir &&
+	    mount("tmpfs", c->hide_dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "size=4k,mode=0755") < 0)
 		_exit(126);
 	/* fd3 and fd4 go above 4 first, so neither dup2 overwrites the other;
 	 * everything from the first unused number up is closed. */
@@ -131,10 +131,13 @@ static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_hel
 #else
 	(void)as;
 #endif
-	/* One process: it cannot fork a daemon that outlives the call. */
-	if (setrlimit(RLIMIT_NPROC, &nproc) < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
-	    setrlimit(RLIMIT_FSIZE, &fsz) < 0 || setrlimit(RLIMIT_NOFILE, &nofile) < 0 ||
-	    setrlimit(RLIMIT_CORE, &core) < 0)
+	/* One process (it cannot fork a daemon that outlives the call) is the
+	 * helper group's pids limit, set above.  Not RLIMIT_NPROC: that counts
+	 * every process of the uid, and a slot's uid may still have processes
+	 * of a killed owner's sandbox that are being torn down, which made
+	 * the exec fail. */
+	if (setrlimit(RLIMIT_CPU, &cpu) < 0 || setrlimit(RLIMIT_FSIZE, &fsz) < 0 ||
+	    setrlimit(RLIMIT_NOFILE, &nofile) < 0 || setrlimit(RLIMIT_CORE, &core) < 0)
 		_exit(126);
 	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
 	    setresuid(c->uid, c->uid, c->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -150,13 +153,16 @@ static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_hel
 	for (size_t i = 0; c->argv[i] && n < 15; i++)
 		argv[n++] = c->argv[i];
 	argv[n] = NULL;
-	char *envp[] = {(char *)"PATH=/usr/bin:/bin", (char *)"LANG=C.UTF-8",
+	char *envp[] = {
+		(char *)"PATH=/usr/bin:/bin",
+		(char *)"LANG=C.UTF-8",
 #if defined(__SANITIZE_ADDRESS__)
-			/* LeakSanitizer's exit check needs ptrace and a thread, which
-			 * the helper's filter and process limit refuse. */
-			(char *)"ASAN_OPTIONS=detect_leaks=0",
+		/* LeakSanitizer's exit check needs ptrace and a thread, which
+		 * the helper's filter and process limit refuse. */
+		(char *)"ASAN_OPTIONS=detect_leaks=0",
 #endif
-			NULL};
+		NULL
+	};
 	execve(c->helper, argv, envp);
 	_exit(127);
 }
