@@ -144,8 +144,8 @@ static int admin_word(int argc, char **argv)
 					       cap);
 	}
 	if (store_open(db, &st, &e) < 0) {
-		fprintf(stderr, "proctor: admin: --db: %s\n", e.msg);
-		return 3;
+		err_wrap(&e, "--db");
+		return fail(&e);
 	}
 	if (is_token)
 		r = store_token_create(st, course, scope, token, &e);

@@ -219,18 +219,19 @@ static int put_jobs(struct store *st, struct text *t, struct err *e)
 			    cc[i].course_id, store_job_state_name(s), cc[i].n[s]);
 	struct store_worker_stat ws[64];
 	int64_t outcomes[STORE_OUTCOMES];
+	size_t nw;
 	static const char *const outcome_names[STORE_OUTCOMES] = {"running", "done", "failed",
 								  "lease_expired", "released"};
-	if (store_worker_stats(st, ws, 64, &n, outcomes, e) < 0)
+	if (store_worker_stats(st, ws, 64, &nw, outcomes, e) < 0)
 		return -1;
 	put(t, "# HELP proctor_worker_running_jobs Jobs a worker holds a lease on.\n"
 	       "# TYPE proctor_worker_running_jobs gauge\n");
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < nw; i++)
 		put(t, "proctor_worker_running_jobs{worker=\"%s\"} %" PRId64 "\n",
 		    label(ws[i].worker), ws[i].running);
 	put(t, "# HELP proctor_worker_last_heartbeat_seconds When a worker last renewed a lease "
 	       "(Unix time).\n# TYPE proctor_worker_last_heartbeat_seconds gauge\n");
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < nw; i++)
 		put(t, "proctor_worker_last_heartbeat_seconds{worker=\"%s\"} %.3f\n",
 		    label(ws[i].worker), (double)ws[i].last_heartbeat_ms / 1000);
 	put(t, "# HELP proctor_attempts_total Attempts by outcome (lease_expired: a worker lost "
@@ -253,11 +254,23 @@ static void close_store(void *p)
 	store_close(p);
 }
 
-/* This thread's store connection. */
+/* When this thread last used its connection (ms, monotonic). */
+static _Thread_local uint64_t thread_used_ms;
+
+/* This thread's store connection.  One idle for a while is checked first
+ * (a database restarted since would fail the request with a 500) and made
+ * again if it broke. */
 static struct store *thread_store(struct api *a, struct err *e)
 {
 	struct store *st = pthread_getspecific(a->key);
+	uint64_t now = now_ns() / 1000000;
+	int64_t ms;
 
+	if (st && now - thread_used_ms > 2000 && store_now_ms(st, &ms, e) < 0) {
+		pthread_setspecific(a->key, NULL);
+		st = store_close(st);
+	}
+	thread_used_ms = now;
 	if (st)
 		return st;
 	if (store_open(a->c.db_url, &st, e) < 0)
@@ -437,8 +450,20 @@ static int course_assignment(struct store *st, const struct store_token_info *ti
 	return 0;
 }
 
+/* Policy and extension documents: at most 16 KiB (413), JSON (400). */
+#define DOC_MAX (16u << 10)
+static int small_json(const struct http_request *rq, struct http_response *rs, json_t **doc)
+{
+	if (rq->body_len > DOC_MAX) {
+		http_error(rs, 413, "too_large", "the body is %zu bytes; at most %u are accepted",
+			   rq->body_len, DOC_MAX);
+		return -1;
+	}
+	return parse_body(rq, DOC_MAX, doc, rs);
+}
+
 /* GET|PUT /v1/assignments/{id}/policy (docs/policy.md). */
-static void assignment_policy(struct store *st, const struct http_request *rq,
+static void assignment_policy(struct api *a, struct store *st, const struct http_request *rq,
 			      struct http_response *rs, int64_t id)
 {
 	struct store_token_info ti;
@@ -450,7 +475,12 @@ static void assignment_policy(struct store *st, const struct http_request *rq,
 	    course_assignment(st, &ti, id, rs) < 0)
 		return;
 	if (strcmp(rq->method, "PUT") == 0) {
-		if (policy_parse(rq->body, rq->body_len, &p, &e) < 0) {
+		json_t *doc = NULL;
+		if (small_json(rq, rs, &doc) < 0)
+			return;
+		rc = policy_from_json(doc, &p, &e);
+		json_decref(doc);
+		if (rc < 0) {
 			http_error_from(rs, &e);
 			return;
 		}
@@ -466,7 +496,7 @@ static void assignment_policy(struct store *st, const struct http_request *rq,
 }
 
 /* GET|PUT|DELETE /v1/assignments/{id}/extensions (DELETE: ?student=S). */
-static void assignment_extensions(struct store *st, const struct http_request *rq,
+static void assignment_extensions(struct api *a, struct store *st, const struct http_request *rq,
 				  struct http_response *rs, int64_t id)
 {
 	struct store_token_info ti;
@@ -479,6 +509,10 @@ static void assignment_extensions(struct store *st, const struct http_request *r
 	    course_assignment(st, &ti, id, rs) < 0)
 		return;
 	if (strcmp(rq->method, "PUT") == 0) {
+		json_t *doc = NULL;
+		if (small_json(rq, rs, &doc) < 0)
+			return;
+		json_decref(doc);
 		if (policy_extension_parse(rq->body, rq->body_len, &x, &e) < 0 ||
 		    (!x.student[0] && err_setk(&e, ERR_INPUT, 0, "'student' is required") < 0)) {
 			http_error_from(rs, &e);
@@ -508,7 +542,7 @@ static void assignment_extensions(struct store *st, const struct http_request *r
 }
 
 /* GET /v1/assignments/{id}/gradebook?format=csv|json: the counting result per student. */
-static void assignment_gradebook(struct store *st, const struct http_request *rq,
+static void assignment_gradebook(struct api *a, struct store *st, const struct http_request *rq,
 				 struct http_response *rs, int64_t id)
 {
 	struct store_token_info ti;
@@ -557,7 +591,7 @@ static void get_metrics(struct api *a, struct store *st, struct http_response *r
 }
 
 static void post_assignment(struct api *a, struct store *st, const struct http_request *rq,
-			    struct http_response *rs)
+			    struct http_response *rs, int64_t id)
 {
 	static const char *const allowed[] = {"name", "image", "archive", NULL};
 	struct store_token_info ti;
@@ -609,7 +643,7 @@ static json_t *version_json(const struct store_version *v)
 			 (json_int_t)v->created_ms);
 }
 
-static void get_assignment(struct store *st, const struct http_request *rq,
+static void get_assignment(struct api *a, struct store *st, const struct http_request *rq,
 			   struct http_response *rs, int64_t id)
 {
 	struct store_token_info ti;
@@ -774,7 +808,7 @@ out:
 }
 
 static void post_submission(struct api *a, struct store *st, const struct http_request *rq,
-			    struct http_response *rs)
+			    struct http_response *rs, int64_t id)
 {
 	struct store_token_info ti;
 	json_t *doc = NULL;
@@ -797,7 +831,7 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
  * replayed key, or the error's) and the body POST /v1/submissions gives.
  */
 static void post_batch(struct api *a, struct store *st, const struct http_request *rq,
-		       struct http_response *rs)
+		       struct http_response *rs, int64_t id)
 {
 	static const char *const allowed[] = {"submissions", NULL};
 	struct store_token_info ti;
@@ -978,8 +1012,8 @@ static void get_submission(struct api *a, struct store *st, const struct http_re
 	store_submission_view_clear(&v);
 }
 
-static void get_results(struct store *st, const struct http_request *rq, struct http_response *rs,
-			int64_t id)
+static void get_results(struct api *a, struct store *st, const struct http_request *rq,
+			struct http_response *rs, int64_t id)
 {
 	struct store_token_info ti;
 	struct store_submission_view v = {0};
@@ -1045,7 +1079,7 @@ static void start_regrade(struct store *st, struct http_response *rs,
 }
 
 /* POST /v1/assignments/{id}/regrade: {"scope", "student", "submission_id", "version_id"}. */
-static void post_assignment_regrade(struct store *st, const struct http_request *rq,
+static void post_assignment_regrade(struct api *a, struct store *st, const struct http_request *rq,
 				    struct http_response *rs, int64_t id)
 {
 	static const char *const allowed[] = {"scope", "student", "submission_id", "version_id",
@@ -1076,8 +1110,8 @@ static void post_assignment_regrade(struct store *st, const struct http_request 
 }
 
 /* POST /v1/submissions/{id}/regrade: {"version_id"} (default: the latest). */
-static void post_regrade(struct store *st, const struct http_request *rq, struct http_response *rs,
-			 int64_t id)
+static void post_regrade(struct api *a, struct store *st, const struct http_request *rq,
+			 struct http_response *rs, int64_t id)
 {
 	static const char *const allowed[] = {"version_id", NULL};
 	struct store_token_info ti;
@@ -1179,8 +1213,8 @@ out:
 	free(items);
 }
 
-static void list_submissions(struct store *st, const struct http_request *rq,
-			     struct http_response *rs)
+static void list_submissions(struct api *a, struct store *st, const struct http_request *rq,
+			     struct http_response *rs, int64_t id)
 {
 	struct store_token_info ti;
 	const char *student = http_request_query(rq, "student"),
@@ -1212,7 +1246,8 @@ static void list_submissions(struct store *st, const struct http_request *rq,
 			n == LIST_MAX ? json_integer(ids[n - 1]) : json_null()));
 }
 
-static void post_token(struct store *st, const struct http_request *rq, struct http_response *rs)
+static void post_token(struct api *a, struct store *st, const struct http_request *rq,
+		       struct http_response *rs, int64_t id)
 {
 	static const char *const allowed[] = {"scope", NULL};
 	struct store_token_info ti;
@@ -1246,7 +1281,7 @@ static void post_token(struct store *st, const struct http_request *rq, struct h
 }
 
 static void course_budget(struct api *a, struct store *st, const struct http_request *rq,
-			  struct http_response *rs)
+			  struct http_response *rs, int64_t id)
 {
 	static const char *const allowed[] = {"daily_cpu_cap", NULL};
 	struct store_token_info ti;
@@ -1298,56 +1333,96 @@ static bool is(const struct http_request *rq, const char *method, const char *pa
 	return strcmp(rq->method, method) == 0 && strcmp(rq->path, path) == 0;
 }
 
+/* A handler of a /v1/ route; `id` is the path's id ('#' in the pattern), or 0. */
+typedef void route_fn(struct api *a, struct store *st, const struct http_request *rq,
+		      struct http_response *rs, int64_t id);
+
+static const struct route {
+	const char *method;
+	const char *pattern; /* '#' stands for a positive id */
+	route_fn *fn;
+	bool upload; /* its body is an upload (else at most SMALL_BODY) */
+} routes[] = {
+    {"POST", "/v1/submissions", post_submission, true},
+    {"POST", "/v1/submissions/batch", post_batch, true},
+    {"GET", "/v1/submissions", list_submissions, false},
+    {"GET", "/v1/submissions/#", get_submission, false},
+    {"GET", "/v1/submissions/#/results", get_results, false},
+    {"POST", "/v1/submissions/#/regrade", post_regrade, false},
+    {"POST", "/v1/assignments", post_assignment, true},
+    {"GET", "/v1/assignments/#", get_assignment, false},
+    {"POST", "/v1/assignments/#/regrade", post_assignment_regrade, false},
+    {"GET", "/v1/assignments/#/policy", assignment_policy, false},
+    {"PUT", "/v1/assignments/#/policy", assignment_policy, false},
+    {"GET", "/v1/assignments/#/extensions", assignment_extensions, false},
+    {"PUT", "/v1/assignments/#/extensions", assignment_extensions, false},
+    {"DELETE", "/v1/assignments/#/extensions", assignment_extensions, false},
+    {"GET", "/v1/assignments/#/gradebook", assignment_gradebook, false},
+    {"GET", "/v1/regrades/#", get_regrade, false},
+    {"POST", "/v1/tokens", post_token, false},
+    {"GET", "/v1/course/budget", course_budget, false},
+    {"PUT", "/v1/course/budget", course_budget, false},
+};
+
+/* Does `path` match `pattern`?  *id gets the id '#' matched. */
+static bool route_match(const char *pattern, const char *path, int64_t *id)
+{
+	const char *hash = strchr(pattern, '#'), *rest;
+
+	if (!hash)
+		return strcmp(pattern, path) == 0;
+	size_t n = (size_t)(hash - pattern);
+	return strncmp(pattern, path, n) == 0 && path_id(path + n, "", id, &rest) &&
+	       strcmp(rest, hash + 1) == 0;
+}
+
+/* The route of a request, or NULL. */
+static const struct route *route_of(const struct http_request *rq, int64_t *id)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (strcmp(routes[i].method, rq->method) == 0 &&
+		    route_match(routes[i].pattern, rq->path, id))
+			return &routes[i];
+	return NULL;
+}
+
 static void route_v1(struct api *a, struct store *st, const struct http_request *rq,
 		     struct http_response *rs)
 {
-	int64_t id;
-	const char *rest;
+	int64_t id = 0;
+	const struct route *r = route_of(rq, &id);
 
-	if (is(rq, "POST", "/v1/submissions"))
-		post_submission(a, st, rq, rs);
-	else if (is(rq, "POST", "/v1/submissions/batch"))
-		post_batch(a, st, rq, rs);
-	else if (is(rq, "GET", "/v1/submissions"))
-		list_submissions(st, rq, rs);
-	else if (path_id(rq->path, "/v1/submissions/", &id, &rest)) {
-		if (!*rest && strcmp(rq->method, "GET") == 0)
-			get_submission(a, st, rq, rs, id);
-		else if (strcmp(rest, "/results") == 0 && strcmp(rq->method, "GET") == 0)
-			get_results(st, rq, rs, id);
-		else if (strcmp(rest, "/regrade") == 0 && strcmp(rq->method, "POST") == 0)
-			post_regrade(st, rq, rs, id);
-		else
-			http_error(rs, 404, "not_found", "no route %s %s", rq->method, rq->path);
-	} else if (is(rq, "POST", "/v1/assignments"))
-		post_assignment(a, st, rq, rs);
-	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) && !*rest &&
-		 strcmp(rq->method, "GET") == 0)
-		get_assignment(st, rq, rs, id);
-	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
-		 strcmp(rest, "/regrade") == 0 && strcmp(rq->method, "POST") == 0)
-		post_assignment_regrade(st, rq, rs, id);
-	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
-		 strcmp(rest, "/policy") == 0 &&
-		 (strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "PUT") == 0))
-		assignment_policy(st, rq, rs, id);
-	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
-		 strcmp(rest, "/extensions") == 0 &&
-		 (strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "PUT") == 0 ||
-		  strcmp(rq->method, "DELETE") == 0))
-		assignment_extensions(st, rq, rs, id);
-	else if (path_id(rq->path, "/v1/assignments/", &id, &rest) &&
-		 strcmp(rest, "/gradebook") == 0 && strcmp(rq->method, "GET") == 0)
-		assignment_gradebook(st, rq, rs, id);
-	else if (path_id(rq->path, "/v1/regrades/", &id, &rest) && !*rest &&
-		 strcmp(rq->method, "GET") == 0)
-		get_regrade(a, st, rq, rs, id);
-	else if (is(rq, "POST", "/v1/tokens"))
-		post_token(st, rq, rs);
-	else if (is(rq, "GET", "/v1/course/budget") || is(rq, "PUT", "/v1/course/budget"))
-		course_budget(a, st, rq, rs);
+	if (r)
+		r->fn(a, st, rq, rs, id);
 	else
 		http_error(rs, 404, "not_found", "no route %s %s", rq->method, rq->path);
+}
+
+int api_gate(void *ctx, const struct http_request *rq, struct http_response *rs, size_t *max_body)
+{
+	struct api *a = ctx;
+	struct store_token_info ti;
+	struct err e;
+	int64_t id;
+
+	if (strncmp(rq->path, "/v1/", 4) != 0) {
+		*max_body = SMALL_BODY;
+		return 0;
+	}
+	const struct route *r = route_of(rq, &id);
+	if (!r)
+		return http_error(rs, 404, "not_found", "no route %s %s", rq->method, rq->path), 1;
+	if (!r->upload)
+		*max_body = SMALL_BODY;
+	if (!rq->bearer)
+		return http_error(rs, 401, "unauthorized",
+				  "an Authorization: Bearer token is required"),
+		       1;
+	struct store *st = thread_store(a, &e);
+	/* A store that does not answer is the handler's to say (503). */
+	if (st && store_token_check(st, rq->bearer, &ti, &e) == STORE_NOT_FOUND)
+		return http_error(rs, 401, "unauthorized", "the token is not valid"), 1;
+	return 0;
 }
 
 void api_handle(void *ctx, const struct http_request *rq, struct http_response *rs)

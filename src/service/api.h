@@ -34,6 +34,11 @@ struct api;
 
 /* Check the store opens (migrating it) and make the API. */
 int api_new(const struct api_config *c, struct api **ret, struct err *e);
+/* The http_gate of the front (before the body is read): a /v1/ request
+ * without a valid token is refused (401), a route that takes no upload
+ * reads at most 64 KiB of body. */
+int api_gate(void *ctx, const struct http_request *rq, struct http_response *rs,
+	     size_t *max_body);
 /* The http_handler of the front; ctx is the struct api. */
 void api_handle(void *ctx, const struct http_request *rq, struct http_response *rs);
 /* Phase times of a job that finished, for /metrics (serve's background loop). */

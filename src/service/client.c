@@ -246,6 +246,16 @@ int cmd_submit(int argc, char **argv)
 	return 0;
 }
 
+/* A verdict: a result document's status (a regrade pending beside it
+ * changes nothing), or the job ended. */
+static bool has_verdict(const json_t *doc)
+{
+	const char *state =
+	    json_string_value(json_object_get(json_object_get(doc, "service"), "state"));
+	return json_is_string(json_object_get(doc, "status")) ||
+	       (state && (strcmp(state, "done") == 0 || strcmp(state, "error") == 0));
+}
+
 /* GET a submission, waiting up to wait_s for a verdict (in server-capped steps). */
 static int fetch(struct client *c, const char *id, unsigned wait_s, json_t **ret)
 {
@@ -261,7 +271,11 @@ static int fetch(struct client *c, const char *id, unsigned wait_s, json_t **ret
 		return cli_usage_error("'%s' is not a submission id", id);
 	for (;;) {
 		uint64_t now = now_ns();
-		unsigned left = now < deadline ? (unsigned)((deadline - now) / 1000000000ull) : 0;
+		/* Whole seconds, rounded up: the server waits at least a second
+		 * while any time is left, so the loop never spins. */
+		unsigned left = now < deadline
+				    ? (unsigned)((deadline - now + 999999999ull) / 1000000000ull)
+				    : 0;
 		snprintf(path, sizeof(path), "/v1/submissions/%lld?wait=%u", v, left);
 		c->timeout_s = (long)left + 30;
 		if (call(c, "GET", path, NULL, NULL, &status, &doc) < 0)
@@ -270,20 +284,12 @@ static int fetch(struct client *c, const char *id, unsigned wait_s, json_t **ret
 			return refused(status, doc);
 		const char *state =
 		    json_string_value(json_object_get(json_object_get(doc, "service"), "state"));
-		if (!state || strcmp(state, "done") == 0 || strcmp(state, "error") == 0 ||
-		    now_ns() >= deadline) {
+		if (!state || has_verdict(doc) || now_ns() >= deadline) {
 			*ret = doc;
 			return 0;
 		}
 		json_decref(doc);
 	}
-}
-
-static bool has_verdict(const json_t *doc)
-{
-	const char *state =
-	    json_string_value(json_object_get(json_object_get(doc, "service"), "state"));
-	return state && (strcmp(state, "done") == 0 || strcmp(state, "error") == 0);
 }
 
 static int show(int argc, char **argv, bool results)

@@ -19,7 +19,7 @@
 
 /* How long an unpack waits for another one on this host (theirs is
  * bounded by the helper's 120 s). */
-#define UNPACK_WAIT_MS (130 * 1000)
+#define UNPACK_WAIT_MS 2000
 
 /* Depth of the globs that take every file of an assignment. */
 #define UNPACK_DEPTH 16
@@ -153,10 +153,12 @@ int svc_assignment_dir(struct store *st, const char *state_dir, const char *help
 	if (lstat(ret, &sb) == 0 && S_ISDIR(sb.st_mode))
 		return 0;
 
-	/* SVC_UNPACK_UID is one uid for the whole host, and the helper must be
-	 * its only process (RLIMIT_NPROC 1: a second helper's exec fails), so
-	 * one unpack at a time on this host, whatever the state directory.
-	 * Another worker may have unpacked it while we waited. */
+	/* SVC_UNPACK_UID is one uid for the whole host, and its helper group
+	 * holds one process (a second helper could not start), so one unpack
+	 * at a time on this host, whatever the state directory.  The wait is
+	 * short (ERR_BUSY after it: the caller gives the job back rather than
+	 * let its other leases age).  Another worker may have unpacked it
+	 * while we waited. */
 	if (host_lease("unpack", 1, UNPACK_WAIT_MS, &n, &lock, e) < 0)
 		return err_wrap(e, "unpack an assignment");
 	if (lstat(ret, &sb) == 0 && S_ISDIR(sb.st_mode)) {

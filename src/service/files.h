@@ -35,7 +35,8 @@ struct store;
  * The directory of the assignment whose archive has digest `sha256`,
  * unpacking it first if this host has not: `helper` is proctor-helper's
  * path.  A refused archive is ERR_INPUT (the version cannot be graded
- * anywhere); a store or disk failure is ERR_INTERNAL.
+ * anywhere); another worker of this host unpacking for more than two
+ * seconds is ERR_BUSY; a store or disk failure is ERR_INTERNAL.
  */
 int svc_assignment_dir(struct store *st, const char *state_dir, const char *helper,
 		       const char *sha256, char *ret, size_t cap, struct err *e);

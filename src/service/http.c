@@ -32,6 +32,7 @@
 struct http_server {
 	struct MHD_Daemon *d;
 	struct http_limits limits;
+	http_gate gate;
 	http_handler handler;
 	void *ctx;
 	uint16_t port;
@@ -41,6 +42,7 @@ struct http_server {
 struct pending {
 	char *body;
 	size_t len, cap;
+	size_t max; /* this request's body cap */
 	bool too_large;
 };
 
@@ -68,8 +70,8 @@ int http_error(struct http_response *rs, unsigned status, const char *code, cons
 	/* A message may quote what the client sent: valid UTF-8 whatever it was. */
 	size_t n;
 	char *fixed = utf8_sanitize(msg, strlen(msg), false, &n);
-	json_t *doc = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message",
-				fixed ? fixed : "");
+	json_t *doc =
+	    json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", fixed ? fixed : "");
 	free(fixed);
 	free(rs->body);
 	rs->body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
@@ -204,29 +206,47 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		/* The headers are in; nothing of the body is read yet. */
 		if (strlen(url) > s->limits.max_url)
 			return refuse(c, 414, "uri_too_long", "the request target is too long");
+		char remote[INET_ADDRSTRLEN + 1];
+		size_t max = s->limits.max_body;
+		remote_of(c, remote, sizeof(remote));
+		if (s->gate) {
+			/* Before any byte of the body is read: a request the
+			 * gate refuses (no valid token) costs no memory. */
+			struct http_request hq = {.method = method,
+						  .path = url,
+						  .bearer = bearer_of(c),
+						  .body = "",
+						  .remote = remote,
+						  .conn = c};
+			struct http_response rs = {.status = 500};
+			if (s->gate(s->ctx, &hq, &rs, &max) != 0)
+				return send_response(c, &rs);
+			if (max > s->limits.max_body)
+				max = s->limits.max_body;
+		}
 		const char *cl =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		uint64_t declared;
-		if (cl && parse_u64(cl, strlen(cl), &declared) == 0 && declared > s->limits.max_body) {
+		if (cl && parse_u64(cl, strlen(cl), &declared) == 0 && declared > max) {
 			char msg[128];
-			snprintf(msg, sizeof(msg), "the body is larger than %zu bytes",
-				 s->limits.max_body);
+			snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", max);
 			return refuse(c, 413, "too_large", msg);
 		}
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return MHD_NO;
+		p->max = max;
 		*con_cls = p;
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
-		take_body(p, s->limits.max_body, upload_data, *upload_data_size);
+		take_body(p, p->max, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
 	if (p->too_large) {
 		char msg[128];
-		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", s->limits.max_body);
+		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", p->max);
 		return refuse(c, 413, "too_large", msg);
 	}
 
@@ -288,6 +308,13 @@ int http_parse_listen(const char *addr, uint32_t *ret_ip_be, uint16_t *ret_port,
 int http_server_start(const char *addr, const struct http_limits *l, http_handler handler,
 		      void *ctx, struct http_server **ret, struct err *e)
 {
+	return http_server_start_gated(addr, l, NULL, handler, ctx, ret, e);
+}
+
+int http_server_start_gated(const char *addr, const struct http_limits *l, http_gate gate,
+			    http_handler handler, void *ctx, struct http_server **ret,
+			    struct err *e)
+{
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	uint32_t ip;
 	uint16_t port;
@@ -301,15 +328,16 @@ int http_server_start(const char *addr, const struct http_limits *l, http_handle
 		return err_set(e, ENOMEM, "http server");
 	s->limits = *l;
 	s->handler = handler;
+	s->gate = gate;
 	s->ctx = ctx;
 	s->d = MHD_start_daemon(
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, port, NULL, NULL, answer, s,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
 	    (unsigned)l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)l->per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)l->timeout_s,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->conn_memory,
-	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(l->threads ? l->threads : 1),
-	    MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_END);
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)l->conn_memory, MHD_OPTION_THREAD_POOL_SIZE,
+	    (unsigned)(l->threads ? l->threads : 1), MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+	    MHD_OPTION_END);
 	if (!s->d) {
 		int saved = errno;
 		free(s);

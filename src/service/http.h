@@ -71,12 +71,25 @@ typedef void (*http_handler)(void *ctx, const struct http_request *rq, struct ht
 struct http_server;
 
 /*
+ * Called once a request's headers are in, before any byte of its body is
+ * read (rq->body is ""): 0 lets it go on, with *max_body lowered for this
+ * request if the gate wants; non-zero answers it with *rs at once (a
+ * request without a valid token never gets to send its body).
+ */
+typedef int (*http_gate)(void *ctx, const struct http_request *rq, struct http_response *rs,
+			 size_t *max_body);
+
+/*
  * Listen on `addr` ("127.0.0.1:8080"; port 0 picks a free one, see
  * http_server_port) and answer every request through `handler` from the
  * server's own threads (so the handler must be thread-safe).
  */
 int http_server_start(const char *addr, const struct http_limits *l, http_handler handler,
 		      void *ctx, struct http_server **ret, struct err *e);
+/* http_server_start() with a gate (above) run on every request first. */
+int http_server_start_gated(const char *addr, const struct http_limits *l, http_gate gate,
+			    http_handler handler, void *ctx, struct http_server **ret,
+			    struct err *e);
 uint16_t http_server_port(const struct http_server *s);
 /* Stop accepting, finish or close connections, free.  Accepts NULL. */
 void http_server_stop(struct http_server *s);

@@ -103,6 +103,10 @@ static pid_t spawn_worker(const struct serve_options *o)
 		 * way: it finishes and records what it runs, then exits. */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 			_exit(0);
+		/* Its own process group: a terminal's Ctrl-C reaches the server,
+		 * which tells the worker once (a second signal would give the
+		 * running jobs back instead of finishing them). */
+		setpgid(0, 0);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		execv("/proc/self/exe", argv);
@@ -114,12 +118,28 @@ static pid_t spawn_worker(const struct serve_options *o)
 	return pid;
 }
 
+/* Stop the worker: SIGTERM (it finishes its gradings), and each further
+ * SIGINT or SIGTERM to the server is passed on (it gives them back). */
+static void stop_worker(pid_t worker, int sig_fd)
+{
+	kill(worker, SIGTERM);
+	while (waitpid(worker, NULL, WNOHANG) == 0) {
+		struct pollfd p = {.fd = sig_fd, .events = POLLIN};
+		struct signalfd_siginfo si;
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			if (si.ssi_signo != SIGCHLD)
+				kill(worker, SIGTERM);
+	}
+}
+
 struct background {
 	struct api *api;
 	struct store *st;
 	struct callback_config cb;
 	bool have_cb;
-	int64_t floor_id, after_ms;
+	int64_t floor_id, after_ms, after_id;
 };
 
 static void tick(struct background *b, const struct serve_options *o)
@@ -138,7 +158,8 @@ static void tick(struct background *b, const struct serve_options *o)
 	struct store_phase_times pt[256];
 	size_t n;
 	do {
-		if (store_job_phases(b->st, &b->floor_id, &b->after_ms, pt, 256, &n, &e) < 0)
+		if (store_job_phases(b->st, &b->floor_id, &b->after_ms, &b->after_id, pt, 256, &n,
+				     &e) < 0)
 			goto broken;
 		for (size_t i = 0; i < n; i++)
 			api_observe_phases(b->api, pt[i].queued_ms, pt[i].started_ms,
@@ -212,12 +233,15 @@ static int run(struct serve_options *o)
 	sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (o->workers)
 		worker = spawn_worker(o);
-	if (http_server_start(o->listen, &o->http, api_handle, b.api, &srv, &e) < 0) {
+	if (http_server_start_gated(o->listen, &o->http, api_gate, api_handle, b.api, &srv, &e) <
+	    0) {
 		say("%s", e.msg);
 		status = e.kind == ERR_USAGE ? 2 : 3;
 		goto out;
 	}
-	say("listening on 127.0.0.1:%u (%s), %u worker%s", (unsigned)http_server_port(srv),
+	char host[64];
+	snprintf(host, sizeof(host), "%.*s", (int)strcspn(o->listen, ":"), o->listen);
+	say("listening on %s:%u (%s), %u worker%s", host, (unsigned)http_server_port(srv),
 	    o->db_url, o->workers, o->workers == 1 ? "" : "s");
 	for (;;) {
 		struct pollfd p = {.fd = sig_fd, .events = POLLIN};
@@ -245,12 +269,11 @@ static int run(struct serve_options *o)
 			worker = spawn_worker(o);
 		tick(&b, o);
 	}
-	say("stopping: no new requests; the worker finishes its running jobs");
+	say("stopping: no new requests; the worker finishes its running jobs (signal again to "
+	    "give them back now)");
 	http_server_stop(srv);
-	if (worker > 0) {
-		kill(worker, SIGTERM);
-		waitpid(worker, NULL, 0);
-	}
+	if (worker > 0)
+		stop_worker(worker, sig_fd);
 out:
 	if (worker > 0 && status) {
 		kill(worker, SIGTERM);

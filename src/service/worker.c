@@ -70,7 +70,11 @@ struct worker {
 	bool stopping;
 	uint64_t next_claim_ms;
 	uint64_t reopened_ms; /* when the store connection was last made again */
-	int64_t current_job;  /* in a grading process: the job being graded */
+	/* Archives this worker found it cannot unpack: refused again at once. */
+	char refused[8][65];
+	char refused_why[8][512];
+	unsigned n_refused;
+	int64_t current_job; /* in a grading process: the job being graded */
 	struct loaded cache; /* in a grading process */
 };
 
@@ -389,13 +393,27 @@ static int claim_one(struct worker *w)
 	w->n_inflight++;
 
 	snprintf(name, sizeof(name), "job-%lld-%d", (long long)c.job_id, c.attempt);
+	for (unsigned i = 0; i < w->n_refused && i < 8; i++)
+		if (strcmp(w->refused[i], c.archive_sha256) == 0) {
+			err_setk(&e, ERR_INPUT, 0, "%s", w->refused_why[i]);
+			goto fail;
+		}
 	if (svc_assignment_dir(w->st, w->o->state_dir, w->helper, c.archive_sha256, adir,
-			       sizeof(adir), &e) < 0 ||
-	    svc_spool_blob(w->st, w->o->state_dir, c.submission_sha256, name, spool, sizeof(spool),
-			   &e) < 0 ||
-	    assignment_load(adir, &a, &e) < 0)
+			       sizeof(adir), &e) < 0) {
+		if (e.kind == ERR_INPUT) {
+			unsigned k = w->n_refused++ % 8;
+			snprintf(w->refused[k], sizeof(w->refused[k]), "%s", c.archive_sha256);
+			snprintf(w->refused_why[k], sizeof(w->refused_why[k]), "%s", e.msg);
+		}
 		goto fail;
+	}
+	if (svc_spool_blob(w->st, w->o->state_dir, c.submission_sha256, name, spool, sizeof(spool),
+			   &e) < 0)
+		goto fail;
+	/* From here the spool file goes with the job, whatever happens. */
 	snprintf(j->spool, sizeof(j->spool), "%s", spool);
+	if (assignment_load(adir, &a, &e) < 0)
+		goto fail;
 	if (strcmp(a->image, c.image_pin) != 0) {
 		err_set(&e, 0, "assignment.yaml pins image '%s', the version says '%s'", a->image,
 			c.image_pin);
@@ -425,6 +443,14 @@ static int claim_one(struct worker *w)
 	return 1;
 fail:
 	assignment_free(a);
+	if (e.kind == ERR_BUSY) {
+		/* Another worker of this host is unpacking: give the job back
+		 * unrun and look again in a second. */
+		if (store_job_release(w->st, j->job_id, j->attempt, j->token, &e) < 0)
+			say("job %lld: give back: %s", (long long)j->job_id, e.msg);
+		forget(w, j);
+		return -1;
+	}
 	fail_ours(w, j, e.msg);
 	forget(w, j);
 	return 1;
@@ -447,7 +473,11 @@ static void heartbeats(struct worker *w, uint64_t now)
 			j->fenced = true;
 			sched_cancel(w->s, (uint64_t)j->job_id);
 		} else if (r < 0) {
+			/* Again in a second (not at once: the loop would spin), on a
+			 * new connection if the old one broke. */
 			say("job %lld: heartbeat: %s", (long long)j->job_id, e.msg);
+			j->last_beat_ms = now - every + 1000;
+			reopen(w);
 		} else {
 			j->last_beat_ms = now;
 		}
@@ -520,7 +550,7 @@ static int loop(struct worker *w)
 		}
 		if (w->stopping && w->n_inflight == 0)
 			return 0;
-		heartbeats(w, now);
+		heartbeats(w, mono_ms());
 		struct sched_result ev;
 		struct err e;
 		int r = sched_next_result(w->s, next_timeout(w, mono_ms()), &ev, &e);

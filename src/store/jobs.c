@@ -139,10 +139,11 @@ static int admit_tx(struct store *st, struct submit_arg *a, struct err *e)
 	struct store_val p[] = {sv_int(a->in->version_id)};
 	int rc;
 
-	if (a->in->idempotency_key && (rc = find_by_key(st, a, e)) != 0)
-		return rc < 0 ? rc : 1; /* a replay: answered, not checked */
 	if (store_q(st, sql_lock_assignment, p, 1, NULL, e) < 0)
 		return err_wrap(e, "lock the assignment");
+	/* After the lock: a retry that waited for its first try sees it. */
+	if (a->in->idempotency_key && (rc = find_by_key(st, a, e)) != 0)
+		return rc < 0 ? rc : 1; /* a replay: answered, not checked */
 	rc = a->in->admit(st, a->in->admit_ctx, e);
 	return rc > 0 ? STORE_REFUSED : rc < 0 ? rc : 0;
 }
@@ -1157,28 +1158,30 @@ int store_outbox_for_job(struct store *st, int64_t job_id, struct store_outbox_r
 }
 
 static const char sql_phases[] =
-    "SELECT queued_ms, started_ms, sandbox_ready_ms, finished_ms FROM jobs "
-    "WHERE id >= $1 AND state IN ('done', 'error') AND finished_ms > $2 "
-    "ORDER BY finished_ms LIMIT $3";
+    "SELECT queued_ms, started_ms, sandbox_ready_ms, finished_ms, id FROM jobs "
+    "WHERE id >= $1 AND state IN ('done', 'error') "
+    "AND (finished_ms > $2 OR (finished_ms = $2 AND id > $4)) "
+    "ORDER BY finished_ms, id LIMIT $3";
 static const char sql_floor[] =
     "SELECT min(id), (SELECT max(id) FROM jobs) FROM jobs WHERE state IN ('queued', 'running')";
 
-int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms,
+int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms, int64_t *after_id,
 		     struct store_phase_times *ret, size_t cap, size_t *ret_n, struct err *e)
 {
 	struct store_rows *rows = NULL;
-	struct store_val p[] = {sv_int(*floor_id), sv_int(*after_ms), sv_int((int64_t)cap)};
+	struct store_val p[] = {sv_int(*floor_id), sv_int(*after_ms), sv_int((int64_t)cap),
+				sv_int(*after_id)};
 
 	*ret_n = 0;
-	if (store_q(st, sql_phases, p, 3, &rows, e) < 0)
+	if (store_q(st, sql_phases, p, 4, &rows, e) < 0)
 		return err_wrap(e, "finished jobs");
 	for (size_t r = 0; r < rows->nrows && r < cap; r++) {
 		ret[r] = (struct store_phase_times){.queued_ms = store_col_int(rows, r, 0),
 						    .started_ms = store_col_int(rows, r, 1),
 						    .sandbox_ready_ms = store_col_int(rows, r, 2),
 						    .finished_ms = store_col_int(rows, r, 3)};
-		if (ret[r].finished_ms > *after_ms)
-			*after_ms = ret[r].finished_ms;
+		*after_ms = ret[r].finished_ms; /* rows come in (finished_ms, id) order */
+		*after_id = store_col_int(rows, r, 4);
 		(*ret_n)++;
 	}
 	rows = store_rows_free(rows);

@@ -19,7 +19,9 @@ int store_regrade_scope_parse(const char *name, enum store_regrade_scope *ret, s
 static const char sql_assignment_of[] =
     "SELECT a.course_id, (SELECT v.id FROM assignment_versions v WHERE v.assignment_id = a.id "
     "ORDER BY v.version_no DESC LIMIT 1) FROM assignments a WHERE a.id = $1";
-static const char sql_version_of[] = "SELECT assignment_id FROM assignment_versions WHERE id = $1";
+static const char sql_version_of[] =
+    "SELECT v.assignment_id, a.course_id FROM assignment_versions v "
+    "JOIN assignments a ON a.id = v.assignment_id WHERE v.id = $1";
 static const char sql_regrade_add[] =
     "INSERT INTO regrades (course_id, assignment_id, version_id, scope, student, created_ms) "
     "VALUES ($1, $2, $3, $4, $5, {now}) RETURNING id";
@@ -67,7 +69,8 @@ static int pick_version(struct store *st, struct batch_arg *a, struct err *e)
 	struct store_val pv[] = {sv_int(a->in->version_id)};
 	if (store_q(st, sql_version_of, pv, 1, &rows, e) < 0)
 		return err_wrap(e, "assignment version");
-	bool exists = rows->nrows == 1;
+	/* A version of another course is one that does not exist. */
+	bool exists = rows->nrows == 1 && store_col_int(rows, 0, 1) == a->in->course_id;
 	ok = exists && store_col_int(rows, 0, 0) == a->in->assignment_id;
 	store_rows_free(rows);
 	if (!exists)

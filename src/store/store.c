@@ -263,7 +263,14 @@ int store_fail(struct err *e, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	err_set(e, 0, "%s", msg);
+	/* Whose failure it is follows from the status: a name that is not
+	 * there or an argument that is refused is the caller's. */
+	enum err_kind kind = status == STORE_NOT_FOUND				   ? ERR_NOT_FOUND
+			     : status == STORE_INVALID || status == STORE_TOO_LARGE ||
+				       status == STORE_REFUSED
+				 ? ERR_INPUT
+				 : ERR_INTERNAL;
+	err_setk(e, kind, 0, "%s", msg);
 	return status;
 }
 
@@ -359,7 +366,8 @@ int store_open(const char *url, struct store **ret, struct err *e)
 		if (backends[i]->accepts(url))
 			ops = backends[i];
 	if (!ops)
-		return err_set(e, 0, "database URL: expected sqlite:PATH or postgresql://...");
+		return err_setk(e, ERR_USAGE, 0,
+				"database URL: expected sqlite:PATH or postgresql://...");
 	struct store *st = calloc(1, sizeof(*st));
 	if (!st)
 		return err_set(e, ENOMEM, "store");

@@ -395,12 +395,14 @@ struct store_phase_times {
 	int64_t queued_ms, started_ms, sandbox_ready_ms, finished_ms;
 };
 /*
- * Jobs finished after *after_ms with id >= *floor_id, oldest finish first,
- * at most cap: for /metrics, read incrementally.  Start with both 0; each
- * call moves *after_ms to the last finish read and *floor_id to the oldest
- * unfinished job (so the scan never walks the whole history).
+ * Jobs finished after (*after_ms, *after_id) with id >= *floor_id, in
+ * (finished, id) order, at most cap: for /metrics, read incrementally.
+ * Start with all 0; each call moves (*after_ms, *after_id) to the last row
+ * read and *floor_id to the oldest unfinished job (so the scan never walks
+ * the whole history).  A job whose finish commits after a later-stamped
+ * one was read is missed: the histograms are a sample, not a ledger.
  */
-int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms,
+int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms, int64_t *after_id,
 		     struct store_phase_times *ret, size_t cap, size_t *ret_n, struct err *e);
 
 /* A worker holding running jobs, for /metrics. */

@@ -1186,8 +1186,27 @@ static void test_service_oversized_uploads_are_413(void **state)
 	call(&v->main, "POST", "/v1/assignments", v->a.instructor, body, NULL, &r);
 	expect_error(&r, 413, "too_large");
 	reply_free(&r);
+	/* Without a valid token the body is never read: 401 whatever its size. */
+	call(&v->main, "POST", "/v1/assignments", NULL, body, NULL, &r);
+	expect_error(&r, 401, "unauthorized");
+	reply_free(&r);
+	call(&v->main, "POST", "/v1/submissions", "prt_not-a-token", body, NULL, &r);
+	expect_error(&r, 401, "unauthorized");
+	reply_free(&r);
 	free(body);
 	free(b64);
+
+	/* A route that takes no upload reads at most 64 KiB. */
+	body = malloc(100 << 10);
+	assert_non_null(body);
+	memset(body, ' ', (100 << 10) - 3);
+	strcpy(body + (100 << 10) - 3, "{}");
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/assignments/%lld/policy", v->a.assignment);
+	call(&v->main, "PUT", path, v->a.instructor, body, NULL, &r);
+	expect_error(&r, 413, "too_large");
+	reply_free(&r);
+	free(body);
 }
 
 static void test_service_zip_bomb_is_rejected_by_intake(void **state)

@@ -884,7 +884,13 @@ static void test_store_regrade_batch_says_which_scores_changed(void **state)
 	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
 			 STORE_NOT_FOUND);
 	in.course_id = c;
-	in.version_id = other_v;
+	in.version_id = other_v; /* another course's: as if it did not exist */
+	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
+			 STORE_NOT_FOUND);
+	int64_t bye;
+	CHECK(store_assignment_add_version(st, c, "bye", "archive-bye", 11, "small@1", &bye, NULL,
+					   E));
+	in.version_id = bye; /* this course's, another assignment's */
 	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
 			 STORE_INVALID);
 	in.version_id = 0;
