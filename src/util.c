@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -121,6 +122,58 @@ int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	};
 
 	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+union fd_cmsg {
+	struct cmsghdr h;
+	char buf[CMSG_SPACE(sizeof(int))];
+};
+
+ssize_t send_with_fd(int sock, const struct iovec *iov, size_t n, int fd)
+{
+	union fd_cmsg ctl = {0};
+	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = n};
+	ssize_t sent;
+
+	if (fd >= 0) {
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while ((sent = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return sent;
+}
+
+ssize_t recv_with_fd(int sock, void *buf, size_t len, int *ret_fd)
+{
+	union fd_cmsg ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl.buf,
+			   .msg_controllen = sizeof(ctl.buf)};
+	ssize_t n;
+
+	*ret_fd = -1;
+	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)) && *ret_fd < 0)
+			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	if (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) {
+		*ret_fd = xclose(*ret_fd);
+		errno = (m.msg_flags & MSG_CTRUNC) ? EMFILE : EMSGSIZE;
+		return -1;
+	}
+	return n;
 }
 
 int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, struct err *e)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "err.h"
 
@@ -65,6 +66,16 @@ int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, s
 /* openat2(2) confined below dirfd: no symlinks, no magic links, no
  * crossing mounts.  Returns the fd or -1 with errno set. */
 int open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/* sendmsg() of iov[0..n) with `fd` attached (SCM_RIGHTS) unless it is -1;
+ * MSG_NOSIGNAL, retried on EINTR.  The bytes sent, or -1 with errno. */
+ssize_t send_with_fd(int sock, const struct iovec *iov, size_t n, int fd);
+
+/* recvmsg() of at most len bytes, retried on EINTR; *ret_fd the descriptor
+ * that came with them (SCM_RIGHTS, O_CLOEXEC), else -1.  -1 with errno
+ * EMFILE when one came but did not fit, EMSGSIZE when the message was
+ * longer than len; no descriptor is kept then. */
+ssize_t recv_with_fd(int sock, void *buf, size_t len, int *ret_fd);
 
 /* Remove everything below dirfd (not dirfd itself) without following links. */
 int rm_rf_children(int dirfd, struct err *e);
