@@ -44,7 +44,6 @@
 #include "grade/gradebook.h"
 #include "grade/sched.h"
 #include "util.h"
-#include "vm/vm.h"
 
 #ifndef PROCTOR_VERSION
 #define PROCTOR_VERSION "0.1.0"
@@ -800,10 +799,10 @@ int cmd_class(int argc, char **argv)
 			say("%s", e.msg);
 		goto out;
 	}
-	/* Each worker keeps one microVM pre-started (QEMU up, waiting for the
-	 * snapshot), so a restore does not wait for QEMU to start. */
-	if (ops == &vm_ops)
-		setenv("PROCTOR_VM_POOL", "1", 0);
+	/* Each worker keeps one sandbox started ahead (a microVM's QEMU up,
+	 * waiting for the snapshot), so a restore does not wait for it. */
+	if (ops->pool_hint)
+		ops->pool_hint(1);
 	c.go = (struct grade_options){
 	    .ops = ops,
 	    .sandbox = {.state_dir = o.state_dir,

@@ -902,9 +902,9 @@ static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
 }
 
 /*
- * Pre-started VMs ($PROCTOR_VM_POOL, default 0, at most 8): QEMU processes
- * of this process already started on a snapshot and waiting for it, each
- * with its slot leased.  create() takes one whose snapshot key matches and
+ * Pre-started VMs ($PROCTOR_VM_POOL, else pool_hint(), else 0; at most 8):
+ * QEMU processes of this process already started on a snapshot and waiting
+ * for it, each with its slot leased.  create() takes one whose snapshot key matches and
  * starts a replacement in the background.  They die with the process
  * (PDEATHSIG); vm_pool_drain() removes them properly.
  */
@@ -912,14 +912,20 @@ static struct {
 	struct vm *v[8];
 	char key[8][65];
 	size_t n;
+	unsigned hint; /* pool_hint(): the size without $PROCTOR_VM_POOL */
 } pool;
 
 static size_t pool_target(void)
 {
 	const char *s = getenv("PROCTOR_VM_POOL");
-	long n = s ? strtol(s, NULL, 10) : 0;
+	long n = s ? strtol(s, NULL, 10) : (long)pool.hint;
 
 	return n < 0 ? 0 : n > 8 ? 8 : (size_t)n;
+}
+
+static void vm_pool_hint(unsigned n)
+{
+	pool.hint = n;
 }
 
 void vm_pool_drain(void)
@@ -1462,4 +1468,6 @@ const struct sandbox_ops vm_ops = {
     .get = vm_get,
     .destroy = vm_destroy,
     .time_factor = vm_time_factor,
+    .pool_hint = vm_pool_hint,
+    .pool_drain = vm_pool_drain,
 };
