@@ -186,12 +186,10 @@ int cmd_doctor(int argc, char **argv)
 	size_t nb;
 	const struct sandbox_ops *const *b = sandbox_backends(&nb);
 	for (size_t i = 0; i < nb; i++) {
-		if (b[i]->probe(&e) == 0)
-			snprintf(buf, sizeof(buf), "backend '%s' works here", b[i]->name);
-		else
-			snprintf(buf, sizeof(buf), "backend '%s' cannot work: %s", b[i]->name,
-				 e.msg);
-		add(c, &n, b[i]->name, b[i]->probe(&e) == 0 ? "ok" : "missing", buf);
+		bool works = b[i]->probe(&e) == 0;
+		snprintf(buf, sizeof(buf), "backend '%s' %s%s", b[i]->name,
+			 works ? "works here" : "cannot work: ", works ? "" : e.msg);
+		add(c, &n, b[i]->name, works ? "ok" : "missing", buf);
 	}
 	struct vm_host vh;
 	const struct sandbox_ops *vm = sandbox_backend("vm");

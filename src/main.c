@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "cmd_class.h"
 #include "cmd_doctor.h"
 #include "cmd_grade.h"
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
 	umask(022);
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return err_exit_status(ERR_USAGE);
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
@@ -66,6 +67,5 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "proctor: unknown command '%s' (try 'proctor --help')\n", argv[1]);
-	return 2;
+	return cli_usage_error("unknown command '%s' (try 'proctor --help')", argv[1]);
 }
