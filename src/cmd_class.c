@@ -243,9 +243,8 @@ static int scan_dir(struct class_run *c, struct err *e)
 	int lfd = c->dir_fd < 0 ? -1 : fcntl(c->dir_fd, F_DUPFD_CLOEXEC, 3);
 	d = lfd >= 0 ? fdopendir(lfd) : NULL;
 	if (!d) {
-		int saved = errno;
 		xclose(lfd);
-		return err_setk(e, ERR_INPUT, saved, "cannot read DIR '%s'", dir);
+		return err_setk(e, ERR_INPUT, errno, "cannot read DIR '%s'", dir);
 	}
 	for (;;) {
 		struct dirent *de;

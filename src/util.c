@@ -4,7 +4,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -78,6 +80,24 @@ int read_file_at(int dirfd, const char *path, char *buf, size_t cap, struct err 
 	}
 	buf[len] = '\0';
 	return 0;
+}
+
+int own_program(const char *name, int amode, char *buf, size_t len, struct err *e)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0)
+		return err_set(e, errno, "readlink /proc/self/exe");
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0'; /* an absolute path */
+	snprintf(buf, len, "%s/%s", self, name);
+	if (access(buf, amode) == 0)
+		return 0;
+	snprintf(buf, len, "%s/../libexec/%s", self, name);
+	if (access(buf, amode) == 0)
+		return 0;
+	return err_set(e, 0, "%s not found next to proctor (%s)", name, self);
 }
 
 int parse_u64(const char *s, size_t len, uint64_t *ret)

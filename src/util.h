@@ -50,6 +50,11 @@ int read_file_at(int dirfd, const char *path, char *buf, size_t cap, struct err 
 int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **ret, size_t *ret_len,
 		  struct err *e);
 
+/* The program `name` (proctor-helper, proctor-agent) beside the running
+ * one, or in ../libexec (the installed layout), that access(2) allows
+ * `amode` on: its path in buf. */
+int own_program(const char *name, int amode, char *buf, size_t len, struct err *e);
+
 /* Parse an unsigned decimal without sign, spaces or overflow; the whole
  * string [s, s+len) must be digits. Returns 0 or -1. */
 int parse_u64(const char *s, size_t len, uint64_t *ret);

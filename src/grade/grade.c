@@ -92,29 +92,25 @@ int grade_prepare(const char *isolation, const struct assignment *a,
 
 /* ---- small helpers --------------------------------------------------------- */
 
-static int helper_path(const struct grade_options *o, char *buf, size_t len, struct err *e)
+/* proctor-helper `argv` as the sandbox's uid, the slots hidden: c's
+ * descriptors and input, unpriv_run()'s result (grade/unpriv.h); -2, never
+ * the input's doing, also when there is no proctor-helper. */
+static int run_helper(const struct attempt *at, char **argv, struct unpriv_call c, json_t **ans,
+		      struct err *herr)
 {
-	char self[PATH_MAX];
-	ssize_t n;
+	char helper[PATH_MAX], slots_dir[PATH_MAX];
 
-	if (o->helper_path) {
-		snprintf(buf, len, "%s", o->helper_path);
-		return 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0)
-		return err_set(e, errno, "readlink /proc/self/exe");
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	*slash = '\0';
-	snprintf(buf, len, "%s/proctor-helper", self);
-	if (access(buf, X_OK) < 0) {
-		/* Installed layout: bin/proctor and libexec/proctor-helper. */
-		snprintf(buf, len, "%s/../libexec/proctor-helper", self);
-		if (access(buf, X_OK) < 0)
-			return err_set(e, 0, "proctor-helper not found next to proctor (%s)", self);
-	}
-	return 0;
+	if (at->o->helper_path)
+		snprintf(helper, sizeof(helper), "%s", at->o->helper_path);
+	else if (own_program("proctor-helper", X_OK, helper, sizeof(helper), herr) < 0)
+		return -2;
+	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
+	c.helper = helper;
+	c.argv = argv;
+	c.uid = at->sb->untrusted_uid;
+	c.timeout_s = HELPER_TIMEOUT_S;
+	c.hide_dir = slots_dir;
+	return unpriv_run(&c, ans, herr);
 }
 
 /* Replace {report} and {report_dir} in one argv element. */
@@ -207,19 +203,15 @@ static json_t *json_text(const char *s)
  * display cap. */
 static json_t *step_json(const char *name, struct run_result *r)
 {
-	struct capbuf out = r->out, err = r->err;
-
-	if (out.len > DISPLAY_CAP) {
-		out.len = DISPLAY_CAP;
-		out.truncated = true;
-	}
-	if (err.len > DISPLAY_CAP) {
-		err.len = DISPLAY_CAP;
-		err.truncated = true;
-	}
 	struct run_result shown = *r;
-	shown.out = out;
-	shown.err = err;
+
+	struct capbuf *caps[] = {&shown.out, &shown.err};
+
+	for (size_t i = 0; i < 2; i++)
+		if (caps[i]->len > DISPLAY_CAP) {
+			caps[i]->len = DISPLAY_CAP;
+			caps[i]->truncated = true;
+		}
 	json_t *j = run_result_to_json(&shown);
 	if (j) {
 		json_object_set_new(j, "name", json_string(name));
@@ -413,7 +405,7 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
 
 /*
  * Take the submission through the unprivileged helper into staging/sub,
- * then copy it into /work.  A refused submission is a verdict.
+ * then copy it into /work.  A refused submission is a verdict (at->status).
  *
  * The helper is never given the path, which its uid may not even reach (a
  * 0700 home or mkdtemp directory): proctor opens the submission here and
@@ -422,9 +414,9 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
  * (grade/opener.h).  A symlink swapped into the path afterwards changes
  * nothing.
  */
-static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e)
+static int take_submission(struct attempt *at, struct err *e)
 {
-	char sub[PATH_MAX + 8], helper[PATH_MAX];
+	char sub[PATH_MAX + 8];
 	const struct assignment *a = at->a;
 	struct opener_stat sst;
 	json_t *req, *ans = NULL;
@@ -432,9 +424,7 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	int src = -1, sock = -1, dest = -1;
 	pid_t opener = -1;
 
-	*ret_rejected = false;
-	if (helper_path(at->o, helper, sizeof(helper), e) < 0 ||
-	    staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
+	if (staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
 		return -1;
 	int orc = at->dir_fd >= 0
 		      ? opener_open_entry(at->dir_fd, at->entry, at->seen, &sst, &src, e)
@@ -448,7 +438,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 			    : e->errnum == ESTALE
 				? "submission was replaced while being graded"
 				: "submission is a hard link to a file of another owner");
-		*ret_rejected = true;
 		return 0;
 	}
 	if (orc < 0)
@@ -457,7 +446,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 		set_verdict(at, "rejected", "%s",
 			    S_ISLNK(sst.mode) ? "submission is a symbolic link"
 					      : "submission is not a directory or a regular file");
-		*ret_rejected = true;
 		return 0;
 	}
 	if (S_ISDIR(sst.mode) && opener_start(src, &opener, &sock, e) < 0) {
@@ -485,21 +473,12 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 		goto out_stop;
 	}
 	char *argv[] = {(char *)"intake", NULL};
-	char slots_dir[PATH_MAX];
-	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
 	/* From here the submission's bytes are being processed: a helper that
 	 * dies on them does not earn the submission free retries. */
 	at->student_ran = true;
-	struct unpriv_call call = {.helper = helper,
-				   .argv = argv,
-				   .uid = at->sb->untrusted_uid,
-				   .stdin_fd = -1,
-				   .input = text,
-				   .fd3 = dest,
-				   .fd4 = sock >= 0 ? sock : src,
-				   .timeout_s = HELPER_TIMEOUT_S,
-				   .hide_dir = slots_dir};
-	int rc = unpriv_run(&call, &ans, &herr);
+	struct unpriv_call call = {
+	    .stdin_fd = -1, .input = text, .fd3 = dest, .fd4 = sock >= 0 ? sock : src};
+	int rc = run_helper(at, argv, call, &ans, &herr);
 	free(text);
 	close(dest);
 	xclose(sock);
@@ -514,7 +493,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	if (rc > 0) {
 		/* The helper refused this input: the submission's doing. */
 		set_verdict(at, "rejected", "the submission could not be read: %s", herr.msg);
-		*ret_rejected = true;
 		return 0;
 	}
 	int rejected = 0;
@@ -525,7 +503,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	    !json_is_array(taken) || !json_is_array(ignored)) {
 		json_decref(ans);
 		set_verdict(at, "rejected", "the submission could not be read");
-		*ret_rejected = true;
 		return 0;
 	}
 	json_object_set(at->sub, "files", taken);
@@ -533,7 +510,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	json_object_set_new(at->sub, "digest", json_string(digest));
 	if (rejected) {
 		set_verdict(at, "rejected", "%s", reason);
-		*ret_rejected = true;
 		json_decref(ans);
 		return 0;
 	}
@@ -558,19 +534,29 @@ static int put_hidden(struct attempt *at, struct err *e)
 	return 0;
 }
 
+/* `prefix` and n (at most 32) random bytes in hex, into buf. */
+static int random_name(char *buf, size_t cap, const char *prefix, size_t n, struct err *e)
+{
+	unsigned char rnd[32];
+	size_t len = (size_t)snprintf(buf, cap, "%s", prefix);
+
+	if (n > sizeof(rnd) || len + 2 * n >= cap || getrandom(rnd, n, 0) != (ssize_t)n)
+		return err_set(e, errno, "getrandom");
+	for (size_t i = 0; i < n; i++)
+		snprintf(buf + len + 2 * i, 3, "%02x", rnd[i]);
+	return 0;
+}
+
 /* Fresh, unguessable report directory, created right before the test step
  * so nothing the build left there can pass for a report. */
 static int make_report_dir(struct attempt *at, struct err *e)
 {
-	unsigned char rnd[8];
 	char empty[PATH_MAX + 16], name[32];
 
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return err_set(e, errno, "getrandom");
-	snprintf(at->report_dir, sizeof(at->report_dir), "/tmp/.proctor-report-");
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(at->report_dir + strlen(at->report_dir), 3, "%02x", rnd[i]);
-	snprintf(name, sizeof(name), "empty-%02x%02x", rnd[0], rnd[1]);
+	if (random_name(at->report_dir, sizeof(at->report_dir), "/tmp/.proctor-report-", 8, e) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "empty-%.4s",
+		 at->report_dir + strlen("/tmp/.proctor-report-"));
 	if (staging_dir(at, name, at->sb->untrusted_uid, empty, sizeof(empty), e) < 0)
 		return -1;
 	return sandbox_put(at->sb, empty, at->report_dir, 0, e);
@@ -627,28 +613,15 @@ static int read_report(struct attempt *at, struct report *ret, struct err *e)
 static int parse_report_file(struct attempt *at, const char *host, enum report_format fmt,
 			     struct report *ret, struct err *e)
 {
-	char helper[PATH_MAX];
+	char *argv[] = {(char *)"parse-report", (char *)format_name(fmt), NULL};
 	struct err gerr;
-	int rc;
+	json_t *ans = NULL;
+	int rc, fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
-	if (helper_path(at->o, helper, sizeof(helper), e) < 0)
-		return -1;
-	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return err_set(e, errno, "open '%s'", host);
-	char *argv[] = {(char *)"parse-report", (char *)format_name(fmt), NULL};
-	char slots_dir[PATH_MAX];
-	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
-	struct unpriv_call call = {.helper = helper,
-				   .argv = argv,
-				   .uid = at->sb->untrusted_uid,
-				   .stdin_fd = fd,
-				   .fd3 = -1,
-				   .fd4 = -1,
-				   .timeout_s = HELPER_TIMEOUT_S,
-				   .hide_dir = slots_dir};
-	json_t *ans = NULL;
-	rc = unpriv_run(&call, &ans, &gerr);
+	rc = run_helper(at, argv, (struct unpriv_call){.stdin_fd = fd, .fd3 = -1, .fd4 = -1}, &ans,
+			&gerr);
 	close(fd);
 	if (rc < 0)
 		return err_set(e, 0, "report helper: %s", gerr.msg);
@@ -730,8 +703,6 @@ static json_t *unscored_tests(const struct assignment *a)
 	return tests;
 }
 
-static char *read_host_file(const char *path, uint64_t cap, size_t *ret_len, struct err *e);
-
 /* ---- the pytest guard ---------------------------------------------------------- */
 
 /* Write `len` bytes to a new staging file owned by `owner`. */
@@ -772,23 +743,17 @@ static const char guard_ini[] = "# Proctor's pytest configuration: none (docs/gr
  */
 static int guard_prepare(struct attempt *at, char key[65], char env[GUARD_ENV][256], struct err *e)
 {
-	unsigned char rnd[32], nonce[8];
 	char path[PATH_MAX + 32], dir[PATH_MAX + 32], dst[PATH_MAX], sbdir[64], ini[96];
 	struct stat st;
 
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) ||
-	    getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
-		return err_set(e, errno, "getrandom");
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(key + 2 * i, 3, "%02x", rnd[i]);
+	if (random_name(key, 65, "", 32, e) < 0 ||
+	    random_name(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
+		return -1;
 	if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path, sizeof(path), e) < 0)
 		return -1;
 	snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
 	if (sandbox_put(at->sb, path, dst, 0, e) < 0)
 		return err_wrap(e, "guard key");
-	snprintf(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-");
-	for (size_t i = 0; i < sizeof(nonce); i++)
-		snprintf(sbdir + strlen(sbdir), 3, "%02x", nonce[i]);
 	snprintf(dir, sizeof(dir), "%s/guard", at->staging);
 	if (mkdir(dir, 0755) < 0)
 		return err_set(e, errno, "mkdir '%s'", dir);
@@ -827,8 +792,7 @@ static bool fetch_small(struct attempt *at, const char *sandbox_path, const char
 	if (sandbox_get(at->sb, sandbox_path, host, &ignored) < 0 || lstat(host, &st) < 0 ||
 	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size > cap)
 		return false;
-	*ret = read_host_file(host, cap, ret_len, &ignored);
-	return *ret != NULL;
+	return read_whole_at(AT_FDCWD, host, O_NOFOLLOW, cap, ret, ret_len, &ignored) == 0;
 }
 
 /* The guard's summary, verified with the key, parsed as the report. */
@@ -927,33 +891,6 @@ static int runner_mode(struct attempt *at, struct err *e)
 }
 
 /* ---- I/O mode ---------------------------------------------------------------------- */
-
-static char *read_host_file(const char *path, uint64_t cap, size_t *ret_len, struct err *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	char *buf;
-
-	if (fd < 0) {
-		err_set(e, errno, "'%s'", path);
-		return NULL;
-	}
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > cap) {
-		close(fd);
-		err_set(e, EFBIG, "'%s'", path);
-		return NULL;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
-	close(fd);
-	if (n != st.st_size) {
-		free(buf);
-		err_set(e, EIO, "read '%s'", path);
-		return NULL;
-	}
-	*ret_len = (size_t)n;
-	return buf;
-}
 
 /* A new sandbox.  Failing to make one (every slot of the host busy past
  * the wait, a host fault) is Proctor's, even after the submission ran. */
@@ -1055,7 +992,7 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 	struct sandbox *sb = NULL;
 	struct run_result r;
 	char name[300], out_path[PATH_MAX + 32];
-	int stdin_fd = -1, rc = -1;
+	int rc = -1;
 
 	if (case_sandbox(at, built, &c->limits, &sb, e) < 0)
 		return -1;
@@ -1075,7 +1012,7 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 	at->sb = sb;
 	snprintf(name, sizeof(name), "case:%s", c->name);
 	at->stdin_path = c->stdin_path ? "/tmp/.proctor-stdin" : NULL;
-	rc = run_step(at, name, argv, &c->limits, stdin_fd, a->io_output_max, &r, e);
+	rc = run_step(at, name, argv, &c->limits, -1, a->io_output_max, &r, e);
 	at->stdin_path = NULL;
 	at->sb = saved;
 	free_argv(argv);
@@ -1097,8 +1034,9 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 		case_record(at, c, "failed", "output_limit", "the output is larger than the cap");
 	else {
 		size_t exp_len = 0;
-		char *exp = read_host_file(c->expected_path, a->io_output_max * 2, &exp_len, e);
-		if (!exp) {
+		char *exp = NULL;
+		if (read_whole_at(AT_FDCWD, c->expected_path, 0, a->io_output_max * 2, &exp,
+				  &exp_len, e) < 0) {
 			run_result_free(&r);
 			rc = -1;
 			goto out;
@@ -1133,7 +1071,6 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 	run_result_free(&r);
 	rc = 0;
 out:
-	xclose(stdin_fd);
 	sandbox_destroy(sb);
 	return rc;
 }
@@ -1194,7 +1131,6 @@ static int attempt_run(struct attempt *at, struct err *e)
 	const struct assignment *a = at->a;
 	struct sandbox_options so = at->o->sandbox;
 	struct run_result r;
-	bool rejected;
 
 	so.disk_bytes = max_disk(a);
 	if (staging_create(at, e) < 0)
@@ -1214,9 +1150,9 @@ static int attempt_run(struct attempt *at, struct err *e)
 		if (!ok)
 			return err_set(e, 0, "the assignment's setup step failed (see steps)");
 	}
-	if (take_submission(at, &rejected, e) < 0)
+	if (take_submission(at, e) < 0)
 		return -1;
-	if (rejected)
+	if (at->status) /* rejected */
 		return 0;
 	if (put_hidden(at, e) < 0)
 		return -1;

@@ -79,9 +79,8 @@ static int reopen(int pfd, const struct stat *st, const char *what, int *ret_fd,
 			       "reopen '%s' through /proc", what);
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "reopen '%s'", what);
+		xclose(fd);
+		return err_set(e, errno, "reopen '%s'", what);
 	}
 	if (fstat(fd, &again) < 0 || again.st_dev != st->st_dev || again.st_ino != st->st_ino) {
 		close(fd);
@@ -474,10 +473,9 @@ int opener_start(int rootfd, pid_t *ret_pid, int *ret_sock, struct err *e)
 		return err_set(e, errno, "socketpair for the opener");
 	pid = fork();
 	if (pid < 0) {
-		int saved = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return err_set(e, saved, "fork the opener");
+		xclose(sv[0]);
+		xclose(sv[1]);
+		return err_set(e, errno, "fork the opener");
 	}
 	if (pid == 0) {
 		/* SECURITY: this process does nothing but look up and list

@@ -202,10 +202,9 @@ static int worker_spawn(struct sched *s, struct worker *w, struct err *e)
 	fflush(stderr);
 	pid = fork();
 	if (pid < 0) {
-		int saved = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return err_set(e, saved, "fork");
+		xclose(sv[0]);
+		xclose(sv[1]);
+		return err_set(e, errno, "fork");
 	}
 	if (pid == 0) {
 		/* No other worker's socket: its EOF must mean that worker is gone. */

@@ -130,10 +130,9 @@ int tool_run(char *const argv[], int log_fd, unsigned timeout_s, struct err *e)
 		return err_set(e, errno, "pipe");
 	pid = (pid_t)syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
 	if (pid < 0) {
-		int saved = errno;
-		close(rep[0]);
-		close(rep[1]);
-		return err_set(e, saved, "start %s", argv[0]);
+		xclose(rep[0]);
+		xclose(rep[1]);
+		return err_set(e, errno, "start %s", argv[0]);
 	}
 	if (pid == 0) {
 		tool_child_setup(log_fd, rep[1], NULL, 0);

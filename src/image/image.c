@@ -180,16 +180,14 @@ static int open_name_locked(const char *images, const char *name, bool create, i
 		return err_set(e, errno, "open '%s'", path);
 	lock = openat(dir, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock < 0) {
-		int saved = errno;
-		close(dir);
-		return err_set(e, saved, "open '%s/.lock'", path);
+		xclose(dir);
+		return err_set(e, errno, "open '%s/.lock'", path);
 	}
 	while (flock(lock, LOCK_EX) < 0) {
 		if (errno != EINTR) {
-			int saved = errno;
-			close(lock);
-			close(dir);
-			return err_set(e, saved, "lock '%s/.lock'", path);
+			xclose(lock);
+			xclose(dir);
+			return err_set(e, errno, "lock '%s/.lock'", path);
 		}
 	}
 	*ret_dir = dir;
@@ -486,9 +484,8 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, unsigned dept
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
-				int saved = errno;
-				close(fd);
-				return err_set(w->e, saved, "read '%s'", shown);
+				xclose(fd);
+				return err_set(w->e, errno, "read '%s'", shown);
 			}
 			if (n == 0)
 				break;

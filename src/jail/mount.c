@@ -104,9 +104,8 @@ static int write_text(const char *path, const char *text, struct err *e)
 	if (fd < 0)
 		return err_set(e, errno, "create '%s'", path);
 	if (write_all(fd, text, strlen(text)) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "write '%s'", path);
+		xclose(fd);
+		return err_set(e, errno, "write '%s'", path);
 	}
 	close(fd);
 	return 0;

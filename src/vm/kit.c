@@ -99,9 +99,8 @@ static int write_new_at(int dirfd, const char *name, mode_t mode, const void *da
 	if (fd < 0)
 		return err_set(e, errno, "create '%s'", name);
 	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "write '%s'", name);
+		xclose(fd);
+		return err_set(e, errno, "write '%s'", name);
 	}
 	close(fd);
 	return 0;
@@ -268,9 +267,8 @@ static int only_subdir(int dirfd, const char *path, char ret[NAME_MAX + 1], stru
 	DIR *d;
 
 	if (fd < 0 || !(d = fdopendir(fd))) {
-		int saved = errno;
 		xclose(fd);
-		return err_set(e, saved, "the package has no %s", path);
+		return err_set(e, errno, "the package has no %s", path);
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -894,9 +892,8 @@ static int list_dir(int dfd, const char *what, char ***ret, size_t *ret_n, struc
 	DIR *d;
 
 	if (fd < 0 || !(d = fdopendir(fd))) {
-		int saved = errno;
 		xclose(fd);
-		return err_set(e, saved, "open '%s'", what);
+		return err_set(e, errno, "open '%s'", what);
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)

@@ -88,28 +88,6 @@ void vm_last_timing(struct vm_timing *ret)
 	*ret = last_timing;
 }
 
-/* proctor-agent next to the proctor binary, or in ../libexec. */
-static int agent_path(char *buf, size_t len, struct err *e)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n < 0)
-		return err_set(e, errno, "readlink /proc/self/exe");
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(buf, len, "%s/proctor-agent", self);
-	if (access(buf, R_OK) == 0)
-		return 0;
-	snprintf(buf, len, "%s/../libexec/proctor-agent", self);
-	if (access(buf, R_OK) == 0)
-		return 0;
-	return err_set(e, 0, "proctor-agent (the guest's init) not found next to proctor (%s)",
-		       self);
-}
-
 /* ---- paths of an image ---- */
 
 static int image_paths(const char *system_dir, struct vm_image *im, struct err *e)
@@ -307,7 +285,7 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 
 	/* The agent binary is hashed once per process, not per sandbox. */
 	static char cached_agent[PATH_MAX], cached_asha[65];
-	if (agent_path(agent, sizeof(agent), e) < 0)
+	if (own_program("proctor-agent", R_OK, agent, sizeof(agent), e) < 0)
 		return -1;
 	if (strcmp(agent, cached_agent) != 0) {
 		if (file_sha(agent, cached_asha, e) < 0)
@@ -525,9 +503,8 @@ static int ram_memfd(const char *path, struct err *e)
 		return cached_fd;
 	in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (in < 0 || fstat(in, &st) < 0) {
-		int saved = errno;
 		xclose(in);
-		return err_set(e, saved, "open %s", path);
+		return err_set(e, errno, "open %s", path);
 	}
 	fd = memfd_create("proctor-vm-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, st.st_size) < 0) {
@@ -609,7 +586,7 @@ static int vm_probe(struct err *e)
 		return err_set(e, 0, "the microVM backend needs root (slots, cgroups, namespaces)");
 	if (qemu_identity(buf, sizeof(buf), e) < 0)
 		return -1;
-	return agent_path(agent, sizeof(agent), e);
+	return own_program("proctor-agent", R_OK, agent, sizeof(agent), e);
 }
 
 static int vm_prepare(struct err *e)
