@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 

@@ -6,7 +6,6 @@
 #include <linux/capability.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -7,12 +7,10 @@
 #include <fnmatch.h>
 #include <libfyaml.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "digest.h"
 #include "util.h"

@@ -6,7 +6,6 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/seccomp.h>

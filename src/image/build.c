@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +22,6 @@
 #include <unistd.h>
 
 #include "host/tool.h"
-#include "image/image.h"
 #include "util.h"
 
 #define BUILD_TIMEOUT_S 3600 /* mmdebstrap: downloads and installs */

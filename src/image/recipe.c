@@ -2,18 +2,13 @@
 #include "image/recipe.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <libfyaml.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "digest.h"
-#include "util.h"
 #include "yamlfile.h"
 
 /*
