@@ -45,10 +45,6 @@
 #include "grade/sched.h"
 #include "util.h"
 
-#ifndef PROCTOR_VERSION
-#define PROCTOR_VERSION "0.1.0"
-#endif
-
 #define MAX_JOBS	CLI_MAX_SLOTS
 #define MAX_SUBMISSIONS 100000
 #define GRADE_ATTEMPTS	2 /* a submission whose worker failed is graded once more */

@@ -100,6 +100,71 @@ int own_program(const char *name, int amode, char *buf, size_t len, struct err *
 	return err_set(e, 0, "%s not found next to proctor (%s)", name, self);
 }
 
+int strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n, struct err *e)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	char **v = NULL;
+	size_t n = 0;
+
+	if (!d) {
+		xclose(fd);
+		return err_set(e, errno, "open the directory");
+	}
+	while (rc == 0 && (errno = 0, de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		char **nv = n % 64 ? v : realloc(v, (n + 64) * sizeof(*v));
+		if (n == max)
+			rc = err_set(e, E2BIG, "more than %zu entries", max);
+		else if (!nv || !(nv[n] = strdup(de->d_name)))
+			rc = err_set(e, ENOMEM, "list the directory");
+		else
+			n++;
+		v = nv ? nv : v;
+	}
+	if (rc == 0 && errno)
+		rc = err_set(e, errno, "read the directory");
+	closedir(d);
+	if (rc < 0) {
+		free_names(v, n);
+		return -1;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), strcmp_ptr);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+void free_names(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+int write_new_at(int dirfd, const char *name, mode_t mode, const void *data, size_t len,
+		 struct err *e)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+
+	if (fd < 0)
+		return err_set(e, errno, "create '%s'", name);
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		xclose(fd);
+		return err_set(e, errno, "write '%s'", name);
+	}
+	close(fd);
+	return 0;
+}
+
 int parse_u64(const char *s, size_t len, uint64_t *ret)
 {
 	uint64_t v = 0;

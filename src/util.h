@@ -55,6 +55,20 @@ int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **re
  * `amode` on: its path in buf. */
 int own_program(const char *name, int amode, char *buf, size_t len, struct err *e);
 
+/* strcmp() of two char * elements, for qsort() and bsearch(). */
+int strcmp_ptr(const void *a, const void *b);
+
+/* The names in the directory dirfd but "." and "..", sorted (strcmp), as
+ * *ret_n malloc'd strings in a malloc'd array (free_names()); more than
+ * max of them is E2BIG. */
+int dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n, struct err *e);
+void free_names(char **v, size_t n);
+
+/* Create `name` below dirfd (O_EXCL, no symlink followed) with `mode`,
+ * holding len bytes of data, synced. */
+int write_new_at(int dirfd, const char *name, mode_t mode, const void *data, size_t len,
+		 struct err *e);
+
 /* Parse an unsigned decimal without sign, spaces or overflow; the whole
  * string [s, s+len) must be digits. Returns 0 or -1. */
 int parse_u64(const char *s, size_t len, uint64_t *ret);

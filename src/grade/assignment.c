@@ -833,11 +833,6 @@ static int walk_tree(struct yaml_ctx *c, const char *rel, int line, struct file_
 	return r;
 }
 
-static int str_cmp(const void *x, const void *y)
-{
-	return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 /*
  * SHA-256 over (name, size, content) of assignment.yaml as parsed, then of
  * each regular file of tests_dir and each case file, once each, sorted by
@@ -862,7 +857,7 @@ static int compute_digest(struct yaml_ctx *c, struct assignment *a, const char *
 			r = list_add(c, &l, a->cases[i].expected_path + skip);
 	}
 	if (r == 0 && l.n > 0)
-		qsort(l.rel, l.n, sizeof(*l.rel), str_cmp);
+		qsort(l.rel, l.n, sizeof(*l.rel), strcmp_ptr);
 	if (r == 0 && !(d = digest_new()))
 		r = yaml_oom(c);
 	if (r == 0) {

@@ -638,6 +638,18 @@ static int parse_report_file(struct attempt *at, const char *host, enum report_f
 	return 0;
 }
 
+/* One entry of the result's "tests" (docs/result.md). */
+static json_t *test_json(const char *name, const char *classname, const char *status, double score,
+			 double max_score, enum visibility v, const char *message,
+			 const char *reason)
+{
+	return json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:o, s:o}", "name", name, "classname",
+			 classname ? json_string(classname) : json_null(), "status", status,
+			 "score", score, "max_score", max_score, "visibility", visibility_name(v),
+			 "message", message ? json_text(message) : json_null(), "reason",
+			 reason ? json_string(reason) : json_null());
+}
+
 /* Score the manifest against a parsed report; sets the verdict. */
 static void score_report(struct attempt *at, const struct report *r)
 {
@@ -662,15 +674,10 @@ static void score_report(struct attempt *at, const struct report *r)
 			at->passed++;
 			at->score += t->t.points;
 		}
-		json_array_append_new(
-			at->tests,
-			json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:o, s:n}", "name", t->t.name,
-				  "classname", t->t.classname ? json_string(t->t.classname) : json_null(),
-				  "status", test_outcome_name(out[i].outcome), "score",
-				  pass ? t->t.points : 0.0, "max_score", t->t.points, "visibility",
-				  visibility_name(t->visibility), "message",
-				  out[i].message ? json_text(out[i].message) : json_null(),
-				  "reason"));
+		json_array_append_new(at->tests, test_json(t->t.name, t->t.classname,
+							   test_outcome_name(out[i].outcome),
+							   pass ? t->t.points : 0, t->t.points,
+							   t->visibility, out[i].message, NULL));
 	}
 	if (found == 0)
 		set_verdict(at, "crashed", "none of the %zu declared tests appear in the report",
@@ -688,18 +695,13 @@ static json_t *unscored_tests(const struct assignment *a)
 	size_t total = io ? a->n_cases : a->n_tests;
 	json_t *tests = json_array();
 
-	for (size_t i = 0; tests && i < total; i++) {
-		const char *classname = io ? NULL : a->tests[i].t.classname;
+	for (size_t i = 0; tests && i < total; i++)
 		json_array_append_new(
-			tests,
-			json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:n, s:n}", "name",
-				  io ? a->cases[i].name : a->tests[i].t.name, "classname",
-				  classname ? json_string(classname) : json_null(), "status",
-				  "missing", "score", 0.0, "max_score",
-				  io ? a->cases[i].points : a->tests[i].t.points, "visibility",
-				  visibility_name(io ? a->cases[i].visibility : a->tests[i].visibility),
-				  "message", "reason"));
-	}
+		    tests,
+		    io ? test_json(a->cases[i].name, NULL, "missing", 0, a->cases[i].points,
+				   a->cases[i].visibility, NULL, NULL)
+		       : test_json(a->tests[i].t.name, a->tests[i].t.classname, "missing", 0,
+				   a->tests[i].t.points, a->tests[i].visibility, NULL, NULL));
 	return tests;
 }
 
@@ -978,12 +980,8 @@ static void case_record(struct attempt *at, const struct io_case *c, const char 
 		at->passed++;
 		at->score += c->points;
 	}
-	json_array_append_new(at->tests,
-			      json_pack("{s:s, s:n, s:s, s:f, s:f, s:s, s:o, s:s}", "name", c->name,
-					"classname", "status", status, "score", pass ? c->points : 0.0,
-					"max_score", c->points, "visibility",
-					visibility_name(c->visibility), "message",
-					message ? json_text(message) : json_null(), "reason", reason));
+	json_array_append_new(at->tests, test_json(c->name, NULL, status, pass ? c->points : 0,
+						   c->points, c->visibility, message, reason));
 }
 
 static int io_case(struct attempt *at, const char *built, const struct io_case *c, struct err *e)
@@ -1206,34 +1204,37 @@ static json_t *document(struct attempt *at, unsigned attempts)
 		}
 	}
 	json_object_set_new(at->sub, "path", json_text(at->submission));
-	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
-			 "s:{s:s, s:s}, s:s, s:i, s:s, s:f}",
-			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status",
-			 at->status, "reason", at->reason[0] ? json_text(at->reason) : json_null(),
-			 "score", at->score, "max_score", a->max_score, "passed",
-			 (json_int_t)at->passed, "total", (json_int_t)total, "tests", at->tests,
-			 "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,
-			 "digest", a->digest, "image", "name", a->image, "digest",
-			 at->image_digest, "isolation", at->o->ops->name, "attempts",
-			 (int)attempts, "view", "instructor", "time_factor", at->time_factor);
+	/* No image digest: the document of a worker that failed (no image). */
+	json_t *image = at->image_digest
+			    ? json_pack("{s:s, s:s}", "name", a->image, "digest", at->image_digest)
+			    : json_null();
+	return json_pack(
+	    "{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
+	    "s:o, s:s, s:i, s:s, s:f}",
+	    "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status", at->status, "reason",
+	    at->reason[0] ? json_text(at->reason) : json_null(), "score", at->score, "max_score",
+	    a->max_score, "passed", (json_int_t)at->passed, "total", (json_int_t)total, "tests",
+	    at->tests, "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,
+	    "digest", a->digest, "image", image, "isolation", at->o->ops->name, "attempts",
+	    (int)attempts, "view", "instructor", "time_factor", at->time_factor);
 }
+
+static void attempt_reset(struct attempt *at);
 
 json_t *grade_error_document(const struct assignment *a, const char *submission,
 			     const struct grade_options *o, const char *reason, unsigned attempts,
 			     double time_factor)
 {
-	size_t total = a->mode == GRADE_MODE_IO ? a->n_cases : a->n_tests;
+	struct attempt at = {.a = a, .o = o, .submission = submission, .time_factor = time_factor};
+	json_t *doc;
 
-	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:o, s:[], "
-			 "s:{s:o, s:n, s:[], s:[]}, s:{s:s, s:s}, s:n, s:s, s:i, s:s, s:f}",
-			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status",
-			 "error", "reason", json_text(reason), "score", 0.0, "max_score",
-			 a->max_score, "passed", (json_int_t)0, "total", (json_int_t)total,
-			 "tests", unscored_tests(a), "steps", "submission", "path",
-			 json_text(submission), "digest", "files", "ignored", "assignment", "name",
-			 a->name, "digest", a->digest, "image", "isolation", o->ops->name,
-			 "attempts", (int)attempts, "view", "instructor", "time_factor",
-			 time_factor);
+	attempt_reset(&at);
+	set_verdict(&at, "error", "%s", reason);
+	doc = document(&at, attempts);
+	json_decref(at.steps);
+	json_decref(at.tests);
+	json_decref(at.sub);
+	return doc;
 }
 
 static void attempt_reset(struct attempt *at)

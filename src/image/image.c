@@ -359,49 +359,17 @@ struct walk {
 	struct err *e;
 };
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int walk_entry(struct walk *w, int dirfd, const char *name, unsigned depth);
 
 /* The entries of the directory fd, in byte order of their names. */
 static int walk_dir(struct walk *w, int fd, unsigned depth)
 {
-	int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
+	char **names;
+	size_t n;
 	int rc = 0;
-	DIR *d;
 
-	if (dup < 0 || !(d = fdopendir(dup))) {
-		xclose(dup);
-		return err_set(w->e, errno, "open directory '%s/'", w->path);
-	}
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **nn =
-			    cap <= DIR_ENTRIES_MAX ? realloc(names, cap * sizeof(*nn)) : NULL;
-			if (!nn) {
-				rc = err_set(w->e, ENOMEM, "directory '%s/'", w->path);
-				break;
-			}
-			names = nn;
-		}
-		if (!(names[n] = strdup(de->d_name))) {
-			rc = err_set(w->e, ENOMEM, "directory '%s/'", w->path);
-			break;
-		}
-		n++;
-	}
-	closedir(d);
-	if (rc == 0 && n)
-		qsort(names, n, sizeof(*names), cmp_names);
+	if (dir_names(fd, DIR_ENTRIES_MAX, &names, &n, w->e) < 0)
+		return err_wrap(w->e, "directory '%s/'", w->path);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		size_t len = w->len, nl = strlen(names[i]);
 		if (len + 1 + nl >= sizeof(w->path)) {
@@ -415,9 +383,7 @@ static int walk_dir(struct walk *w, int fd, unsigned depth)
 		w->len = len;
 		w->path[len] = '\0';
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	free_names(names, n);
 	return rc;
 }
 

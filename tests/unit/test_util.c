@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -276,6 +277,37 @@ static void test_a_descriptor_crosses_a_socket_with_its_bytes(void **state)
 	close(sv[1]);
 }
 
+/* ---- dir_names ----------------------------------------------------------------- */
+
+static void test_dir_names_are_sorted_and_capped(void **state)
+{
+	char *dir = harness_tmpdir(), path[4096], **names;
+	const char *make[] = {"b", "a", "c.txt", ".hidden"};
+	size_t n;
+	struct err e;
+	int fd;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++) {
+		harness_path_join(path, dir, make[i]);
+		harness_write(NULL, path, "x", 1);
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(dir_names(fd, 4, &names, &n, &e), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(names[0], ".hidden");
+	assert_string_equal(names[1], "a");
+	assert_string_equal(names[2], "b");
+	assert_string_equal(names[3], "c.txt");
+	free_names(names, n);
+	assert_int_equal(dir_names(fd, 3, &names, &n, &e), -1);
+	assert_int_equal(e.errnum, E2BIG);
+	close(fd);
+	harness_rm_tree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +323,7 @@ int main(void)
 	    cmocka_unit_test(test_sandbox_path_rel_refuses_what_leaves_the_tree),
 	    cmocka_unit_test(test_sandbox_path_rel_refuses_what_does_not_fit),
 	    cmocka_unit_test(test_a_descriptor_crosses_a_socket_with_its_bytes),
+	    cmocka_unit_test(test_dir_names_are_sorted_and_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
