@@ -525,15 +525,6 @@ out_stop:
 	return -1;
 }
 
-static int put_hidden(struct attempt *at, struct err *e)
-{
-	if (!at->a->tests_dir)
-		return 0;
-	if (sandbox_put(at->sb, at->a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0)
-		return err_wrap(e, "copy the hidden tests in");
-	return 0;
-}
-
 /* `prefix` and n (at most 32) random bytes in hex, into buf. */
 static int random_name(char *buf, size_t cap, const char *prefix, size_t n, struct err *e)
 {
@@ -575,40 +566,6 @@ static const char *format_name(enum report_format f)
 	return f == REPORT_TAP ? "tap" : f == REPORT_GRADESCOPE ? "gradescope" : "junit";
 }
 
-/* Copy the report out and parse it without privilege.  On failure the
- * verdict is set (the report is the submission's responsibility). */
-static int parse_report_file(struct attempt *at, const char *host, enum report_format fmt,
-			     struct report *ret, struct err *e);
-
-static int read_report(struct attempt *at, struct report *ret, struct err *e)
-{
-	const struct assignment *a = at->a;
-	char host[PATH_MAX + 16], *path;
-	struct err gerr;
-	struct stat st;
-
-	path = a->report_path ? subst(a->report_path, at->report_dir) : subst("{report}", at->report_dir);
-	if (!path)
-		return err_set(e, ENOMEM, "report path");
-	snprintf(host, sizeof(host), "%s/report", at->staging);
-	int rc = sandbox_get(at->sb, path, host, &gerr);
-	free(path);
-	if (rc < 0) {
-		set_verdict(at, "crashed", "no usable report: %s", gerr.msg);
-		return 1;
-	}
-	if (lstat(host, &st) < 0 || !S_ISREG(st.st_mode)) {
-		set_verdict(at, "crashed", "the report is not a regular file");
-		return 1;
-	}
-	if ((uint64_t)st.st_size > a->report_max_bytes) {
-		set_verdict(at, "crashed", "the report is larger than %llu KiB",
-			    (unsigned long long)(a->report_max_bytes >> 10));
-		return 1;
-	}
-	return parse_report_file(at, host, a->report_format, ret, e);
-}
-
 /* Parse a report copied to the host, without privilege.  1: verdict set. */
 static int parse_report_file(struct attempt *at, const char *host, enum report_format fmt,
 			     struct report *ret, struct err *e)
@@ -636,6 +593,37 @@ static int parse_report_file(struct attempt *at, const char *host, enum report_f
 		return 1;
 	}
 	return 0;
+}
+
+/* Copy the report out and parse it without privilege.  On failure the
+ * verdict is set (the report is the submission's responsibility). */
+static int read_report(struct attempt *at, struct report *ret, struct err *e)
+{
+	const struct assignment *a = at->a;
+	char host[PATH_MAX + 16], *path;
+	struct err gerr;
+	struct stat st;
+
+	path = a->report_path ? subst(a->report_path, at->report_dir) : subst("{report}", at->report_dir);
+	if (!path)
+		return err_set(e, ENOMEM, "report path");
+	snprintf(host, sizeof(host), "%s/report", at->staging);
+	int rc = sandbox_get(at->sb, path, host, &gerr);
+	free(path);
+	if (rc < 0) {
+		set_verdict(at, "crashed", "no usable report: %s", gerr.msg);
+		return 1;
+	}
+	if (lstat(host, &st) < 0 || !S_ISREG(st.st_mode)) {
+		set_verdict(at, "crashed", "the report is not a regular file");
+		return 1;
+	}
+	if ((uint64_t)st.st_size > a->report_max_bytes) {
+		set_verdict(at, "crashed", "the report is larger than %llu KiB",
+			    (unsigned long long)(a->report_max_bytes >> 10));
+		return 1;
+	}
+	return parse_report_file(at, host, a->report_format, ret, e);
 }
 
 /* One entry of the result's "tests" (docs/result.md). */
@@ -1152,8 +1140,9 @@ static int attempt_run(struct attempt *at, struct err *e)
 		return -1;
 	if (at->status) /* rejected */
 		return 0;
-	if (put_hidden(at, e) < 0)
-		return -1;
+	if (a->tests_dir &&
+	    sandbox_put(at->sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0)
+		return err_wrap(e, "copy the hidden tests in");
 	if (a->build.present) {
 		char **argv = step_argv(&a->build, "/tmp", NULL, 0);
 		if (!argv)
@@ -1170,13 +1159,6 @@ static int attempt_run(struct attempt *at, struct err *e)
 			return 0;
 	}
 	return a->mode == GRADE_MODE_IO ? io_mode(at, e) : runner_mode(at, e);
-}
-
-static void attempt_cleanup(struct attempt *at)
-{
-	sandbox_destroy(at->sb);
-	at->sb = NULL;
-	staging_remove(at);
 }
 
 /* ---- the result document ------------------------------------------------------- */
@@ -1219,7 +1201,21 @@ static json_t *document(struct attempt *at, unsigned attempts)
 	    (int)attempts, "view", "instructor", "time_factor", at->time_factor);
 }
 
-static void attempt_reset(struct attempt *at);
+static void attempt_reset(struct attempt *at)
+{
+	json_decref(at->steps);
+	json_decref(at->tests);
+	json_decref(at->sub);
+	at->steps = json_array();
+	at->tests = json_array();
+	at->sub = json_pack("{s:n, s:[], s:[]}", "digest", "files", "ignored");
+	at->status = NULL;
+	at->reason[0] = '\0';
+	at->score = 0;
+	at->passed = 0;
+	at->student_ran = false;
+	at->create_failed = false;
+}
 
 json_t *grade_error_document(const struct assignment *a, const char *submission,
 			     const struct grade_options *o, const char *reason, unsigned attempts,
@@ -1235,22 +1231,6 @@ json_t *grade_error_document(const struct assignment *a, const char *submission,
 	json_decref(at.tests);
 	json_decref(at.sub);
 	return doc;
-}
-
-static void attempt_reset(struct attempt *at)
-{
-	json_decref(at->steps);
-	json_decref(at->tests);
-	json_decref(at->sub);
-	at->steps = json_array();
-	at->tests = json_array();
-	at->sub = json_pack("{s:n, s:[], s:[]}", "digest", "files", "ignored");
-	at->status = NULL;
-	at->reason[0] = '\0';
-	at->score = 0;
-	at->passed = 0;
-	at->student_ran = false;
-	at->create_failed = false;
 }
 
 static int grade(const struct assignment *a, const char *submission, int dir_fd, const char *entry,
@@ -1288,7 +1268,9 @@ static int grade(const struct assignment *a, const char *submission, int dir_fd,
 		attempt_reset(&at);
 		attempts++;
 		int rc = attempt_run(&at, &aerr);
-		attempt_cleanup(&at);
+		sandbox_destroy(at.sb);
+		at.sb = NULL;
+		staging_remove(&at);
 		if (rc == 0 && at.status)
 			break;
 		if (rc == 0)

@@ -728,8 +728,6 @@ fail:
 	return NULL;
 }
 
-/* The snapshot of the plan exists afterwards: built by v (then v is reset
- * for reuse) unless another process had or has built it.  0 or -1. */
 /*
  * Remove the snapshots of image_dir (of every shape when ram_mib is 0, else
  * of that shape) except the one keyed `keep`: a new snapshot of the same
@@ -803,6 +801,8 @@ void vm_forget_image(const char *state_dir, const char *image_dir)
 	closedir(d);
 }
 
+/* The snapshot of the plan exists afterwards: built by v (then v is reset
+ * for reuse) unless another process had or has built it.  0 or -1. */
 static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 {
 	int lfd;
