@@ -108,17 +108,16 @@ static size_t run_table(struct run_options *o, struct cli_option *t, char help[]
 	size_t k = 0;
 
 	limits_default(&def);
-	const uint64_t defaults[] = {def.cpu_ms,	     def.wall_ms,	  def.memory_bytes >> 20,
-				     def.pids,		     def.fsize_bytes >> 20, def.disk_bytes >> 20,
-				     def.output_bytes >> 10, def.nofile};
 	for (unsigned i = 0; i < n && i < MAX_LIMITS; i++) {
 		bool secs = d[i].unit == LIMIT_UNIT_SECONDS;
+		uint64_t v = *(const uint64_t *)(const void *)((const char *)&def + d[i].off);
 		if (secs)
-			snprintf(help[i], 128, "%s (default %g)", d[i].help,
-				 (double)defaults[i] / 1000);
+			snprintf(help[i], 128, "%s (default %g)", d[i].help, (double)v / 1000);
 		else
 			snprintf(help[i], 128, "%s (default %llu)", d[i].help,
-				 (unsigned long long)defaults[i]);
+				 (unsigned long long)(v >> (d[i].unit == LIMIT_UNIT_MIB	  ? 20
+							    : d[i].unit == LIMIT_UNIT_KIB ? 10
+											  : 0)));
 		t[k++] = (struct cli_option){.name = d[i].name,
 					     .kind = CLI_CALL,
 					     .value_name = secs ? "S" : "N",
