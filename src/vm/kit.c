@@ -92,21 +92,6 @@ static unsigned char entry_type(DIR *d, const struct dirent *de)
 
 /* ---- host tools ---- */
 
-/* apt's first "E: " line of out (control characters replaced), or "". */
-static void apt_reason(const char *out, char *buf, size_t cap)
-{
-	const char *pick = NULL;
-	size_t i = 0;
-
-	for (const char *l = out; l && *l && !pick;
-	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (strncmp(l, "E: ", 3) == 0)
-			pick = l;
-	for (; pick && pick[i] && pick[i] != '\n' && i + 1 < cap && i < 400; i++)
-		buf[i] = (unsigned char)pick[i] < 0x20 || pick[i] == 0x7f ? '?' : pick[i];
-	buf[i] = '\0';
-}
-
 /*
  * Run a host tool as root (tool_run) with its output, stdout and
  * stderr together, going to a memfd first: copied to log_fd afterwards and
@@ -147,7 +132,7 @@ static int run_captured(char *const argv[], int log_fd, unsigned timeout_s, char
 	if (out)
 		out[kept] = '\0';
 	if (rc < 0 && out) {
-		apt_reason(out, reason, sizeof(reason));
+		tool_apt_error(out, reason, sizeof(reason));
 		if (reason[0]) {
 			snprintf(msg, sizeof(msg), "%s", e->msg);
 			err_set(e, 0, "%s: %s", msg, reason);
