@@ -838,8 +838,6 @@ static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 	return 0;
 }
 
-static void ram_memfd_forget(void);
-
 /* Remove a snapshot that failed to restore (under its lock), with every
  * pre-started VM and the cached RAM of it. */
 static void discard_snapshot(const struct vm_plan *p)
