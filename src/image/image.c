@@ -715,12 +715,10 @@ int image_build(const char *state_dir, const char *recipe_path, struct image_inf
 	if ((size_t)snprintf(build_path, sizeof(build_path), "%s/%s/.build-XXXXXX", images,
 			     r->name) >= sizeof(build_path)) {
 		err_set(e, ENAMETOOLONG, "image build: '%s'", images);
-		flock(lockfd, LOCK_UN);
-		goto out;
+		goto out; /* closing lockfd unlocks it */
 	}
 	if (!mkdtemp(build_path)) {
 		err_set(e, errno, "image build: make a build directory");
-		flock(lockfd, LOCK_UN);
 		goto out;
 	}
 	build_name = strrchr(build_path, '/') + 1;
@@ -728,7 +726,6 @@ int image_build(const char *state_dir, const char *recipe_path, struct image_inf
 	buildfd = open(build_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (buildfd < 0 || flock(buildfd, LOCK_EX) < 0 || fchmod(buildfd, 0711) < 0) {
 		err_set(e, errno, "image build: '%s'", build_path);
-		flock(lockfd, LOCK_UN);
 		goto out;
 	}
 	flock(lockfd, LOCK_UN);
