@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -171,17 +170,6 @@ static void fmt_duration(char *buf, size_t len, uint64_t s)
 	else
 		snprintf(buf, len, "%lluh%02llum", (unsigned long long)(s / 3600),
 			 (unsigned long long)(s % 3600 / 60));
-}
-
-static unsigned cpu_count(void)
-{
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && (n = CPU_COUNT(&set)) > 0)
-		return (unsigned)n;
-	long v = sysconf(_SC_NPROCESSORS_ONLN);
-	return v > 0 ? (unsigned)v : 1;
 }
 
 /* ---- messages ----------------------------------------------------------- */
@@ -386,24 +374,6 @@ static void record_error(struct class_run *c, size_t idx, const char *reason, un
 /* The longest a worker may plausibly take for one submission: every step
  * at its wall limit, with room for intake and copies, for each retry the
  * assignment allows, twice over. */
-static uint64_t grading_budget_ns(const struct assignment *a, double time_factor)
-{
-	const struct step *steps[] = {&a->setup, &a->build, &a->test};
-	uint64_t ms = 60000;
-
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
-		if (steps[i]->present)
-			ms += steps[i]->limits.wall_ms;
-	for (size_t i = 0; i < a->n_cases; i++) {
-		ms += a->cases[i].limits.wall_ms;
-		if (a->checker.present)
-			ms += a->checker.limits.wall_ms;
-	}
-	ms *= 2ull * (a->retries + 1);
-	/* A slower backend has its limits scaled (grade.c), and so the wait. */
-	return (uint64_t)((double)(ms + 300000) * time_factor) * 1000000ull;
-}
-
 /* The signal waiting in the signalfd, or 0. */
 static int take_signal(int sig_fd)
 {
@@ -736,7 +706,7 @@ int cmd_class(int argc, char **argv)
 			.uid_base = SANDBOX_UID_BASE},
 	};
 	c.time_factor = ops->time_factor(o.state_dir, NULL);
-	c.budget_ns = grading_budget_ns(c.a, c.time_factor);
+	c.budget_ns = grade_budget_ns(c.a, c.time_factor);
 
 	/* From here on SIGINT and SIGTERM arrive only through the signalfd:
 	 * once an output file exists, the run ends with a summary. */
@@ -751,7 +721,7 @@ int cmd_class(int argc, char **argv)
 	}
 	if (o.out && gradebook_open(c.g, &e) < 0)
 		goto out_fail;
-	unsigned jobs = o.jobs ? o.jobs : cpu_count();
+	unsigned jobs = o.jobs ? o.jobs : cpus_available();
 	if (jobs > o.slots)
 		jobs = o.slots;
 	if (jobs > c.todo)

@@ -1,7 +1,10 @@
 /* proctor: the command-line entry point, a table of subcommands. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cmd_class.h"
@@ -9,6 +12,7 @@
 #include "cmd_grade.h"
 #include "cmd_image.h"
 #include "cmd_run.h"
+#include "util.h"
 
 #ifndef PROCTOR_VERSION
 #define PROCTOR_VERSION "0.1.0"
@@ -28,12 +32,40 @@ static const struct command commands[] = {
 	{"image", cmd_image, "build, list and remove system images (docs/images.md)"},
 };
 
+/* The service's commands live in proctor-service (src/service/main.c). */
+static const struct command service_commands[] = {
+    {"serve", NULL, "answer the grading service's HTTP API (docs/service.md)"},
+    {"worker", NULL, "grade jobs of the service's store, on any number of hosts"},
+    {"admin", NULL, "tokens, assignments and budgets, on the service's store"},
+    {"submit", NULL, "submit a file or directory to the service"},
+    {"status", NULL, "one line about a submission"},
+    {"results", NULL, "a submission's result document"},
+};
+
+/* Exec proctor-service next to this program, or the installed one. */
+static int exec_service(char **argv)
+{
+	char path[PATH_MAX];
+	struct err e;
+
+	if (own_program("proctor-service", X_OK, path, sizeof(path), &e) == 0) {
+		argv[0] = path;
+		execv(path, argv);
+		err_set(&e, errno, "exec '%s'", path);
+	}
+	cli_say("%s: cannot run proctor-service: %s", argv[1], e.msg);
+	return err_exit_status(ERR_INTERNAL);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: proctor COMMAND [OPTIONS]\n\n"
 		   "Proctor grades untrusted programs inside throwaway sandboxes.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nthe grading service (docs/service.md):\n");
+	for (size_t i = 0; i < sizeof(service_commands) / sizeof(service_commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", service_commands[i].name, service_commands[i].summary);
 	fprintf(f, "\n'proctor COMMAND --help' describes a command; 'man proctor' has the rest.\n\n"
 		   "EXIT STATUS\n"
 		   "  0  run: the program succeeded; grade: a verdict was produced;\n"
@@ -67,5 +99,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].fn(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(service_commands) / sizeof(service_commands[0]); i++)
+		if (strcmp(argv[1], service_commands[i].name) == 0)
+			return exec_service(argv);
 	return cli_usage_error("unknown command '%s' (try 'proctor --help')", argv[1]);
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,4 +437,15 @@ bool json_nesting_exceeds(const char *s, size_t len, size_t max)
 		}
 	}
 	return false;
+}
+
+unsigned cpus_available(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && (n = CPU_COUNT(&set)) > 0)
+		return (unsigned)n;
+	long v = sysconf(_SC_NPROCESSORS_ONLN);
+	return v > 0 ? (unsigned)v : 1;
 }

@@ -34,6 +34,9 @@ static inline void closep(int *fd)
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t now_ns(void);
 
+/* CPUs this process may run on (its affinity mask), at least 1. */
+unsigned cpus_available(void);
+
 /* Write all of buf, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
 

@@ -92,6 +92,14 @@ int grade_prepare(const char *isolation, const struct assignment *a,
 
 /* ---- small helpers --------------------------------------------------------- */
 
+int grade_helper_path(const struct grade_options *o, char *buf, size_t len, struct err *e)
+{
+	if (!o->helper_path)
+		return own_program("proctor-helper", X_OK, buf, len, e);
+	snprintf(buf, len, "%s", o->helper_path);
+	return 0;
+}
+
 /* proctor-helper `argv` as the sandbox's uid, the slots hidden: c's
  * descriptors and input, unpriv_run()'s result (grade/unpriv.h); -2, never
  * the input's doing, also when there is no proctor-helper. */
@@ -100,9 +108,7 @@ static int run_helper(const struct attempt *at, char **argv, struct unpriv_call 
 {
 	char helper[PATH_MAX], slots_dir[PATH_MAX];
 
-	if (at->o->helper_path)
-		snprintf(helper, sizeof(helper), "%s", at->o->helper_path);
-	else if (own_program("proctor-helper", X_OK, helper, sizeof(helper), herr) < 0)
+	if (grade_helper_path(at->o, helper, sizeof(helper), herr) < 0)
 		return -2;
 	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
 	c.helper = helper;
@@ -891,6 +897,8 @@ static int attempt_create(struct attempt *at, const struct sandbox_options *so,
 		at->create_failed = true;
 		return -1;
 	}
+	if (at->o->on_sandbox)
+		at->o->on_sandbox(at->o->on_sandbox_ctx);
 	return 0;
 }
 
@@ -1096,9 +1104,27 @@ static uint64_t max_disk(const struct assignment *a)
 	return d ? d : 64ull << 20;
 }
 
+uint64_t grade_budget_ns(const struct assignment *a, double time_factor)
+{
+	const struct step *steps[] = {&a->setup, &a->build, &a->test};
+	uint64_t ms = 60000;
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		if (steps[i]->present)
+			ms += steps[i]->limits.wall_ms;
+	for (size_t i = 0; i < a->n_cases; i++) {
+		ms += a->cases[i].limits.wall_ms;
+		if (a->checker.present)
+			ms += a->checker.limits.wall_ms;
+	}
+	ms *= 2ull * (a->retries + 1);
+	/* A slower backend has its limits scaled (grade.c), and so the wait. */
+	return (uint64_t)((double)(ms + 300000) * time_factor) * 1000000ull;
+}
+
 /* The most memory any run of the assignment may use: a microVM's RAM is
  * sized for it. */
-static uint64_t max_memory(const struct assignment *a)
+uint64_t grade_max_memory(const struct assignment *a)
 {
 	uint64_t m = 0;
 	const struct step *s[] = {&a->setup, &a->build, &a->test, &a->checker};
@@ -1261,7 +1287,7 @@ static int grade(const struct assignment *a, const char *submission, int dir_fd,
 	at.image_digest = img.digest;
 	if (strcmp(a->image, "host") != 0)
 		oi.sandbox.system_dir = img.rootfs;
-	oi.sandbox.memory_bytes = max_memory(a);
+	oi.sandbox.memory_bytes = grade_max_memory(a);
 	at.time_factor = o->ops->time_factor(o->sandbox.state_dir, NULL);
 
 	for (;;) {

@@ -26,6 +26,9 @@ struct grade_options {
 	const struct sandbox_ops *ops;   /* from grade_prepare() */
 	struct sandbox_options sandbox;  /* state dir, slots, uid base; disk set per step */
 	const char *helper_path;         /* proctor-helper; NULL: next to /proc/self/exe */
+	/* Called after each sandbox is made (the first says "sandbox ready"), or NULL. */
+	void (*on_sandbox)(void *ctx);
+	void *on_sandbox_ctx;
 };
 
 /* Select the backend and do its process-wide setup.  Call once, before
@@ -65,6 +68,18 @@ int grade_submission_entry(const struct assignment *a, int dir_fd, const char *n
 json_t *grade_error_document(const struct assignment *a, const char *submission,
 			     const struct grade_options *o, const char *reason, unsigned attempts,
 			     double time_factor);
+
+/* The longest one grading of `a` may take on a backend whose time limits
+ * are multiplied by time_factor (every step and case at its wall limit,
+ * the assignment's retries, a margin): a scheduler's budget. */
+uint64_t grade_budget_ns(const struct assignment *a, double time_factor);
+
+/* The largest memory limit of any step or case of `a`, bytes. */
+uint64_t grade_max_memory(const struct assignment *a);
+
+/* The path of proctor-helper: o->helper_path, else next to this program,
+ * else the installed libexec one. */
+int grade_helper_path(const struct grade_options *o, char *buf, size_t len, struct err *e);
 
 /* The student view: hidden tests' names, messages and all raw output removed. */
 json_t *grade_student_view(const json_t *result);

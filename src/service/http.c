@@ -90,7 +90,7 @@ int http_json(struct http_response *rs, unsigned status, char *text)
 
 const char *http_request_query(const struct http_request *rq, const char *name)
 {
-	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+	return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name) : NULL;
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *c, struct http_response *rs)

@@ -42,7 +42,8 @@ struct http_request {
 	void *conn;		    /* for http_request_query() */
 };
 
-/* A query parameter's value, or NULL; valid during the handler call. */
+/* A query parameter's value, or NULL; valid during the handler call (NULL
+ * for a request made without a connection, as a fuzzer does). */
 const char *http_request_query(const struct http_request *rq, const char *name);
 
 /* What the handler answers.  body is malloc'd (owned by the response, freed

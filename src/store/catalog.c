@@ -365,6 +365,11 @@ static const char sql_version_latest[] =
     "v.image_pin, v.created_ms FROM assignment_versions v "
     "JOIN assignments a ON a.id = v.assignment_id WHERE a.course_id = $1 AND a.name = $2 "
     "ORDER BY v.version_no DESC LIMIT 1";
+static const char sql_version_latest_by_id[] =
+    "SELECT v.id, v.assignment_id, a.course_id, v.version_no, a.name, v.archive_sha256, "
+    "v.image_pin, v.created_ms FROM assignment_versions v "
+    "JOIN assignments a ON a.id = v.assignment_id WHERE a.id = $1 "
+    "ORDER BY v.version_no DESC LIMIT 1";
 
 struct version_arg {
 	int64_t course_id;
@@ -478,5 +483,16 @@ int store_version_latest(struct store *st, int64_t course_id, const char *name,
 	struct store_val p[] = {sv_int(course_id), sv_text(name)};
 	if (store_q(st, sql_version_latest, p, 2, &rows, e) < 0)
 		return err_wrap(e, "assignment '%s'", name);
+	return version_fill(rows, ret, e);
+}
+
+int store_assignment_latest(struct store *st, int64_t assignment_id, struct store_version *ret,
+			    struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(assignment_id)};
+
+	if (store_q(st, sql_version_latest_by_id, p, 1, &rows, e) < 0)
+		return err_wrap(e, "assignment %lld", (long long)assignment_id);
 	return version_fill(rows, ret, e);
 }

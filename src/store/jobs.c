@@ -114,6 +114,25 @@ static int version_in_course(struct store *st, int64_t version_id, int64_t cours
 	return 0;
 }
 
+/* Submissions to one assignment wait here for each other while one is
+ * checked and written (SQLite's write lock already serializes them). */
+static const char sql_lock_assignment[] =
+    "UPDATE assignments SET name = name WHERE id = "
+    "(SELECT assignment_id FROM assignment_versions WHERE id = $1)";
+
+static int admit_tx(struct store *st, struct submit_arg *a, struct err *e)
+{
+	struct store_val p[] = {sv_int(a->in->version_id)};
+	int rc;
+
+	if (a->in->idempotency_key && (rc = find_by_key(st, a, e)) != 0)
+		return rc < 0 ? rc : 1; /* a replay: answered, not checked */
+	if (store_q(st, sql_lock_assignment, p, 1, NULL, e) < 0)
+		return err_wrap(e, "lock the assignment");
+	rc = a->in->admit(st, a->in->admit_ctx, e);
+	return rc > 0 ? STORE_REFUSED : rc < 0 ? rc : 0;
+}
+
 static int submit_tx(struct store *st, void *arg, struct err *e)
 {
 	struct submit_arg *a = arg;
@@ -123,6 +142,8 @@ static int submit_tx(struct store *st, void *arg, struct err *e)
 	int rc;
 
 	a->existing = false;
+	if (in->admit && (rc = admit_tx(st, a, e)) != 0)
+		return rc < 0 ? rc : 0;
 	if ((rc = store_blob_put_tx(st, in->data, in->len, sha, e)) < 0)
 		return rc;
 	struct store_val ps[] = {sv_int(in->course_id),	    sv_int(in->version_id),
@@ -202,12 +223,23 @@ static int regrade_tx(struct store *st, void *arg, struct err *e)
 	rows = store_rows_free(rows);
 	if ((rc = version_in_course(st, a->version, course, e)) < 0)
 		return rc;
-	struct store_val pj[] = {
-	    sv_int(a->submission),	    sv_int(a->version), sv_int(course), sv_text("regrade"),
-	    sv_int(STORE_DEFAULT_ATTEMPTS), sv_int(received)};
+	return store_job_add_tx(st, a->submission, a->version, course, received, &a->job, e);
+}
+
+int store_job_add_tx(struct store *st, int64_t submission, int64_t version, int64_t course,
+		     int64_t received_ms, int64_t *ret_job, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val pj[] = {sv_int(submission),
+				 sv_int(version),
+				 sv_int(course),
+				 sv_text("regrade"),
+				 sv_int(STORE_DEFAULT_ATTEMPTS),
+				 sv_int(received_ms)};
+
 	if (store_q(st, sql_job_add, pj, 6, &rows, e) < 0)
 		return err_wrap(e, "add job");
-	a->job = store_col_int(rows, 0, 0);
+	*ret_job = store_col_int(rows, 0, 0);
 	store_rows_free(rows);
 	return 0;
 }
@@ -1107,5 +1139,76 @@ int store_outbox_for_job(struct store *st, int64_t job_id, struct store_outbox_r
 	}
 	store_rows_free(rows);
 	*ret_n = n;
+	return 0;
+}
+
+static const char sql_phases[] =
+    "SELECT queued_ms, started_ms, sandbox_ready_ms, finished_ms FROM jobs "
+    "WHERE id >= $1 AND state IN ('done', 'error') AND finished_ms > $2 "
+    "ORDER BY finished_ms LIMIT $3";
+static const char sql_floor[] =
+    "SELECT min(id), (SELECT max(id) FROM jobs) FROM jobs WHERE state IN ('queued', 'running')";
+
+int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms,
+		     struct store_phase_times *ret, size_t cap, size_t *ret_n, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(*floor_id), sv_int(*after_ms), sv_int((int64_t)cap)};
+
+	*ret_n = 0;
+	if (store_q(st, sql_phases, p, 3, &rows, e) < 0)
+		return err_wrap(e, "finished jobs");
+	for (size_t r = 0; r < rows->nrows && r < cap; r++) {
+		ret[r] = (struct store_phase_times){.queued_ms = store_col_int(rows, r, 0),
+						    .started_ms = store_col_int(rows, r, 1),
+						    .sandbox_ready_ms = store_col_int(rows, r, 2),
+						    .finished_ms = store_col_int(rows, r, 3)};
+		if (ret[r].finished_ms > *after_ms)
+			*after_ms = ret[r].finished_ms;
+		(*ret_n)++;
+	}
+	rows = store_rows_free(rows);
+	if (*ret_n == cap)
+		return 0; /* more to read before the floor moves */
+	if (store_q(st, sql_floor, NULL, 0, &rows, e) < 0)
+		return err_wrap(e, "unfinished jobs");
+	if (store_rows_at(rows, 0, 0)->t != SV_NULL)
+		*floor_id = store_col_int(rows, 0, 0);
+	else
+		*floor_id = store_col_int(rows, 0, 1) + 1;
+	store_rows_free(rows);
+	return 0;
+}
+
+static const char sql_workers[] =
+    "SELECT worker, COUNT(*), MAX(lease_expires_ms - lease_ms) FROM jobs "
+    "WHERE state = 'running' AND worker IS NOT NULL GROUP BY worker ORDER BY worker";
+static const char sql_outcomes[] = "SELECT outcome, COUNT(*) FROM attempts GROUP BY outcome";
+
+int store_worker_stats(struct store *st, struct store_worker_stat *ret, size_t cap, size_t *ret_n,
+		       int64_t outcomes[STORE_OUTCOMES], struct err *e)
+{
+	static const char *const names[STORE_OUTCOMES] = {"running", "done", "failed",
+							  "lease_expired", "released"};
+	struct store_rows *rows = NULL;
+
+	*ret_n = 0;
+	if (store_q(st, sql_workers, NULL, 0, &rows, e) < 0)
+		return err_wrap(e, "workers");
+	for (size_t r = 0; r < rows->nrows && *ret_n < cap; r++) {
+		struct store_worker_stat *w = &ret[(*ret_n)++];
+		store_col_copy(rows, r, 0, w->worker, sizeof(w->worker));
+		w->running = store_col_int(rows, r, 1);
+		w->last_heartbeat_ms = store_col_int(rows, r, 2);
+	}
+	rows = store_rows_free(rows);
+	if (store_q(st, sql_outcomes, NULL, 0, &rows, e) < 0)
+		return err_wrap(e, "attempts");
+	memset(outcomes, 0, STORE_OUTCOMES * sizeof(outcomes[0]));
+	for (size_t r = 0; r < rows->nrows; r++)
+		for (int i = 0; i < STORE_OUTCOMES; i++)
+			if (strcmp(store_col_text(rows, r, 0), names[i]) == 0)
+				outcomes[i] = store_col_int(rows, r, 1);
+	store_rows_free(rows);
 	return 0;
 }

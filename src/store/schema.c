@@ -135,7 +135,47 @@ static const char migration_1[] =
     " error TEXT,"
     " PRIMARY KEY (outbox_id, n));";
 
+/* Regrades of many submissions at once, and what each changed. */
+static const char migration_2[] =
+    "CREATE TABLE regrades ("
+    " id {id},"
+    " course_id BIGINT NOT NULL REFERENCES courses(id),"
+    " assignment_id BIGINT NOT NULL REFERENCES assignments(id),"
+    " version_id BIGINT NOT NULL REFERENCES assignment_versions(id),"
+    " scope TEXT NOT NULL CHECK (scope IN ('submission', 'student', 'latest', 'all')),"
+    " student TEXT,"
+    " created_ms BIGINT NOT NULL);"
+
+    "CREATE TABLE regrade_jobs ("
+    " regrade_id BIGINT NOT NULL REFERENCES regrades(id),"
+    " job_id BIGINT NOT NULL REFERENCES jobs(id),"
+    " submission_id BIGINT NOT NULL REFERENCES submissions(id),"
+    " prev_result_id BIGINT REFERENCES results(id),"
+    " PRIMARY KEY (regrade_id, job_id));";
+
+/*
+ * Per-assignment policies (docs/policy.md: a JSON document the store keeps
+ * as text), per-student extensions (a new due date or seconds added, never
+ * both), and an index for reading an assignment's submissions (gradebook).
+ */
+static const char migration_3[] =
+    "ALTER TABLE assignments ADD COLUMN policy TEXT;"
+    "ALTER TABLE assignments ADD COLUMN policy_ms BIGINT;"
+
+    "CREATE TABLE extensions ("
+    " assignment_id BIGINT NOT NULL REFERENCES assignments(id),"
+    " student TEXT NOT NULL,"
+    " extra_s BIGINT,"
+    " due_ms BIGINT,"
+    " created_ms BIGINT NOT NULL,"
+    " PRIMARY KEY (assignment_id, student),"
+    " CHECK ((extra_s IS NULL) <> (due_ms IS NULL)));"
+
+    "CREATE INDEX submissions_version ON submissions (version_id, id);";
+
 const struct store_migration store_migrations[] = {
     {1, migration_1},
+    {2, migration_2},
+    {3, migration_3},
 };
 const size_t store_migration_count = sizeof(store_migrations) / sizeof(store_migrations[0]);

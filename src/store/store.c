@@ -218,6 +218,10 @@ void store_tx_rollback(struct store *st)
 int store_tx_run(struct store *st, enum store_tx mode,
 		 int (*fn)(struct store *, void *, struct err *), void *arg, struct err *e)
 {
+	/* Inside a transaction already (an admission check of store_submit):
+	 * join it; the outer one commits, rolls back and retries. */
+	if (st->in_tx)
+		return fn(st, arg, e);
 	for (int tries = 0;; tries++) {
 		bool transient = false;
 		if (st->ops->begin(st->conn, mode, &transient, e) < 0) {

@@ -51,10 +51,11 @@ enum store_status {
 	STORE_NOT_FOUND = -3, /* the id, name or token does not exist */
 	STORE_TOO_LARGE = -4, /* a blob or document above its cap */
 	STORE_INVALID = -5,   /* an argument is malformed (a scope, a JSON document) */
+	STORE_REFUSED = -6,   /* the caller's admission check refused (store_submit) */
 };
 
 /* The schema version this code writes; store_open() refuses a newer database. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 3
 
 /* Attempts of a job when the submission does not say. */
 #define STORE_DEFAULT_ATTEMPTS 3
@@ -174,6 +175,10 @@ int store_version_get(struct store *st, int64_t version_id, struct store_version
 int store_version_latest(struct store *st, int64_t course_id, const char *name,
 			 struct store_version *ret, struct err *e);
 
+/* The latest version of an assignment by the assignment's id. */
+int store_assignment_latest(struct store *st, int64_t assignment_id, struct store_version *ret,
+			    struct err *e);
+
 /* ---- submissions and jobs ---- */
 
 /* A new submission; strings may be NULL where marked. */
@@ -186,6 +191,16 @@ struct store_submission_in {
 	const void *data;	     /* the submission's archive bytes */
 	size_t len;
 	int max_attempts; /* attempts for our own failures; <= 0: STORE_DEFAULT_ATTEMPTS */
+	/*
+	 * Optional: called inside the submission's transaction, after the
+	 * assignment's row is locked (so submissions to the assignment that
+	 * are checked wait for each other) and before anything is written:
+	 * 0 admits, > 0 refuses (store_submit returns STORE_REFUSED, nothing
+	 * written), < 0 fails.  Store calls it makes join the transaction.
+	 * Not called for a replayed idempotency key.
+	 */
+	int (*admit)(struct store *st, void *ctx, struct err *e);
+	void *admit_ctx;
 };
 
 /*
@@ -370,6 +385,31 @@ struct store_course_counts {
 int store_job_counts(struct store *st, struct store_course_counts *ret, size_t cap, size_t *ret_n,
 		     struct err *e);
 
+/* Phase times of a finished job (0 when the phase did not happen). */
+struct store_phase_times {
+	int64_t queued_ms, started_ms, sandbox_ready_ms, finished_ms;
+};
+/*
+ * Jobs finished after *after_ms with id >= *floor_id, oldest finish first,
+ * at most cap: for /metrics, read incrementally.  Start with both 0; each
+ * call moves *after_ms to the last finish read and *floor_id to the oldest
+ * unfinished job (so the scan never walks the whole history).
+ */
+int store_job_phases(struct store *st, int64_t *floor_id, int64_t *after_ms,
+		     struct store_phase_times *ret, size_t cap, size_t *ret_n, struct err *e);
+
+/* A worker holding running jobs, for /metrics. */
+struct store_worker_stat {
+	char worker[256];
+	int64_t running;	   /* jobs it holds */
+	int64_t last_heartbeat_ms; /* its latest claim, heartbeat or sandbox-ready */
+};
+/* Attempt outcomes, in this order: running, done, failed, lease_expired, released. */
+#define STORE_OUTCOMES 5
+/* Workers with running jobs (up to cap, by name) and attempts by outcome (all time). */
+int store_worker_stats(struct store *st, struct store_worker_stat *ret, size_t cap, size_t *ret_n,
+		       int64_t outcomes[STORE_OUTCOMES], struct err *e);
+
 /* One attempt of a job, as recorded. */
 struct store_attempt {
 	int attempt;
@@ -382,6 +422,58 @@ struct store_attempt {
 /* Up to `cap` attempts of a job, oldest first. */
 int store_job_attempts(struct store *st, int64_t job_id, struct store_attempt *ret, size_t cap,
 		       size_t *ret_n, struct err *e);
+
+/* ---- regrades of many submissions ---- */
+
+enum store_regrade_scope {
+	STORE_REGRADE_SUBMISSION = 0, /* one submission */
+	STORE_REGRADE_STUDENT = 1,    /* a student's latest submission */
+	STORE_REGRADE_LATEST = 2,     /* every student's latest (each unlabelled one too) */
+	STORE_REGRADE_ALL = 3,	      /* every submission of the assignment */
+};
+/* "submission", "student", "latest", "all"; STORE_INVALID for anything else. */
+int store_regrade_scope_parse(const char *name, enum store_regrade_scope *ret, struct err *e);
+
+/* Most submissions one regrade takes. */
+#define STORE_REGRADE_MAX 100000
+
+struct store_regrade_in {
+	int64_t course_id;
+	int64_t assignment_id;
+	int64_t version_id; /* a version of the assignment; 0: its latest */
+	enum store_regrade_scope scope;
+	int64_t submission_id; /* STORE_REGRADE_SUBMISSION */
+	const char *student;   /* STORE_REGRADE_STUDENT */
+};
+
+/*
+ * In one transaction: record a regrade and queue a job for each submission
+ * its scope takes (of any version of the assignment), remembering each
+ * submission's latest result so the regrade can say which scores changed.
+ * STORE_NOT_FOUND when the assignment, version or submission is not the
+ * course's, or the scope takes no submission.
+ */
+int store_regrade_batch(struct store *st, const struct store_regrade_in *in,
+			int64_t *ret_regrade, int64_t *ret_version, size_t *ret_jobs, struct err *e);
+
+/* One submission of a regrade: its new job, and the scores before and after. */
+struct store_regrade_item {
+	int64_t submission_id;
+	int64_t job_id;
+	char student[256];
+	enum store_job_state state; /* of the new job */
+	double old_score, new_score; /* NaN: no result (yet) */
+};
+struct store_regrade_info {
+	int64_t regrade_id, course_id, assignment_id, version_id, created_ms;
+	char scope[16];
+	size_t total;	 /* jobs */
+	size_t finished; /* done or error */
+	size_t changed;	 /* finished with a score other than the one before */
+};
+/* A regrade and up to `cap` of its items, by submission id. */
+int store_regrade_get(struct store *st, int64_t regrade_id, struct store_regrade_info *ret,
+		      struct store_regrade_item *items, size_t cap, size_t *ret_n, struct err *e);
 
 /* ---- callback outbox ---- */
 
@@ -424,5 +516,124 @@ struct store_outbox_row {
 /* The outbox rows of a job (up to cap). */
 int store_outbox_for_job(struct store *st, int64_t job_id, struct store_outbox_row *ret, size_t cap,
 			 size_t *ret_n, struct err *e);
+
+/* ---- assignment policies, extensions, the gradebook (migration 3) ---- */
+
+/*
+ * The policy of an assignment (docs/policy.md) is a JSON document that the
+ * store keeps as text and does not interpret: src/service/policy.[ch]
+ * parses, checks and applies it.  It is mutable and not part of an
+ * assignment version.  Per-student extensions move one student's due date.
+ */
+
+#define STORE_POLICY_MAX    (16u << 10) /* bytes of a policy document */
+#define STORE_GRADEBOOK_MAX 200000	/* submission rows of one gradebook read */
+
+/* An assignment by id, with its latest version. */
+struct store_assignment {
+	int64_t assignment_id;
+	int64_t course_id;
+	char name[256];
+	int64_t latest_version_id; /* 0 when it has no version (never, through the API) */
+	int latest_version_no;
+	int64_t created_ms;
+	int64_t policy_ms; /* when the policy was last set or cleared; 0: never */
+};
+int store_assignment_get(struct store *st, int64_t assignment_id, struct store_assignment *ret,
+			 struct err *e);
+
+/*
+ * Set an assignment's policy document (a JSON object of at most
+ * STORE_POLICY_MAX bytes; STORE_INVALID otherwise), or clear it with NULL
+ * (the defaults apply again).  STORE_NOT_FOUND for an unknown assignment.
+ */
+int store_policy_set(struct store *st, int64_t assignment_id, const char *policy_json,
+		     struct err *e);
+/* The policy document as set (malloc'd, owned by the caller), or *ret_json
+ * = NULL when none was set.  STORE_NOT_FOUND for an unknown assignment. */
+int store_policy_get(struct store *st, int64_t assignment_id, char **ret_json, struct err *e);
+
+/* One student's extension: a new due date, or seconds added to the due date. */
+struct store_extension {
+	char student[256];
+	bool has_due;	 /* true: due_ms is the student's due date; false: extra_s is added */
+	int64_t due_ms;	 /* ms since the epoch, when has_due */
+	int64_t extra_s; /* > 0, when !has_due */
+	int64_t created_ms;
+};
+#define STORE_EXTENSION_MAX_S (366LL * 24 * 3600)
+/* Give (or replace) a student's extension: extra_s in 1..STORE_EXTENSION_MAX_S,
+ * or due_ms >= 0 when has_due (STORE_INVALID otherwise).  STORE_NOT_FOUND
+ * for an unknown assignment. */
+int store_extension_set(struct store *st, int64_t assignment_id, const struct store_extension *ext,
+			struct err *e);
+/* Remove a student's extension; STORE_NOT_FOUND when there is none. */
+int store_extension_remove(struct store *st, int64_t assignment_id, const char *student,
+			   struct err *e);
+/* A student's extension; STORE_NOT_FOUND when there is none. */
+int store_extension_get(struct store *st, int64_t assignment_id, const char *student,
+			struct store_extension *ret, struct err *e);
+/* Every extension of an assignment, sorted by student (bytewise); *ret is
+ * malloc'd (NULL when none), free it with free(). */
+int store_extension_list(struct store *st, int64_t assignment_id, struct store_extension **ret,
+			 size_t *ret_n, struct err *e);
+
+/*
+ * One submission of an assignment (any version) with its latest job and
+ * its latest result, for limits and the gradebook.  A submission is not
+ * gradable -- Proctor's own failure, "no penalty": it neither counts against
+ * a submission limit nor as a result -- when its latest result's document
+ * says status "error", or when it has no result and its latest job ended
+ * not gradable.
+ */
+struct store_grade_row {
+	int64_t submission_id;
+	int64_t version_id;
+	char student[256];
+	int64_t received_ms;
+	enum store_job_state job_state; /* the latest job's */
+	bool not_gradable;		/* the rule above */
+	bool has_result;
+	int64_t result_id;	 /* the latest result (regrades add results) */
+	double score, max_score; /* NaN when none */
+	char status[32];	 /* the result document's "status"; "" without a result */
+};
+
+/*
+ * Every submission of an assignment (all versions) that has a student
+ * label, sorted by student (bytewise) then submission id; *ret is malloc'd
+ * (NULL when none), free it with free().  STORE_TOO_LARGE above
+ * STORE_GRADEBOOK_MAX rows.  STORE_NOT_FOUND for an unknown assignment.
+ */
+int store_gradebook_rows(struct store *st, int64_t assignment_id, struct store_grade_row **ret,
+			 size_t *ret_n, struct err *e);
+
+/* What a submission limit is checked against. */
+struct store_submit_count {
+	int64_t counted; /* the student's submissions of the assignment that count (the
+			    rule of store_grade_row: all but the not gradable ones,
+			    pending ones included) */
+	int64_t last_ms; /* received time of the latest counted one; 0: none */
+	int64_t now_ms;	 /* the database's clock when they were counted */
+};
+/* Count a student's submissions of an assignment in one snapshot.
+ * STORE_INVALID without a student, STORE_NOT_FOUND for an unknown assignment. */
+int store_student_submissions(struct store *st, int64_t assignment_id, const char *student,
+			      struct store_submit_count *ret, struct err *e);
+
+/* CPU-seconds and GiB-seconds reserved by the results of a course's
+ * submissions recorded since `since_ms` (budgets and cost estimates). */
+int store_course_usage_since(struct store *st, int64_t course_id, int64_t since_ms,
+			     double *ret_cpu_seconds, double *ret_gib_seconds, struct err *e);
+
+/*
+ * The top-level "status" member of a JSON object, read from the first `len`
+ * bytes of its text (the status is near the start of a result document)
+ * without parsing the rest.  Returns 1 with `out` set (NUL-terminated, cut
+ * to cap), 0 when the bytes end first or the member may be spelled with
+ * escapes (parse the whole document instead), -1 when the object has no
+ * such string member or the text is not a JSON object.  Never reads past len.
+ */
+int store_doc_status(const char *text, size_t len, char *out, size_t cap);
 
 #endif

@@ -186,4 +186,8 @@ extern const size_t store_migration_count;
 int store_blob_put_tx(struct store *st, const void *data, size_t len, char ret_sha256[65],
 		      struct err *e);
 
+/* Queue a regrade job of `submission` against `version` (inside a transaction). */
+int store_job_add_tx(struct store *st, int64_t submission, int64_t version, int64_t course,
+		     int64_t received_ms, int64_t *ret_job, struct err *e);
+
 #endif

@@ -65,13 +65,13 @@ static void handler(void *ctx, const struct http_request *rq, struct http_respon
 		const char *student;
 		int64_t n = 0;
 		if (jsonreq_parse(rq->body, rq->body_len, MAX_BODY, &doc, &e) < 0) {
-			http_error(rs, 400, "invalid_json", "%s", e.msg);
+			http_error(rs, 400, "invalid_request", "%s", e.msg);
 			return;
 		}
 		if (jsonreq_only(doc, allowed, &e) < 0 ||
 		    jsonreq_string(doc, "student", true, 64, &student, &e) < 0 ||
 		    jsonreq_int(doc, "n", false, 0, 100, &n, &e) < 0) {
-			http_error(rs, 422, "invalid_field", "%s", e.msg);
+			http_error(rs, 422, "invalid_input", "%s", e.msg);
 			json_decref(doc);
 			return;
 		}
@@ -234,16 +234,16 @@ static void test_http_bad_json_is_400_with_a_position(void **state)
 	struct reply r;
 	const char *body = "{\"student\": \"s42\",\n \"n\": }";
 	request("POST", "/echo", body, strlen(body), false, NULL, &r);
-	expect_error(&r, 400, "invalid_json");
+	expect_error(&r, 400, "invalid_request");
 	assert_non_null(strstr(r.body, "line 2"));
 
 	request("POST", "/echo", "[1,2]", 5, false, NULL, &r);
-	expect_error(&r, 400, "invalid_json");
+	expect_error(&r, 400, "invalid_request");
 	const char *dup = "{\"student\":\"a\",\"student\":\"b\"}";
 	request("POST", "/echo", dup, strlen(dup), false, NULL, &r);
-	expect_error(&r, 400, "invalid_json");
+	expect_error(&r, 400, "invalid_request");
 	request("POST", "/echo", "", 0, false, NULL, &r);
-	expect_error(&r, 400, "invalid_json");
+	expect_error(&r, 400, "invalid_request");
 }
 
 static void test_http_fields_are_checked_by_name(void **state)
@@ -252,15 +252,15 @@ static void test_http_fields_are_checked_by_name(void **state)
 	struct reply r;
 	const char *extra = "{\"student\":\"s\",\"admin\":true}";
 	request("POST", "/echo", extra, strlen(extra), false, NULL, &r);
-	expect_error(&r, 422, "invalid_field");
+	expect_error(&r, 422, "invalid_input");
 	assert_non_null(strstr(r.body, "unknown field 'admin'"));
 	const char *range = "{\"student\":\"s\",\"n\":1000}";
 	request("POST", "/echo", range, strlen(range), false, NULL, &r);
-	expect_error(&r, 422, "invalid_field");
+	expect_error(&r, 422, "invalid_input");
 	assert_non_null(strstr(r.body, "'n' must be from 0 to 100"));
 	const char *ctrl = "{\"student\":\"a\\u0007b\"}";
 	request("POST", "/echo", ctrl, strlen(ctrl), false, NULL, &r);
-	expect_error(&r, 422, "invalid_field");
+	expect_error(&r, 422, "invalid_input");
 }
 
 static void test_http_deep_json_is_refused_before_parsing(void **state)
@@ -271,7 +271,7 @@ static void test_http_deep_json_is_refused_before_parsing(void **state)
 	memset(body, '[', sizeof(body) - 1);
 	body[sizeof(body) - 1] = '\0';
 	request("POST", "/echo", body, strlen(body), false, NULL, &r);
-	expect_error(&r, 400, "invalid_json");
+	expect_error(&r, 400, "invalid_request");
 	assert_non_null(strstr(r.body, "nests deeper"));
 	/* Brackets inside strings are not nesting. */
 	char flat[512];

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "pgtest.h"
+#include "service/policy.h"
 #include "store/store.h"
 #include "store/store_int.h"
 
@@ -790,6 +791,112 @@ static void test_store_regrade_adds_a_result_beside_the_old(void **state)
 	store_close(st);
 }
 
+static int64_t submit_as(struct store *st, int64_t course, int64_t version, const char *student,
+			 int max_attempts)
+{
+	struct store_submission_in in = {.course_id = course,
+					 .version_id = version,
+					 .student = student,
+					 .data = "print('hi')\n",
+					 .len = 12,
+					 .max_attempts = max_attempts};
+	int64_t sub, job;
+	bool existing;
+	CHECK(store_submit(st, &in, &sub, &job, &existing, E));
+	return sub;
+}
+
+/* Claim the oldest runnable job and complete it with `doc` and `score`. */
+static int64_t grade_next(struct store *st, const char *doc, double score)
+{
+	struct store_claim cl;
+	int64_t result = 0;
+	struct store_result_in r = {
+	    .doc_json = doc, .score = score, .max_score = 10, .cpu_seconds = 2, .gib_seconds = 1};
+
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &r, &result, E));
+	return result;
+}
+
+static void test_store_regrade_batch_says_which_scores_changed(void **state)
+{
+	char url[512];
+	int64_t c, v, v2, regrade, version, other_c, other_v;
+	struct store_regrade_info info;
+	struct store_regrade_item items[8];
+	size_t jobs, n;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	seed(st, "cs202", &other_c, &other_v);
+	int64_t ada1 = submit_as(st, c, v, "ada", 0), ada2 = submit_as(st, c, v, "ada", 0);
+	int64_t bob = submit_as(st, c, v, "bob", 0);
+	for (int i = 0; i < 3; i++)
+		grade_next(st, a_result.doc_json, 1);
+	CHECK(store_assignment_add_version(st, c, "hello", "archive-v2", 10, "small@1", &v2, NULL,
+					   E));
+	struct store_version ver;
+	CHECK(store_version_get(st, v2, &ver, E));
+
+	/* Every student's latest, against the latest version by default. */
+	struct store_regrade_in in = {
+	    .course_id = c, .assignment_id = ver.assignment_id, .scope = STORE_REGRADE_LATEST};
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &jobs, E));
+	assert_int_equal(jobs, 2);
+	assert_int_equal(version, v2);
+	CHECK(store_regrade_get(st, regrade, &info, items, 8, &n, E));
+	assert_int_equal(info.total, 2);
+	assert_int_equal(info.finished, 0);
+	assert_int_equal(items[0].submission_id, ada2);
+	assert_int_equal(items[1].submission_id, bob);
+	assert_true(isnan(items[0].new_score) && items[0].old_score == 1.0);
+	grade_next(st, a_result.doc_json, 2); /* ada's latest changes */
+	grade_next(st, a_result.doc_json, 1); /* bob's does not */
+	CHECK(store_regrade_get(st, regrade, &info, items, 8, &n, E));
+	assert_int_equal(info.finished, 2);
+	assert_int_equal(info.changed, 1);
+	assert_string_equal(items[0].student, "ada");
+	assert_true(items[0].new_score == 2.0 && items[1].new_score == 1.0);
+
+	/* The other scopes take what they say. */
+	in.scope = STORE_REGRADE_ALL;
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &jobs, E));
+	assert_int_equal(jobs, 3);
+	in.scope = STORE_REGRADE_STUDENT;
+	in.student = "bob";
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &jobs, E));
+	assert_int_equal(jobs, 1);
+	CHECK(store_regrade_get(st, regrade, &info, items, 8, &n, E));
+	assert_int_equal(items[0].submission_id, bob);
+	in.scope = STORE_REGRADE_SUBMISSION;
+	in.submission_id = ada1;
+	in.version_id = v; /* an older version may be asked for */
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &jobs, E));
+	assert_int_equal(jobs, 1);
+	assert_int_equal(version, v);
+
+	/* Another course's assignment, another assignment's version, a scope
+	 * that takes nothing: refused, nothing written. */
+	in.course_id = other_c;
+	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
+			 STORE_NOT_FOUND);
+	in.course_id = c;
+	in.version_id = other_v;
+	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
+			 STORE_NOT_FOUND);
+	in.version_id = 0;
+	in.scope = STORE_REGRADE_STUDENT;
+	in.student = "nobody";
+	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
+			 STORE_NOT_FOUND);
+	assert_int_equal(store_regrade_get(st, regrade + 100, &info, items, 8, &n, &e),
+			 STORE_NOT_FOUND);
+	store_close(st);
+}
+
 static void test_store_counts_jobs_by_course_and_state(void **state)
 {
 	char url[512];
@@ -973,6 +1080,66 @@ static void test_store_concurrent_retries_of_one_key_make_one_submission(void **
 	store_close(st);
 }
 
+/* An admission check that allows at most 3 submissions of ada's. */
+static int at_most_three(struct store *st, void *ctx, struct err *e)
+{
+	struct store_submit_count c;
+	int64_t *assignment = ctx;
+	int rc = store_student_submissions(st, *assignment, "ada", &c, e);
+
+	return rc < 0 ? rc : c.counted >= 3;
+}
+
+static int submit_checked(const char *url, int k)
+{
+	struct store *st = NULL;
+	struct err e;
+	int64_t course, sub, job;
+	struct store_version ver;
+	bool existing;
+
+	if (store_open(url, &st, &e) < 0 ||
+	    store_course_ensure(st, "cs101", false, &course, &e) < 0 ||
+	    store_version_latest(st, course, "hello", &ver, &e) < 0) {
+		fprintf(stderr, "process %d: %s\n", k, e.msg);
+		return 1;
+	}
+	for (int i = 0; i < 5; i++) {
+		struct store_submission_in in = {.course_id = course,
+						 .version_id = ver.version_id,
+						 .student = "ada",
+						 .data = "x",
+						 .len = 1,
+						 .admit = at_most_three,
+						 .admit_ctx = &ver.assignment_id};
+		int rc = store_submit(st, &in, &sub, &job, &existing, &e);
+		if (rc < 0 && rc != STORE_REFUSED) {
+			fprintf(stderr, "process %d: %s\n", k, e.msg);
+			return 2;
+		}
+	}
+	store_close(st);
+	return 0;
+}
+
+static void test_store_admission_check_and_submit_are_one_step(void **state)
+{
+	char url[512];
+	int64_t c, v;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	st = store_close(st);
+	/* 4 processes x 5 tries at once: exactly 3 get in, whatever the timing. */
+	in_processes(url, 4, submit_checked);
+	st = open_or_fail(url);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM submissions WHERE student = 'ada'"),
+			 3);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM jobs"), 3);
+	store_close(st);
+}
+
 static void test_store_outbox_gives_up_after_max_attempts(void **state)
 {
 	char url[512];
@@ -1037,6 +1204,514 @@ static void test_store_sweep_ends_jobs_of_lost_workers(void **state)
 
 /* ---- groups ---- */
 
+/* ---- policies, extensions, the gradebook (migration 2) ---- */
+
+/* Claim the oldest runnable job and fail it on our side for good. */
+static void fail_next(struct store *st)
+{
+	struct store_claim cl;
+	bool final = false;
+
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	assert_int_equal(cl.attempt, cl.max_attempts);
+	CHECK(store_job_fail_ours(st, cl.job_id, cl.attempt, cl.lease_token, "image missing", 0,
+				  &final, E));
+	assert_true(final);
+}
+
+static int64_t received(struct store *st, int64_t sub)
+{
+	struct store_submission_view v;
+
+	CHECK(store_submission_get(st, sub, &v, E));
+	store_submission_view_clear(&v);
+	return v.received_ms;
+}
+
+static const char doc_graded[] = "{\"schema_version\":1,\"proctor_version\":\"0.1.0\","
+				 "\"status\":\"graded\",\"tests\":[{\"status\":\"error\"}]}";
+static const char doc_ours[] = "{\"schema_version\":1,\"status\":\"error\",\"tests\":[]}";
+static const char doc_compile[] = "{\"tests\":[{\"status\":\"passed\"}],\n \"status\" : "
+				  "\"compile_error\"}";
+
+/* The version-2 schema, as an older proctor left it. */
+static const char sql_downgrade[] = "DROP INDEX submissions_version;"
+				    "DROP TABLE extensions;"
+				    "ALTER TABLE assignments DROP COLUMN policy_ms;"
+				    "ALTER TABLE assignments DROP COLUMN policy;"
+				    "DELETE FROM schema_version WHERE version = 3;";
+
+static void test_store_migration_3_upgrades_a_version_2_database(void **state)
+{
+	char url[512];
+	int64_t c, v;
+	int version = 0;
+	struct err e;
+	char *text = NULL;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	int64_t sub = submit_as(st, c, v, "ada", 0);
+	grade_next(st, doc_graded, 7);
+	if (st->ops->exec_script(st->conn, sql_downgrade, &e) < 0)
+		fail_msg("downgrade: %s", e.msg);
+	CHECK(store_schema_version(st, &version, E));
+	assert_int_equal(version, 2);
+	st = store_close(st);
+
+	st = open_or_fail(url);
+	CHECK(store_schema_version(st, &version, E));
+	assert_int_equal(version, 3);
+	struct store_version ver;
+	CHECK(store_version_get(st, v, &ver, E));
+	CHECK(store_policy_get(st, ver.assignment_id, &text, E));
+	assert_null(text);
+	struct store_extension x = {.student = "ada", .extra_s = 60};
+	CHECK(store_extension_set(st, ver.assignment_id, &x, E));
+	struct store_grade_row *rows = NULL;
+	size_t n = 0;
+	CHECK(store_gradebook_rows(st, ver.assignment_id, &rows, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].submission_id, sub);
+	assert_string_equal(rows[0].status, "graded");
+	free(rows);
+	store_close(st);
+}
+
+static void test_store_policy_is_set_read_and_cleared(void **state)
+{
+	char url[512];
+	int64_t c, v, v2;
+	char *text = NULL;
+	struct err e;
+	struct store_version ver;
+	struct store_assignment a;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	CHECK(store_version_get(st, v, &ver, E));
+	int64_t id = ver.assignment_id;
+	CHECK(store_assignment_get(st, id, &a, E));
+	assert_int_equal(a.course_id, c);
+	assert_string_equal(a.name, "hello");
+	assert_int_equal(a.latest_version_id, v);
+	assert_int_equal(a.latest_version_no, 1);
+	assert_int_equal(a.policy_ms, 0);
+	assert_int_equal(store_assignment_get(st, id + 100, &a, &e), STORE_NOT_FOUND);
+
+	CHECK(store_policy_get(st, id, &text, E));
+	assert_null(text);
+	CHECK(store_policy_set(st, id, "{\"max_submissions\":3}", E));
+	CHECK(store_policy_get(st, id, &text, E));
+	assert_string_equal(text, "{\"max_submissions\":3}");
+	free(text);
+	/* Mutable, and not part of a version: a new version keeps it. */
+	CHECK(
+	    store_assignment_add_version(st, c, "hello", "archive-2", 9, "small@1", &v2, NULL, E));
+	CHECK(store_assignment_get(st, id, &a, E));
+	assert_int_equal(a.latest_version_id, v2);
+	assert_int_equal(a.latest_version_no, 2);
+	assert_true(a.policy_ms > 0);
+	CHECK(store_policy_get(st, id, &text, E));
+	assert_string_equal(text, "{\"max_submissions\":3}");
+	free(text);
+	/* Not an object, too large, unknown assignment. */
+	assert_int_equal(store_policy_set(st, id, "[1]", &e), STORE_INVALID);
+	assert_int_equal(store_policy_set(st, id, "{", &e), STORE_INVALID);
+	char *big = malloc(STORE_POLICY_MAX + 2);
+	memset(big, ' ', STORE_POLICY_MAX + 1);
+	big[0] = '{';
+	big[STORE_POLICY_MAX] = '}';
+	big[STORE_POLICY_MAX + 1] = '\0';
+	assert_int_equal(store_policy_set(st, id, big, &e), STORE_INVALID);
+	big[STORE_POLICY_MAX - 1] = '}';
+	big[STORE_POLICY_MAX] = '\0';
+	CHECK(store_policy_set(st, id, big, E));
+	free(big);
+	assert_int_equal(store_policy_set(st, id + 100, "{}", &e), STORE_NOT_FOUND);
+	assert_int_equal(store_policy_get(st, id + 100, &text, &e), STORE_NOT_FOUND);
+	/* Cleared: the defaults apply again. */
+	CHECK(store_policy_set(st, id, NULL, E));
+	CHECK(store_policy_get(st, id, &text, E));
+	assert_null(text);
+
+	/* The service's view of it: a canonical document, read back the same. */
+	struct policy p, q;
+	static const char doc[] = "{\"due\": \"2026-12-01T23:59:00Z\", \"counting\": \"best\", "
+				  "\"late\": {\"penalty_percent\": 10, \"grace_s\": 60}}";
+	CHECK(policy_load(st, id, &p, E));
+	assert_false(p.has_due);
+	assert_int_equal(policy_parse(doc, strlen(doc), &p, &e), 0);
+	CHECK(policy_save(st, id, &p, E));
+	CHECK(policy_load(st, id, &q, E));
+	assert_true(q.has_due && q.has_late);
+	assert_int_equal(q.due_ms, p.due_ms);
+	assert_int_equal(q.late.grace_s, 60);
+	assert_int_equal(q.counting, POLICY_COUNT_BEST);
+	/* A stored document that no longer parses is our failure. */
+	CHECK(store_policy_set(st, id, "{\"counting\":\"worst\"}", E));
+	assert_int_equal(policy_load(st, id, &q, &e), -1);
+	assert_int_equal(e.kind, ERR_INTERNAL);
+	store_close(st);
+}
+
+static const char sql_both_kinds[] =
+    "INSERT INTO extensions (assignment_id, student, extra_s, due_ms, created_ms) "
+    "VALUES ($1, 'eve', 60, 60, 0)";
+
+static void test_store_extensions_are_set_replaced_listed_removed(void **state)
+{
+	char url[512];
+	int64_t c, v;
+	struct err e;
+	struct store_version ver;
+	struct store_extension x, *list = NULL;
+	size_t n = 0;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	CHECK(store_version_get(st, v, &ver, E));
+	int64_t id = ver.assignment_id;
+	CHECK(store_extension_list(st, id, &list, &n, E));
+	assert_int_equal(n, 0);
+	assert_null(list);
+	assert_int_equal(store_extension_get(st, id, "ada", &x, &e), STORE_NOT_FOUND);
+
+	struct store_extension ada = {.student = "ada", .extra_s = 3600};
+	struct store_extension zed = {.student = "Zed", .has_due = true, .due_ms = 1796169540000};
+	CHECK(store_extension_set(st, id, &ada, E));
+	CHECK(store_extension_set(st, id, &zed, E));
+	CHECK(store_extension_get(st, id, "ada", &x, E));
+	assert_false(x.has_due);
+	assert_int_equal(x.extra_s, 3600);
+	assert_true(x.created_ms > 0);
+	/* Replaced: a new due date instead of extra seconds. */
+	ada.has_due = true;
+	ada.due_ms = 1796169540000 + 86400000;
+	CHECK(store_extension_set(st, id, &ada, E));
+	CHECK(store_extension_get(st, id, "ada", &x, E));
+	assert_true(x.has_due);
+	assert_int_equal(x.due_ms, ada.due_ms);
+	assert_int_equal(x.extra_s, 0);
+	/* Listed bytewise, whatever the database's collation. */
+	CHECK(store_extension_list(st, id, &list, &n, E));
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0].student, "Zed");
+	assert_string_equal(list[1].student, "ada");
+	free(list);
+	CHECK(store_extension_remove(st, id, "ada", E));
+	assert_int_equal(store_extension_remove(st, id, "ada", &e), STORE_NOT_FOUND);
+	assert_int_equal(store_extension_get(st, id, "ada", &x, &e), STORE_NOT_FOUND);
+	/* Refused: no such assignment, no seconds, a bad label. */
+	assert_int_equal(store_extension_set(st, id + 100, &zed, &e), STORE_NOT_FOUND);
+	struct store_extension bad = {.student = "ada", .extra_s = 0};
+	assert_int_equal(store_extension_set(st, id, &bad, &e), STORE_INVALID);
+	bad.extra_s = STORE_EXTENSION_MAX_S + 1;
+	assert_int_equal(store_extension_set(st, id, &bad, &e), STORE_INVALID);
+	struct store_extension early = {.student = "ada", .has_due = true, .due_ms = -1};
+	assert_int_equal(store_extension_set(st, id, &early, &e), STORE_INVALID);
+	struct store_extension ctl = {.student = "a\tb", .extra_s = 5};
+	assert_int_equal(store_extension_set(st, id, &ctl, &e), STORE_INVALID);
+	/* The schema itself refuses both kinds at once. */
+	struct store_val p[] = {sv_int(id)};
+	assert_int_equal(store_q(st, sql_both_kinds, p, 1, NULL, &e), -1);
+	store_close(st);
+}
+
+static void test_store_submission_count_ignores_our_failures(void **state)
+{
+	char url[512];
+	int64_t c, v, v2, other;
+	struct err e;
+	struct store_version ver;
+	struct store_submit_count cnt;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	CHECK(store_version_get(st, v, &ver, E));
+	int64_t id = ver.assignment_id;
+	CHECK(
+	    store_assignment_add_version(st, c, "hello", "archive-2", 9, "small@1", &v2, NULL, E));
+	CHECK(store_assignment_add_version(st, c, "other", "archive-3", 9, "small@1", &other, NULL,
+					   E));
+	CHECK(store_student_submissions(st, id, "ada", &cnt, E));
+	assert_int_equal(cnt.counted, 0);
+	assert_int_equal(cnt.last_ms, 0);
+
+	submit_as(st, c, v, "ada", 0); /* graded: counts */
+	grade_next(st, doc_graded, 7);
+	submit_as(st, c, v2, "ada", 1); /* our failure, no result: does not count */
+	fail_next(st);
+	submit_as(st, c, v2, "ada", 0); /* a result saying "error": does not count */
+	grade_next(st, doc_ours, NAN);
+	submit_as(st, c, other, "ada", 0);		  /* another assignment */
+	submit_as(st, c, v, "bob", 0);			  /* another student */
+	int64_t pending = submit_as(st, c, v2, "ada", 0); /* not graded yet: counts */
+	CHECK(store_student_submissions(st, id, "ada", &cnt, E));
+	assert_int_equal(cnt.counted, 2);
+	assert_int_equal(cnt.last_ms, received(st, pending));
+	assert_true(cnt.now_ms >= cnt.last_ms);
+	assert_true(llabs(cnt.now_ms - (int64_t)time(NULL) * 1000) < 5000);
+	CHECK(store_student_submissions(st, id, "bob", &cnt, E));
+	assert_int_equal(cnt.counted, 1);
+	CHECK(store_student_submissions(st, id, "cy", &cnt, E));
+	assert_int_equal(cnt.counted, 0);
+	assert_int_equal(store_student_submissions(st, id + 100, "ada", &cnt, &e), STORE_NOT_FOUND);
+	assert_int_equal(store_student_submissions(st, id, NULL, &cnt, &e), STORE_INVALID);
+	store_close(st);
+}
+
+/* A document whose status is past the first 512 characters. */
+static char *late_status_doc(void)
+{
+	char *doc = malloc(1200);
+	int n = snprintf(doc, 1200, "{\"padding\":\"");
+
+	memset(doc + n, 'x', 700);
+	snprintf(doc + n + 700, 1200 - (size_t)n - 700, "\",\"status\":\"timeout\"}");
+	return doc;
+}
+
+static void test_store_gradebook_rows_have_latest_results(void **state)
+{
+	char url[512];
+	int64_t c, v, v2, job;
+	struct err e;
+	struct store_version ver;
+	struct store_grade_row *rows = NULL;
+	size_t n = 0;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	CHECK(store_version_get(st, v, &ver, E));
+	int64_t id = ver.assignment_id;
+	CHECK(
+	    store_assignment_add_version(st, c, "hello", "archive-2", 9, "small@1", &v2, NULL, E));
+	CHECK(store_gradebook_rows(st, id, &rows, &n, E));
+	assert_int_equal(n, 0);
+	assert_null(rows);
+
+	int64_t s1 = submit_as(st, c, v, "zoe", 0);
+	grade_next(st, doc_graded, 4);
+	int64_t s2 = submit_as(st, c, v2, "Ada", 0);
+	char *doc = late_status_doc();
+	grade_next(st, doc, 0);
+	free(doc);
+	int64_t s3 = submit_as(st, c, v2, "zoe", 1);
+	fail_next(st);
+	int64_t s4 = submit_as(st, c, v2, "zoe", 0);
+	grade_next(st, doc_compile, 0);
+	submit_as(st, c, v2, NULL, 0); /* no student: not in the gradebook */
+	grade_next(st, doc_graded, 1);
+	/* A regrade of s1: its latest result counts; its job failing later
+	 * on our side does not undo the result it has. */
+	CHECK(store_regrade(st, s1, v2, &job, E));
+	int64_t regraded = grade_next(st, "{\"status\":\"graded\",\"score\":9}", 9);
+	CHECK(store_regrade(st, s1, v2, &job, E));
+	struct store_claim cl;
+	for (bool final = false; !final;) {
+		assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+		CHECK(store_job_fail_ours(st, cl.job_id, cl.attempt, cl.lease_token, "lost", 0,
+					  &final, E));
+	}
+	int64_t s5 = submit_as(st, c, v2, "zoe", 0); /* pending */
+
+	CHECK(store_gradebook_rows(st, id, &rows, &n, E));
+	assert_int_equal(n, 5);
+	/* Bytewise by student ("Ada" < "zoe"), then by submission. */
+	assert_int_equal(rows[0].submission_id, s2);
+	assert_string_equal(rows[0].student, "Ada");
+	assert_string_equal(rows[0].status, "timeout"); /* read from the whole document */
+	assert_int_equal(rows[0].version_id, v2);
+	assert_int_equal(rows[1].submission_id, s1);
+	assert_int_equal(rows[1].result_id, regraded);
+	assert_true(rows[1].score == 9);
+	assert_true(rows[1].max_score == 10);
+	assert_string_equal(rows[1].status, "graded");
+	assert_int_equal(rows[1].job_state, STORE_JOB_ERROR);
+	assert_false(rows[1].not_gradable);
+	assert_int_equal(rows[1].version_id, v);
+	assert_int_equal(rows[2].submission_id, s3);
+	assert_false(rows[2].has_result);
+	assert_true(rows[2].not_gradable);
+	assert_int_equal(rows[3].submission_id, s4);
+	assert_string_equal(rows[3].status, "compile_error");
+	assert_false(rows[3].not_gradable);
+	assert_int_equal(rows[4].submission_id, s5);
+	assert_false(rows[4].has_result);
+	assert_false(rows[4].not_gradable);
+	assert_int_equal(rows[4].job_state, STORE_JOB_QUEUED);
+	assert_true(isnan(rows[4].score));
+	assert_int_equal(rows[4].received_ms, received(st, s5));
+	free(rows);
+	assert_int_equal(store_gradebook_rows(st, id + 100, &rows, &n, &e), STORE_NOT_FOUND);
+	store_close(st);
+}
+
+static void test_store_doc_status_reads_only_the_start(void **state)
+{
+	static const struct {
+		const char *doc;
+		int rc;
+		const char *status;
+	} cases[] = {
+	    {"{\"status\":\"graded\"}", 1, "graded"},
+	    {" { \"a\" : [1, {\"status\": \"x\"}], \"b\": -1.5e3, \"c\": {\"d\": \"}\"},"
+	     " \"status\" : \"timeout\" }",
+	     1, "timeout"},
+	    {"{\"a\":\"\\\"status\\\":\\\"x\\\"\",\"status\":\"crashed\"}", 1, "crashed"},
+	    {"{\"a\":true,\"b\":null,\"status\":\"rejected\"", 1, "rejected"},
+	    {"{\"a\":1}", -1, ""},
+	    {"{}", -1, ""},
+	    {"{\"status\":null}", -1, ""},
+	    {"[\"status\"]", -1, ""},
+	    {"{\"a\":1 \"status\":\"x\"}", -1, ""},
+	    {"{\"\\u0073tatus\":\"graded\"}", 0, ""},
+	    {"{\"status\":\"gr\\u0061ded\"}", 0, ""},
+	    {"{\"a\":\"xxxxx", 0, ""},
+	    {"{\"a\":[1,2", 0, ""},
+	    {"{\"a\":12", 0, ""},
+	    {"{\"status\":\"gra", 0, ""},
+	    {"", 0, ""},
+	};
+	char out[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = store_doc_status(cases[i].doc, strlen(cases[i].doc), out, sizeof(out));
+		if (rc != cases[i].rc || strcmp(out, cases[i].status) != 0)
+			fail_msg("%s: %d '%s'", cases[i].doc, rc, out);
+	}
+	/* Cut to the buffer. */
+	assert_int_equal(store_doc_status("{\"status\":\"abcdefgh\"}", 21, out, 4), 1);
+	assert_string_equal(out, "abc");
+}
+
+static void test_store_budget_and_usage(void **state)
+{
+	char url[512];
+	int64_t c, v, c2, v2;
+	double cpu = 0, gib = 0;
+	struct policy_verdict verdict;
+	struct policy_usage u;
+	int64_t now;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	seed(st, "cs102", &c2, &v2);
+	CHECK(store_now_ms(st, &now, E));
+	CHECK(policy_budget_check(st, c, &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_ALLOWED);
+	for (int i = 0; i < 3; i++) {
+		submit_as(st, c, v, "ada", 0);
+		grade_next(st, doc_graded, 1); /* 2 CPU-seconds, 1 GiB-second each */
+	}
+	submit_as(st, c2, v2, "ada", 0);
+	grade_next(st, doc_graded, 1);
+	CHECK(store_course_usage_since(st, c, 0, &cpu, &gib, E));
+	assert_true(cpu == 6 && gib == 3);
+	CHECK(store_course_usage_since(st, c, now + 3600000, &cpu, &gib, E));
+	assert_true(cpu == 0 && gib == 0);
+
+	CHECK(store_course_set_cpu_cap(st, c, 6.5, E));
+	CHECK(policy_budget_check(st, c, &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_ALLOWED);
+	struct policy_prices prices = {.vcpu_hour = 3600, .gib_hour = 36000};
+	CHECK(policy_course_usage(st, c, &prices, &u, E));
+	assert_true(u.cpu_seconds == 6 && u.gib_seconds == 3);
+	assert_true(fabs(u.cost - (6 + 30)) < 1e-9);
+	assert_true(u.cap == 6.5);
+	assert_int_equal(u.since_ms, policy_day_start(now));
+	CHECK(store_course_set_cpu_cap(st, c, 6, E));
+	CHECK(policy_budget_check(st, c, &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_OVER_BUDGET);
+	assert_int_equal(verdict.next_ms, policy_day_start(now) + 86400000);
+	/* The other course is not charged for it; lifting the cap reopens. */
+	CHECK(store_course_set_cpu_cap(st, c2, 6, E));
+	CHECK(policy_budget_check(st, c2, &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_ALLOWED);
+	CHECK(store_course_set_cpu_cap(st, c, NAN, E));
+	CHECK(policy_budget_check(st, c, &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_ALLOWED);
+	store_close(st);
+}
+
+static void test_store_policy_admit_and_export(void **state)
+{
+	char url[512];
+	int64_t c, v;
+	struct store_version ver;
+	struct policy_verdict verdict;
+	struct policy p;
+	struct err e;
+	char *text = NULL;
+	size_t len = 0;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	CHECK(store_version_get(st, v, &ver, E));
+	int64_t id = ver.assignment_id;
+	static const char doc[] = "{\"max_submissions\": 2, \"min_interval_s\": 3600, "
+				  "\"counting\": \"best\", \"due\": 4102444800000, "
+				  "\"late\": {\"penalty_percent\": 50}}";
+	assert_int_equal(policy_parse(doc, strlen(doc), &p, &e), 0);
+	CHECK(policy_save(st, id, &p, E));
+
+	CHECK(policy_admit(st, id, "ada", &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_ALLOWED);
+	int64_t s1 = submit_as(st, c, v, "ada", 0);
+	grade_next(st, doc_graded, 6);
+	CHECK(policy_admit(st, id, "ada", &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_TOO_SOON);
+	assert_int_equal(verdict.next_ms, received(st, s1) + 3600000);
+	/* Our failure gives the try back. */
+	p.min_interval_s = 0;
+	CHECK(policy_save(st, id, &p, E));
+	submit_as(st, c, v, "ada", 1);
+	fail_next(st);
+	CHECK(policy_admit(st, id, "ada", &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_ALLOWED);
+	submit_as(st, c, v, "ada", 0);
+	grade_next(st, doc_graded, 9);
+	CHECK(policy_admit(st, id, "ada", &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_LIMIT);
+	/* Unlabelled submissions have no per-student limit; the course cap
+	 * comes first. */
+	CHECK(policy_admit(st, id, NULL, &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_ALLOWED);
+	CHECK(store_course_set_cpu_cap(st, c, 0, E));
+	CHECK(policy_admit(st, id, "bob", &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_OVER_BUDGET);
+	assert_int_equal(policy_admit(st, id + 100, "bob", &verdict, &e), STORE_NOT_FOUND);
+
+	struct store_extension x = {.student = "ada", .extra_s = 60};
+	CHECK(store_extension_set(st, id, &x, E));
+	CHECK(policy_export(st, id, POLICY_FORMAT_CSV, &text, &len, E));
+	assert_int_equal(strlen(text), len);
+	assert_non_null(strstr(text, "\r\nada,"));
+	assert_non_null(strstr(text, ",graded,9,10,no,0,0,0,9,2,0,yes\r\n"));
+	free(text);
+	CHECK(policy_export(st, id, POLICY_FORMAT_JSON, &text, &len, E));
+	json_t *j = json_loads(text, 0, NULL);
+	assert_non_null(j);
+	json_t *ada = json_array_get(json_object_get(j, "students"), 0);
+	assert_true(
+	    json_real_value(json_object_get(json_object_get(ada, "counting"), "final_score")) == 9);
+	assert_int_equal(json_integer_value(json_object_get(ada, "submissions")), 2);
+	json_decref(j);
+	free(text);
+	assert_int_equal(policy_export(st, id + 100, POLICY_FORMAT_CSV, &text, &len, &e),
+			 STORE_NOT_FOUND);
+	store_close(st);
+}
+
 static int setup_sqlite(void **state)
 {
 	snprintf(sqlite_backend.tmpdir, sizeof(sqlite_backend.tmpdir), "/tmp/proctor-store.XXXXXX");
@@ -1099,12 +1774,22 @@ int main(void)
 	    cmocka_unit_test(test_store_tokens_are_hashed_and_checked),
 	    cmocka_unit_test(test_store_crash_between_claim_and_complete_loses_nothing),
 	    cmocka_unit_test(test_store_regrade_adds_a_result_beside_the_old),
+	    cmocka_unit_test(test_store_regrade_batch_says_which_scores_changed),
 	    cmocka_unit_test(test_store_counts_jobs_by_course_and_state),
 	    cmocka_unit_test(test_store_processes_opening_together_migrate_once),
 	    cmocka_unit_test(test_store_concurrent_retries_of_one_key_make_one_submission),
+	    cmocka_unit_test(test_store_admission_check_and_submit_are_one_step),
 	    cmocka_unit_test(test_store_outbox_gives_up_after_max_attempts),
 	    cmocka_unit_test(test_store_sweep_ends_jobs_of_lost_workers),
 	    cmocka_unit_test(test_store_released_job_is_claimable_at_once_and_costs_no_attempt),
+	    cmocka_unit_test(test_store_migration_3_upgrades_a_version_2_database),
+	    cmocka_unit_test(test_store_policy_is_set_read_and_cleared),
+	    cmocka_unit_test(test_store_extensions_are_set_replaced_listed_removed),
+	    cmocka_unit_test(test_store_submission_count_ignores_our_failures),
+	    cmocka_unit_test(test_store_gradebook_rows_have_latest_results),
+	    cmocka_unit_test(test_store_doc_status_reads_only_the_start),
+	    cmocka_unit_test(test_store_budget_and_usage),
+	    cmocka_unit_test(test_store_policy_admit_and_export),
 	};
 	int failed =
 	    cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);

@@ -1,0 +1,165 @@
+/* proctor admin: tokens, assignments and course budgets, straight on the store (for the operator's
+ * shell). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "grade/assignment.h"
+#include "service/commands.h"
+#include "service/pack.h"
+#include "store/store.h"
+
+#define ADMIN_EXIT_STATUS                                                                          \
+	"  0  done (the token or the id is on stdout)\n"                                           \
+	"  2  usage error, or the assignment directory is not valid\n"                             \
+	"  3  Proctor's own failure (the store)"
+
+static int admin_word(int argc, char **argv);
+
+static const struct cli_command token_cmd = {.name = "admin token", .operands = "no arguments"};
+static const struct cli_command assignment_cmd = {
+    .name = "admin assignment", .synopsis = "DIR", .operands = "one DIR"};
+static const struct cli_command budget_cmd = {.name = "admin budget", .operands = "no arguments"};
+
+static const struct cli_subcommand admin_words[] = {
+    {"token", "print a new token of --course (created if new) with --scope", admin_word,
+     &token_cmd},
+    {"assignment", "upload assignment DIR to --course; print its id", admin_word, &assignment_cmd},
+    {"budget", "set or lift (--cpu-cap none) a course's daily CPU-seconds cap", admin_word,
+     &budget_cmd},
+};
+
+static const struct cli_command admin_cmd = {
+    .name = "admin",
+    .synopsis = "COMMAND [ARGS]",
+    .about = "Administer the grading service's store directly (docs/service.md): the\n"
+	     "first token of a course comes from here.",
+    .subcommands = admin_words,
+    .n_subcommands = sizeof(admin_words) / sizeof(admin_words[0]),
+    .exit_status = ADMIN_EXIT_STATUS,
+    .operands = "COMMAND",
+    .max_operands = -1,
+    .stop_at_operand = true,
+};
+
+int cmd_admin(int argc, char **argv)
+{
+	int status;
+
+	if (cli_dispatch(&admin_cmd, argc, argv, &status))
+		return status;
+	return cli_usage_error("admin: expected a COMMAND: token, assignment or budget (see "
+			       "'proctor admin --help')");
+}
+
+static int fail(const struct err *e)
+{
+	if (err_exit_status(e->kind) == 2)
+		return cli_usage_error("%s", e->msg);
+	fprintf(stderr, "proctor: admin: %s\n", e->msg);
+	return err_exit_status(e->kind);
+}
+
+static int upload(struct store *st, const char *course, const char *dir, struct err *e)
+{
+	struct assignment *a = NULL;
+	struct store_version v;
+	int64_t course_id, version_id;
+	int version_no;
+	void *data = NULL;
+	size_t len = 0;
+
+	if (assignment_load(dir, &a, e) < 0)
+		return err_classify(e, ERR_INPUT);
+	int rc = pack_path(dir, 256ull << 20, &data, &len, e);
+	if (rc == 0 && (rc = store_course_ensure(st, course, true, &course_id, e)) == 0 &&
+	    (rc = store_assignment_add_version(st, course_id, a->name, data, len, a->image,
+					       &version_id, &version_no, e)) == 0 &&
+	    (rc = store_version_get(st, version_id, &v, e)) == 0) {
+		printf("%lld\n", (long long)v.assignment_id);
+		fprintf(stderr, "proctor: admin: assignment '%s' (id %lld) version %d, image %s\n",
+			a->name, (long long)v.assignment_id, version_no, a->image);
+	}
+	free(data);
+	assignment_free(a);
+	return rc < 0 ? -1 : 0;
+}
+
+static int admin_word(int argc, char **argv)
+{
+	const char *db = NULL, *course = NULL, *scope_name = NULL, *cap = NULL;
+	bool is_token = strcmp(argv[0], "token") == 0, is_budget = strcmp(argv[0], "budget") == 0;
+	const struct cli_option opts[] = {
+	    {.name = "db",
+	     .kind = CLI_STRING,
+	     .value_name = "URL",
+	     .dest = &db,
+	     .help = "the store: sqlite:PATH or postgresql://..."},
+	    {.name = "course",
+	     .kind = CLI_STRING,
+	     .value_name = "NAME",
+	     .dest = &course,
+	     .help = "the course"},
+	    {.name = "scope",
+	     .kind = CLI_STRING,
+	     .value_name = "SCOPE",
+	     .dest = &scope_name,
+	     .help = "token: submit, instructor or admin"},
+	    {.name = "cpu-cap",
+	     .kind = CLI_STRING,
+	     .value_name = "SECONDS",
+	     .dest = &cap,
+	     .help = "budget: CPU-seconds a day, or 'none'"},
+	};
+	struct cli_command cmd = is_token ? token_cmd : is_budget ? budget_cmd : assignment_cmd;
+	struct store *st = NULL;
+	enum store_scope scope = STORE_SCOPE_SUBMIT;
+	char token[STORE_TOKEN_LEN + 1];
+	int64_t course_id;
+	double cpu = NAN;
+	struct err e;
+	int n, r;
+
+	cmd.options = opts;
+	cmd.n_options = sizeof(opts) / sizeof(opts[0]);
+	cmd.exit_status = ADMIN_EXIT_STATUS;
+	cmd.min_operands = cmd.max_operands = is_token || is_budget ? 0 : 1;
+	r = cli_parse(&cmd, argc, argv, &n);
+	if (r != CLI_OK)
+		return cli_exit_status(r);
+	if (!db || !course)
+		return cli_usage_error("admin %s: --db and --course are required", argv[0]);
+	if (is_token && (!scope_name || store_scope_parse(scope_name, &scope, &e) < 0))
+		return cli_usage_error("admin token: --scope must be submit, instructor or admin");
+	if (is_budget) {
+		char *end;
+		if (!cap)
+			return cli_usage_error(
+			    "admin budget: --cpu-cap SECONDS or none is required");
+		if (strcmp(cap, "none") != 0 &&
+		    ((cpu = strtod(cap, &end)) < 0 || *end || end == cap))
+			return cli_usage_error("--cpu-cap: '%s' is not a number of seconds or none",
+					       cap);
+	}
+	if (store_open(db, &st, &e) < 0) {
+		fprintf(stderr, "proctor: admin: --db: %s\n", e.msg);
+		return 3;
+	}
+	if (is_token)
+		r = store_token_create(st, course, scope, token, &e);
+	else if (is_budget) {
+		r = store_course_ensure(st, course, false, &course_id, &e);
+		if (r == 0)
+			r = store_course_set_cpu_cap(st, course_id, cpu, &e);
+	} else
+		r = upload(st, course, argv[1], &e);
+	store_close(st);
+	if (r < 0)
+		return r == STORE_NOT_FOUND ? (err_classify(&e, ERR_NOT_FOUND), fail(&e))
+					    : fail(&e);
+	if (is_token)
+		printf("%s\n", token);
+	return 0;
+}

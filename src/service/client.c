@@ -1,0 +1,358 @@
+/* proctor submit, status and results: thin clients of the service's HTTP API (libcurl). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <nettle/base64.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "service/commands.h"
+#include "service/pack.h"
+#include "util.h"
+
+#define CLIENT_EXIT_STATUS                                                                         \
+	"  0  done\n"                                                                              \
+	"  2  usage error, or the server refused the request (4xx: a bad token, an\n"              \
+	"     unknown id, an invalid field); the server's message is printed\n"                    \
+	"  3  the server failed or cannot be reached (5xx, connection), or it is\n"                \
+	"     busy (429: retry after the time printed)"
+
+/* Largest answer read (a result document with its raw output). */
+#define ANSWER_MAX (80u << 20)
+
+struct answer {
+	char *s;
+	size_t len;
+	bool over;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+	struct answer *a = ctx;
+	size_t k = size * n;
+
+	if (a->len + k > ANSWER_MAX) {
+		a->over = true;
+		return 0;
+	}
+	char *ns = realloc(a->s, a->len + k + 1);
+	if (!ns)
+		return 0;
+	memcpy(ns + a->len, p, k);
+	a->s = ns;
+	a->len += k;
+	a->s[a->len] = '\0';
+	return k;
+}
+
+struct client {
+	const char *server;
+	const char *token;
+	long timeout_s;
+};
+
+/*
+ * One request: 0 with the HTTP status and the parsed JSON answer (NULL if
+ * it was not JSON); -1 when no answer came (printed).
+ */
+static int call(const struct client *c, const char *method, const char *path, const char *body,
+		const char *idem_key, long *ret_status, json_t **ret_doc)
+{
+	char url[4096], auth[256], idem[300];
+	struct answer a = {0};
+	struct curl_slist *h = NULL;
+	CURL *curl = curl_easy_init();
+	CURLcode rc;
+
+	if (!curl) {
+		fprintf(stderr, "proctor: cannot start libcurl\n");
+		return -1;
+	}
+	snprintf(url, sizeof(url), "%s%s", c->server, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->token ? c->token : "");
+	if (c->token)
+		h = curl_slist_append(h, auth);
+	if (idem_key) {
+		snprintf(idem, sizeof(idem), "Idempotency-Key: %s", idem_key);
+		h = curl_slist_append(h, idem);
+	}
+	if (body)
+		h = curl_slist_append(h, "Content-Type: application/json");
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, c->timeout_s);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a);
+	if (body) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	}
+	rc = curl_easy_perform(curl);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, ret_status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(curl);
+	if (rc != CURLE_OK) {
+		fprintf(stderr, "proctor: %s %s: %s\n", method, url,
+			a.over ? "the answer is too large" : curl_easy_strerror(rc));
+		free(a.s);
+		return -1;
+	}
+	*ret_doc = a.s ? json_loads(a.s, 0, NULL) : NULL;
+	free(a.s);
+	return 0;
+}
+
+/* An answer that is not a success: its message, and the exit status. */
+static int refused(long status, json_t *doc)
+{
+	const char *code =
+	    json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
+	const char *msg =
+	    json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+
+	fprintf(stderr, "proctor: the server answered %ld%s%s%s%s\n", status, code ? " " : "",
+		code ? code : "", msg ? ": " : "", msg ? msg : "");
+	json_decref(doc);
+	return status >= 400 && status < 500 && status != 429 ? 2 : 3;
+}
+
+static int print_doc(json_t *doc)
+{
+	int rc = json_dumpf(doc, stdout, JSON_INDENT(2)) == 0 ? 0 : 3;
+
+	fputc('\n', stdout);
+	return rc;
+}
+
+static char *base64_of(const void *data, size_t len)
+{
+	char *out = malloc(BASE64_ENCODE_RAW_LENGTH(len) + 1);
+
+	if (!out)
+		return NULL;
+	base64_encode_raw(out, len, data);
+	out[BASE64_ENCODE_RAW_LENGTH(len)] = '\0';
+	return out;
+}
+
+static int client_env(struct client *c)
+{
+	if (!c->server)
+		c->server = getenv("PROCTOR_SERVER");
+	if (!c->token)
+		c->token = getenv("PROCTOR_TOKEN");
+	if (!c->server || !*c->server)
+		return cli_usage_error("--server URL (or $PROCTOR_SERVER) is required");
+	if (!c->token || !*c->token)
+		return cli_usage_error("--token TOKEN (or $PROCTOR_TOKEN) is required");
+	return 0;
+}
+
+#define CLIENT_OPTIONS(c)                                                                          \
+	{.name = "server",                                                                         \
+	 .kind = CLI_STRING,                                                                       \
+	 .value_name = "URL",                                                                      \
+	 .dest = &(c).server,                                                                      \
+	 .help = "the service, e.g. http://127.0.0.1:8080 ($PROCTOR_SERVER)"},                     \
+	{                                                                                          \
+		.name = "token", .kind = CLI_STRING, .value_name = "TOKEN", .dest = &(c).token,    \
+		.help = "a bearer token of the course ($PROCTOR_TOKEN)"                            \
+	}
+
+int cmd_submit(int argc, char **argv)
+{
+	struct client c = {.timeout_s = 300};
+	const char *student = NULL, *callback = NULL, *key = NULL;
+	unsigned assignment = 0;
+	const struct cli_option opts[] = {
+	    CLIENT_OPTIONS(c),
+	    {.name = "assignment",
+	     .kind = CLI_UINT,
+	     .value_name = "ID",
+	     .dest = &assignment,
+	     .min = 1,
+	     .max = 4000000000u,
+	     .help = "the assignment's id (proctor admin assignment prints it)"},
+	    {.name = "student",
+	     .kind = CLI_STRING,
+	     .value_name = "S",
+	     .dest = &student,
+	     .help = "the student's label"},
+	    {.name = "callback",
+	     .kind = CLI_STRING,
+	     .value_name = "URL",
+	     .dest = &callback,
+	     .help = "POST the result here when it is recorded (signed)"},
+	    {.name = "idempotency-key",
+	     .kind = CLI_STRING,
+	     .value_name = "KEY",
+	     .dest = &key,
+	     .help = "a retried submit with the same KEY returns the same id"},
+	};
+	const struct cli_command cmd = {
+	    .name = "submit",
+	    .synopsis = "--assignment ID FILE_OR_DIR",
+	    .about = "Submit a file, a directory or an archive (.zip, .tar, .tar.gz) to the\n"
+		     "service and print the new submission's id.",
+	    .options = opts,
+	    .n_options = sizeof(opts) / sizeof(opts[0]),
+	    .exit_status = CLIENT_EXIT_STATUS,
+	    .operands = "one FILE_OR_DIR",
+	    .min_operands = 1,
+	    .max_operands = 1};
+	struct err e;
+	void *data = NULL;
+	size_t len = 0;
+	long status = 0;
+	json_t *doc = NULL;
+	int n, r;
+
+	r = cli_parse(&cmd, argc, argv, &n);
+	if (r != CLI_OK)
+		return cli_exit_status(r);
+	if ((r = client_env(&c)) != 0)
+		return r;
+	if (!assignment)
+		return cli_usage_error("submit: --assignment ID is required");
+	if (pack_path(argv[1], 256ull << 20, &data, &len, &e) < 0)
+		return cli_usage_error("submit: %s", e.msg);
+	char *b64 = base64_of(data, len);
+	free(data);
+	json_t *req =
+	    b64 ? json_pack("{s:I, s:s?, s:s?, s:s}", "assignment", (json_int_t)assignment,
+			    "student", student, "callback_url", callback, "archive", b64)
+		: NULL;
+	free(b64);
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!body) {
+		fprintf(stderr, "proctor: submit: out of memory\n");
+		return 3;
+	}
+	r = call(&c, "POST", "/v1/submissions", body, key, &status, &doc);
+	free(body);
+	if (r < 0)
+		return 3;
+	if (status != 200 && status != 202)
+		return refused(status, doc);
+	printf("%lld\n", (long long)json_integer_value(json_object_get(doc, "submission_id")));
+	json_decref(doc);
+	return 0;
+}
+
+/* GET a submission, waiting up to wait_s for a verdict (in server-capped steps). */
+static int fetch(struct client *c, const char *id, unsigned wait_s, json_t **ret)
+{
+	char path[128];
+	long status = 0;
+	json_t *doc = NULL;
+	uint64_t deadline = now_ns() + (uint64_t)wait_s * 1000000000ull;
+	char *end;
+
+	errno = 0;
+	long long v = strtoll(id, &end, 10);
+	if (!*id || *end || v <= 0 || errno)
+		return cli_usage_error("'%s' is not a submission id", id);
+	for (;;) {
+		uint64_t now = now_ns();
+		unsigned left = now < deadline ? (unsigned)((deadline - now) / 1000000000ull) : 0;
+		snprintf(path, sizeof(path), "/v1/submissions/%lld?wait=%u", v, left);
+		c->timeout_s = (long)left + 30;
+		if (call(c, "GET", path, NULL, NULL, &status, &doc) < 0)
+			return 3;
+		if (status != 200)
+			return refused(status, doc);
+		const char *state =
+		    json_string_value(json_object_get(json_object_get(doc, "service"), "state"));
+		if (!state || strcmp(state, "done") == 0 || strcmp(state, "error") == 0 ||
+		    now_ns() >= deadline) {
+			*ret = doc;
+			return 0;
+		}
+		json_decref(doc);
+	}
+}
+
+static bool has_verdict(const json_t *doc)
+{
+	const char *state =
+	    json_string_value(json_object_get(json_object_get(doc, "service"), "state"));
+	return state && (strcmp(state, "done") == 0 || strcmp(state, "error") == 0);
+}
+
+static int show(int argc, char **argv, bool results)
+{
+	struct client c = {0};
+	unsigned wait_s = 0;
+	bool json = false;
+	const struct cli_option opts[] = {
+	    CLIENT_OPTIONS(c),
+	    {.name = "wait",
+	     .kind = CLI_UINT,
+	     .value_name = "SECONDS",
+	     .dest = &wait_s,
+	     .max = 86400,
+	     .help = "wait up to SECONDS for a verdict"},
+	    CLI_OPTION_JSON(&json, "the whole document"),
+	};
+	const struct cli_command cmd = {
+	    .name = results ? "results" : "status",
+	    .synopsis = "ID",
+	    .about = results ? "Print a submission's result document (docs/result.md) with the "
+			       "service's\nfields under \"service\" (docs/api.md)."
+			     : "Print one line: the submission's id, state, status and score.",
+	    .options = opts,
+	    .n_options = sizeof(opts) / sizeof(opts[0]) - (results ? 1 : 0),
+	    .exit_status =
+		results ? "  0  the submission has a verdict (printed)\n"
+			  "  4  it has none yet (still queued or running)\n" CLIENT_EXIT_STATUS
+			: CLIENT_EXIT_STATUS,
+	    .operands = "one ID",
+	    .min_operands = 1,
+	    .max_operands = 1};
+	json_t *doc = NULL;
+	int n, r;
+
+	r = cli_parse(&cmd, argc, argv, &n);
+	if (r != CLI_OK)
+		return cli_exit_status(r);
+	if ((r = client_env(&c)) != 0)
+		return r;
+	if ((r = fetch(&c, argv[1], wait_s, &doc)) != 0)
+		return r;
+	bool verdict = has_verdict(doc);
+	if (results || json) {
+		r = print_doc(doc);
+	} else {
+		json_t *svc = json_object_get(doc, "service");
+		printf("%lld %s %s %g/%g\n",
+		       (long long)json_integer_value(json_object_get(svc, "submission_id")),
+		       json_string_value(json_object_get(svc, "state")),
+		       json_is_string(json_object_get(doc, "status"))
+			   ? json_string_value(json_object_get(doc, "status"))
+			   : "-",
+		       json_number_value(json_object_get(doc, "score")),
+		       json_number_value(json_object_get(doc, "max_score")));
+		r = 0;
+	}
+	json_decref(doc);
+	if (r)
+		return r;
+	return results && !verdict ? 4 : 0;
+}
+
+int cmd_status(int argc, char **argv)
+{
+	return show(argc, argv, false);
+}
+
+int cmd_results(int argc, char **argv)
+{
+	return show(argc, argv, true);
+}
