@@ -326,21 +326,35 @@ static int parse_body(const struct http_request *rq, size_t max, json_t **doc,
 {
 	struct err e;
 
+	/* Past the route's cap (below the front's max_body) is too large, as there. */
+	if (rq->body_len > max)
+		return http_error(rs, 413, "too_large",
+				  "the body is %zu bytes; at most %zu are accepted", rq->body_len,
+				  max),
+		       -1;
 	if (jsonreq_parse(rq->body, rq->body_len, max, doc, &e) < 0)
 		return http_error(rs, 400, "invalid_request", "%s", e.msg), -1;
 	return 0;
 }
 
-/* Decode a base64 member into a malloc'd buffer of at most `max` bytes. */
+/* Decode a base64 member into a malloc'd buffer of at most `max` bytes;
+ * *too_large says that a refusal was for the size. */
 static int base64_member(const json_t *obj, const char *key, uint64_t max, void **ret,
-			 size_t *ret_len, struct err *e)
+			 size_t *ret_len, bool *too_large, struct err *e)
 {
 	const char *text;
 	struct base64_decode_ctx ctx;
 
-	if (jsonreq_string(obj, key, true, (size_t)(max / 3 * 4 + 8), &text, e) < 0)
+	if (jsonreq_string(obj, key, true, SIZE_MAX, &text, e) < 0)
 		return -1;
 	size_t in = strlen(text), cap = BASE64_DECODE_LENGTH(in) + 1, len = cap;
+	if (in > max / 3 * 4 + 8) {
+		*too_large = true;
+		return err_setk(e, ERR_INPUT, 0,
+				"'%s' is %zu bytes of base64; archives of at most %" PRIu64
+				" bytes are accepted",
+				key, in, max);
+	}
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return err_set(e, ENOMEM, "'%s'", key);
@@ -351,6 +365,7 @@ static int base64_member(const json_t *obj, const char *key, uint64_t max, void 
 	}
 	if (len > max) {
 		free(buf);
+		*too_large = true;
 		return err_setk(e, ERR_INPUT, 0,
 				"'%s' decodes to %zu bytes; at most %" PRIu64 " are accepted", key,
 				len, max);
@@ -386,6 +401,18 @@ static void sleep_step(void)
 	struct timespec ts = {0, WAIT_STEP_MS * 1000000L};
 
 	nanosleep(&ts, NULL);
+}
+
+/* A refused member: 413 for an archive past the upload limit, 500 when we
+ * ran out of memory, else 422. */
+static void field_error(struct http_response *rs, const struct err *e, bool too_large)
+{
+	if (too_large)
+		http_error(rs, 413, "too_large", "%s", e->msg);
+	else if (e->errnum == ENOMEM)
+		http_error(rs, 500, "internal", "%s", e->msg);
+	else
+		http_error(rs, 422, "invalid_input", "%s", e->msg);
 }
 
 /* An id of another course is answered as one that does not exist. */
@@ -538,6 +565,7 @@ static void post_assignment(struct api *a, struct store *st, const struct http_r
 	const char *name, *image;
 	void *archive = NULL;
 	size_t len = 0;
+	bool too_large = false;
 	int64_t version_id;
 	int version_no;
 	struct err e;
@@ -548,9 +576,8 @@ static void post_assignment(struct api *a, struct store *st, const struct http_r
 	if (jsonreq_only(doc, allowed, &e) < 0 ||
 	    jsonreq_string(doc, "name", true, 255, &name, &e) < 0 ||
 	    jsonreq_string(doc, "image", true, 255, &image, &e) < 0 ||
-	    base64_member(doc, "archive", a->c.max_upload, &archive, &len, &e) < 0) {
-		http_error(rs, e.kind == ERR_INTERNAL ? 500 : 422,
-			   e.kind == ERR_INTERNAL ? "internal" : "invalid_input", "%s", e.msg);
+	    base64_member(doc, "archive", a->c.max_upload, &archive, &len, &too_large, &e) < 0) {
+		field_error(rs, &e, too_large);
 		goto out;
 	}
 	int rc = store_assignment_add_version(st, ti.course_id, name, archive, len, image,
@@ -667,7 +694,7 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 	int64_t assignment = 0, attempts = 0, sub_id, job_id;
 	void *archive = NULL;
 	size_t len = 0;
-	bool existing = false;
+	bool existing = false, too_large = false;
 	struct err e;
 	int rc;
 
@@ -679,9 +706,8 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 	    jsonreq_string(doc, "student", false, 255, &student, &e) < 0 ||
 	    jsonreq_string(doc, "callback_url", false, 2048, &callback, &e) < 0 ||
 	    jsonreq_int(doc, "attempts", false, 1, 10, &attempts, &e) < 0 ||
-	    base64_member(doc, "archive", a->c.max_upload, &archive, &len, &e) < 0) {
-		http_error(rs, e.kind == ERR_INTERNAL ? 500 : 422,
-			   e.kind == ERR_INTERNAL ? "internal" : "invalid_input", "%s", e.msg);
+	    base64_member(doc, "archive", a->c.max_upload, &archive, &len, &too_large, &e) < 0) {
+		field_error(rs, &e, too_large);
 		goto out;
 	}
 	if (callback && callback_url_check(callback, &e) < 0) {
@@ -698,6 +724,18 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 	if (rc < 0) {
 		store_error(rs, rc, &e);
 		goto out;
+	}
+	/* A replayed key answers the first submission whatever the queue or
+	 * the policy say now (store_submit also does, inside its transaction). */
+	if (rq->idempotency_key &&
+	    (rc = store_submission_by_key(st, ti.course_id, rq->idempotency_key, &sub_id, &job_id,
+					  &e)) != 0) {
+		if (rc < 0) {
+			store_error(rs, rc, &e);
+			goto out;
+		}
+		existing = true;
+		goto accepted;
 	}
 	if (backpressure(a, st, ti.course_id, rs) < 0)
 		goto out;
@@ -721,6 +759,7 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 		store_error(rs, rc, &e);
 		goto out;
 	}
+accepted:
 	api_count(a, existing ? "submissions_replayed" : "submissions_accepted", 1);
 	reply(rs, existing ? 200 : 202,
 	      json_pack("{s:I, s:I, s:I, s:s, s:b}", "submission_id", (json_int_t)sub_id, "job_id",
@@ -919,10 +958,19 @@ static void start_regrade(struct store *st, struct http_response *rs,
 		store_error(rs, rc, &e);
 		return;
 	}
-	reply(rs, 202,
-	      json_pack("{s:I, s:I, s:I, s:I, s:s}", "regrade_id", (json_int_t)regrade,
-			"assignment_id", (json_int_t)in->assignment_id, "version_id",
-			(json_int_t)version, "jobs", (json_int_t)jobs, "state", "queued"));
+	json_t *doc = json_pack("{s:I, s:I, s:I, s:I, s:s}", "regrade_id", (json_int_t)regrade,
+				"assignment_id", (json_int_t)in->assignment_id, "version_id",
+				(json_int_t)version, "jobs", (json_int_t)jobs, "state", "queued");
+	struct store_regrade_info info;
+	struct store_regrade_item item;
+	size_t n = 0;
+	/* One submission's regrade names its job, as a submission does. */
+	if (doc && in->scope == STORE_REGRADE_SUBMISSION &&
+	    store_regrade_get(st, regrade, &info, &item, 1, &n, &e) == 0 && n == 1) {
+		json_object_set_new(doc, "submission_id", json_integer(item.submission_id));
+		json_object_set_new(doc, "job_id", json_integer(item.job_id));
+	}
+	reply(rs, 202, doc);
 }
 
 /* POST /v1/assignments/{id}/regrade: {"scope", "student", "submission_id", "version_id"}. */

@@ -99,6 +99,20 @@ static int find_by_key(struct store *st, struct submit_arg *a, struct err *e)
 	return found;
 }
 
+int store_submission_by_key(struct store *st, int64_t course_id, const char *key,
+			    int64_t *ret_submission, int64_t *ret_job, struct err *e)
+{
+	struct store_submission_in in = {.course_id = course_id, .idempotency_key = key};
+	struct submit_arg a = {.in = &in};
+	int rc = find_by_key(st, &a, e);
+
+	if (rc > 0) {
+		*ret_submission = a.submission;
+		*ret_job = a.job;
+	}
+	return rc;
+}
+
 static int version_in_course(struct store *st, int64_t version_id, int64_t course_id, struct err *e)
 {
 	struct store_rows *rows = NULL;

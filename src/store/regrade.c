@@ -67,10 +67,15 @@ static int pick_version(struct store *st, struct batch_arg *a, struct err *e)
 	struct store_val pv[] = {sv_int(a->in->version_id)};
 	if (store_q(st, sql_version_of, pv, 1, &rows, e) < 0)
 		return err_wrap(e, "assignment version");
-	ok = rows->nrows == 1 && store_col_int(rows, 0, 0) == a->in->assignment_id;
+	bool exists = rows->nrows == 1;
+	ok = exists && store_col_int(rows, 0, 0) == a->in->assignment_id;
 	store_rows_free(rows);
+	if (!exists)
+		return store_fail(e, STORE_NOT_FOUND, "no assignment version %lld",
+				  (long long)a->in->version_id);
 	if (!ok)
-		return store_fail(e, STORE_NOT_FOUND, "no version %lld of assignment %lld",
+		return store_fail(e, STORE_INVALID,
+				  "version %lld is not a version of assignment %lld",
 				  (long long)a->in->version_id, (long long)a->in->assignment_id);
 	a->version = a->in->version_id;
 	return 0;

@@ -211,6 +211,11 @@ struct store_submission_in {
 int store_submit(struct store *st, const struct store_submission_in *in, int64_t *ret_submission,
 		 int64_t *ret_job, bool *ret_existing, struct err *e);
 
+/* The submission and first job of an idempotency key in the course: 1 when
+ * the key was used, 0 when not, negative on failure. */
+int store_submission_by_key(struct store *st, int64_t course_id, const char *key,
+			    int64_t *ret_submission, int64_t *ret_job, struct err *e);
+
 /* Queue another job for an existing submission against `version_id` (a
  * regrade): its result is added beside the old ones. */
 int store_regrade(struct store *st, int64_t submission_id, int64_t version_id, int64_t *ret_job,

@@ -886,7 +886,7 @@ static void test_store_regrade_batch_says_which_scores_changed(void **state)
 	in.course_id = c;
 	in.version_id = other_v;
 	assert_int_equal(store_regrade_batch(st, &in, &regrade, &version, &jobs, &e),
-			 STORE_NOT_FOUND);
+			 STORE_INVALID);
 	in.version_id = 0;
 	in.scope = STORE_REGRADE_STUDENT;
 	in.student = "nobody";
