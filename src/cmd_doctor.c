@@ -99,14 +99,12 @@ static int measure_vm_factor(const char *state_dir, const char *image_rootfs, do
 			return err_wrap(e, "measure the slowdown");
 		ratios[i] = (double)vm_ms / (double)native_ms;
 	}
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (ratios[j] < ratios[i]) {
-				double t = ratios[i];
-				ratios[i] = ratios[j];
-				ratios[j] = t;
-			}
-	*ret = ratios[1] < 1.0 ? 1.0 : ratios[1];
+	double lo = ratios[0] < ratios[1] ? ratios[0] : ratios[1],
+	       hi = ratios[0] < ratios[1] ? ratios[1] : ratios[0],
+	       median = ratios[2] < lo	 ? lo
+			: ratios[2] > hi ? hi
+					 : ratios[2];
+	*ret = median < 1.0 ? 1.0 : median;
 	return vm_factor_store(state_dir, *ret, &h, native_ms, vm_ms, e);
 }
 

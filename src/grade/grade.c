@@ -1,7 +1,6 @@
 /* Grading one submission: sandbox, intake, build, test, report, verdict, score. */
 #include "grade/grade.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <nettle/hmac.h>
 #include <fcntl.h>
@@ -242,31 +241,27 @@ static json_t *step_json(const char *name, struct run_result *r)
 static void staging_sweep(int base_fd, int lock_fd)
 {
 	struct err ignored;
-	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
 
 	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
 		return; /* someone is creating or sweeping: next time */
-	int dfd = dup(base_fd);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	if (!d) {
-		xclose(dfd);
-		flock(lock_fd, LOCK_UN);
-		return;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
+	dir_names(base_fd, SIZE_MAX, &names, &n, &ignored);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = names[i];
+		if (name[0] == '.')
 			continue;
-		int fd = openat(base_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = openat(base_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			/* Its grading is gone. */
 			rm_rf_children(fd, &ignored);
-			unlinkat(base_fd, de->d_name, AT_REMOVEDIR);
+			unlinkat(base_fd, name, AT_REMOVEDIR);
 		}
 		close(fd);
 	}
-	closedir(d);
+	free_names(names, n);
 	flock(lock_fd, LOCK_UN);
 }
 

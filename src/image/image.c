@@ -199,21 +199,17 @@ static int open_name_locked(const char *images, const char *name, bool create, i
  * directory or the number in .last-version, whichever is higher. */
 static int highest_version(int namefd, unsigned *ret, struct err *e)
 {
-	int fd = openat(namefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	unsigned best = 0, v;
-	char buf[32];
+	char buf[32], **names;
+	size_t n;
 	struct err ignored;
-	struct dirent *de;
-	DIR *d;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		xclose(fd);
-		return err_set(e, errno, "list versions");
-	}
-	while ((de = readdir(d)))
-		if (version_name(de->d_name, &v) && v > best)
+	if (dir_names(namefd, DIR_ENTRIES_MAX, &names, &n, e) < 0)
+		return err_wrap(e, "list versions");
+	for (size_t i = 0; i < n; i++)
+		if (version_name(names[i], &v) && v > best)
 			best = v;
-	closedir(d);
+	free_names(names, n);
 	if (read_file_at(namefd, ".last-version", buf, sizeof(buf), &ignored) == 0) {
 		buf[strcspn(buf, "\n")] = '\0';
 		if (version_name(buf, &v) && v > best)
@@ -228,21 +224,17 @@ static int highest_version(int namefd, unsigned *ret, struct err *e)
  * lock for its whole run, so every .rm-* seen here is stale. */
 static void sweep_stale(int namefd)
 {
-	int fd = openat(namefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
 	struct err ignored;
-	DIR *d;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		xclose(fd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		bool build = strncmp(de->d_name, ".build-", 7) == 0;
-		if (!build && strncmp(de->d_name, ".rm-", 4) != 0)
+	dir_names(namefd, DIR_ENTRIES_MAX, &names, &n, &ignored);
+	for (size_t i = 0; i < n; i++) {
+		bool build = strncmp(names[i], ".build-", 7) == 0;
+		if (!build && strncmp(names[i], ".rm-", 4) != 0)
 			continue;
 		if (build) {
-			int b = openat(namefd, de->d_name,
+			int b = openat(namefd, names[i],
 				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (b < 0)
 				continue;
@@ -251,9 +243,9 @@ static void sweep_stale(int namefd)
 			if (!dead)
 				continue;
 		}
-		rm_tree_at(namefd, de->d_name, &ignored);
+		rm_tree_at(namefd, names[i], &ignored);
 	}
-	closedir(d);
+	free_names(names, n);
 }
 
 /* ---- image.json ---- */
