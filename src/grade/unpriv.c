@@ -242,6 +242,28 @@ void unpriv_wait(pid_t pid, int out_fd, uint64_t timeout_ms, size_t max, struct 
 		close(pidfd);
 }
 
+/*
+ * Write the request to the helper's stdin.  A helper that ended before
+ * reading it (its containment failed: exit 126) must cost us an EPIPE, not
+ * a SIGPIPE that kills the caller (a service worker runs with SIGPIPE's
+ * default action): SIGPIPE is blocked for the write and a pending one
+ * taken back.
+ */
+static void write_request(int fd, const char *text)
+{
+	sigset_t pipe_set, old;
+	struct timespec zero = {0, 0};
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_set, &old);
+	int rc = write_all(fd, text, strlen(text));
+	if (rc < 0 && errno == EPIPE && !sigismember(&old, SIGPIPE))
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 {
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, rc = -1;
@@ -272,7 +294,7 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		in[0] = xclose(in[0]);
 		/* Requests are small (well under a pipe's buffer): no deadlock. */
 		if (c->input)
-			(void)!write_all(in[1], c->input, strlen(c->input));
+			write_request(in[1], c->input);
 		in[1] = xclose(in[1]);
 	}
 
@@ -287,6 +309,17 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 	}
 	if (w.over) {
 		err_set(e, 0, "the helper's answer is larger than %u MiB", ANSWER_MAX >> 20);
+		goto out_close;
+	}
+	if (WIFEXITED(w.status) && (WEXITSTATUS(w.status) == 126 || WEXITSTATUS(w.status) == 127)) {
+		/* child()'s containment or its exec failed: no byte of the input
+		 * was read (proctor-helper itself never exits so).  Ours, never
+		 * the input's: e.g. the slot's uid still has two processes of a
+		 * killed owner's sandbox, and RLIMIT_NPROC refuses the exec.  (A
+		 * helper taken over could claim this with a "failure" answer
+		 * just as well.) */
+		err_set(e, 0, "the helper could not start (exit status %d)", WEXITSTATUS(w.status));
+		rc = -2;
 		goto out_close;
 	}
 	rc = -1;

@@ -33,8 +33,9 @@ struct unpriv_call {
  * itself failed (no cgroup, could not start, crashed, answered garbage):
  * Proctor's side, retried; -2 when it answered a "failure" member, its own
  * failure that no input causes (staging full or unwritable, out of memory,
- * the opener gone): Proctor's side, retried and never charged to the
- * input even after the retries.
+ * the opener gone), or could not start at all (exit status 126 or 127:
+ * its containment or exec failed before it read anything): Proctor's
+ * side, retried and never charged to the input even after the retries.
  */
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e);
 

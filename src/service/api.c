@@ -682,14 +682,21 @@ static void refuse(struct api *a, struct store *st, const struct policy_verdict 
 		  1);
 }
 
-static void post_submission(struct api *a, struct store *st, const struct http_request *rq,
-			    struct http_response *rs)
+/*
+ * One submission `doc` from token `ti`, idempotency key `key` (or NULL):
+ * the answer in rs, as POST /v1/submissions gives it.  `batch` allows the
+ * key as a member ("idempotency_key") instead of the header.
+ */
+static void submit_one(struct api *a, struct store *st, const struct store_token_info *tip,
+		       const json_t *doc, const char *key, bool batch, struct http_response *rs)
 {
 	static const char *const allowed[] = {"assignment", "student",	"callback_url",
 					      "archive",    "attempts", NULL};
-	struct store_token_info ti;
+	static const char *const allowed_batch[] = {"assignment", "student",  "callback_url",
+						    "archive",	  "attempts", "idempotency_key",
+						    NULL};
+	const struct store_token_info ti = *tip;
 	struct store_version v;
-	json_t *doc = NULL;
 	const char *student = NULL, *callback = NULL;
 	int64_t assignment = 0, attempts = 0, sub_id, job_id;
 	void *archive = NULL;
@@ -698,10 +705,8 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 	struct err e;
 	int rc;
 
-	if (authorize(st, rq, rs, STORE_SCOPE_SUBMIT, &ti) < 0 ||
-	    parse_body(rq, a->c.max_upload / 3 * 4 + SMALL_BODY, &doc, rs) < 0)
-		return;
-	if (jsonreq_only(doc, allowed, &e) < 0 ||
+	if (jsonreq_only(doc, batch ? allowed_batch : allowed, &e) < 0 ||
+	    (batch && jsonreq_string(doc, "idempotency_key", false, 255, &key, &e) < 0) ||
 	    jsonreq_int(doc, "assignment", true, 1, INT64_MAX, &assignment, &e) < 0 ||
 	    jsonreq_string(doc, "student", false, 255, &student, &e) < 0 ||
 	    jsonreq_string(doc, "callback_url", false, 2048, &callback, &e) < 0 ||
@@ -714,7 +719,7 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 		http_error_from(rs, &e);
 		goto out;
 	}
-	if (rq->idempotency_key && (strlen(rq->idempotency_key) > 255 || !rq->idempotency_key[0])) {
+	if (key && (strlen(key) > 255 || !key[0])) {
 		http_error(rs, 422, "invalid_input", "Idempotency-Key must be 1 to 255 bytes");
 		goto out;
 	}
@@ -727,9 +732,8 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 	}
 	/* A replayed key answers the first submission whatever the queue or
 	 * the policy say now (store_submit also does, inside its transaction). */
-	if (rq->idempotency_key &&
-	    (rc = store_submission_by_key(st, ti.course_id, rq->idempotency_key, &sub_id, &job_id,
-					  &e)) != 0) {
+	if (key &&
+	    (rc = store_submission_by_key(st, ti.course_id, key, &sub_id, &job_id, &e)) != 0) {
 		if (rc < 0) {
 			store_error(rs, rc, &e);
 			goto out;
@@ -743,7 +747,7 @@ static void post_submission(struct api *a, struct store *st, const struct http_r
 	struct store_submission_in in = {.course_id = ti.course_id,
 					 .version_id = v.version_id,
 					 .student = student,
-					 .idempotency_key = rq->idempotency_key,
+					 .idempotency_key = key,
 					 .callback_url = callback,
 					 .data = archive,
 					 .len = len,
@@ -767,7 +771,74 @@ accepted:
 			"queued", "existing", existing));
 out:
 	free(archive);
+}
+
+static void post_submission(struct api *a, struct store *st, const struct http_request *rq,
+			    struct http_response *rs)
+{
+	struct store_token_info ti;
+	json_t *doc = NULL;
+
+	if (authorize(st, rq, rs, STORE_SCOPE_SUBMIT, &ti) < 0 ||
+	    parse_body(rq, a->c.max_upload / 3 * 4 + SMALL_BODY, &doc, rs) < 0)
+		return;
+	submit_one(a, st, &ti, doc, rq->idempotency_key, false, rs);
 	json_decref(doc);
+}
+
+/* Most submissions in one batch. */
+#define BATCH_MAX 100
+
+/*
+ * POST /v1/submissions/batch: {"submissions": [...]}, each as POST
+ * /v1/submissions takes it (the key as "idempotency_key").  Each is its
+ * own transaction: one refused does not refuse the others.  Answer 200
+ * with one entry per submission, in order: its "status" (202, 200 for a
+ * replayed key, or the error's) and the body POST /v1/submissions gives.
+ */
+static void post_batch(struct api *a, struct store *st, const struct http_request *rq,
+		       struct http_response *rs)
+{
+	static const char *const allowed[] = {"submissions", NULL};
+	struct store_token_info ti;
+	json_t *doc = NULL, *list, *item;
+	struct err e;
+	size_t i;
+
+	if (authorize(st, rq, rs, STORE_SCOPE_SUBMIT, &ti) < 0 ||
+	    parse_body(rq, SIZE_MAX, &doc, rs) < 0)
+		return;
+	list = json_object_get(doc, "submissions");
+	if (jsonreq_only(doc, allowed, &e) < 0 || !json_is_array(list) ||
+	    json_array_size(list) < 1 || json_array_size(list) > BATCH_MAX) {
+		http_error(rs, 422, "invalid_input",
+			   "'submissions' must be an array of 1 to %d submissions", BATCH_MAX);
+		json_decref(doc);
+		return;
+	}
+	json_t *results = json_array();
+	json_array_foreach(list, i, item)
+	{
+		struct http_response one = {0};
+		if (!json_is_object(item))
+			http_error(&one, 422, "invalid_input", "submissions[%zu] is not an object",
+				   i);
+		else
+			submit_one(a, st, &ti, item, NULL, true, &one);
+		json_t *answer = one.body ? json_loads(one.body, 0, NULL) : NULL;
+		if (!json_is_object(answer)) {
+			json_decref(answer);
+			answer = json_object();
+		}
+		json_object_set_new(answer, "status", json_integer(one.status));
+		if (one.retry_after_s)
+			json_object_set_new(answer, "retry_after_s",
+					    json_integer(one.retry_after_s));
+		json_array_append_new(results, answer);
+		free(one.body);
+	}
+	json_decref(doc);
+	reply(rs, 200, json_pack("{s:o}", "results", results));
 }
 
 static json_t *ms_or_null(int64_t ms)
@@ -1235,6 +1306,8 @@ static void route_v1(struct api *a, struct store *st, const struct http_request 
 
 	if (is(rq, "POST", "/v1/submissions"))
 		post_submission(a, st, rq, rs);
+	else if (is(rq, "POST", "/v1/submissions/batch"))
+		post_batch(a, st, rq, rs);
 	else if (is(rq, "GET", "/v1/submissions"))
 		list_submissions(st, rq, rs);
 	else if (path_id(rq->path, "/v1/submissions/", &id, &rest)) {

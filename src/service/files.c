@@ -11,10 +11,15 @@
 #include <unistd.h>
 
 #include "grade/unpriv.h"
+#include "host/lease.h"
 #include "host/statedir.h"
 #include "service/files.h"
 #include "store/store.h"
 #include "util.h"
+
+/* How long an unpack waits for another one on this host (theirs is
+ * bounded by the helper's 120 s). */
+#define UNPACK_WAIT_MS (130 * 1000)
 
 /* Depth of the globs that take every file of an assignment. */
 #define UNPACK_DEPTH 16
@@ -94,12 +99,17 @@ static int unpack(const char *state_dir, const char *helper, int archive_fd, con
 	json_decref(req);
 	if (!text)
 		return err_set(e, ENOMEM, "intake request");
+	/* The helper hides the slots' trees under a mount on STATE/slots: on a
+	 * fresh state directory, no sandbox has made it yet. */
+	if (state_subdir(state_dir, "slots", 0711, slots, sizeof(slots), e) < 0) {
+		free(text);
+		return -1;
+	}
 	dest_fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dest_fd < 0) {
 		free(text);
 		return err_set(e, errno, "open '%s'", dest);
 	}
-	snprintf(slots, sizeof(slots), "%s/slots", state_dir);
 	char *argv[] = {(char *)"intake", NULL};
 	struct unpriv_call call = {.helper = helper,
 				   .argv = argv,
@@ -131,7 +141,8 @@ int svc_assignment_dir(struct store *st, const char *state_dir, const char *help
 {
 	char dir[PATH_MAX], tmp[PATH_MAX + 64], archive[PATH_MAX + 64], name[96];
 	struct stat sb;
-	int fd = -1, rc = -1;
+	int fd = -1, rc = -1, lock = -1;
+	unsigned n;
 
 	if (strlen(sha256) != 64 || strspn(sha256, "0123456789abcdef") != 64)
 		return err_set(e, 0, "archive digest '%.70s' is not 64 hex digits", sha256);
@@ -142,16 +153,28 @@ int svc_assignment_dir(struct store *st, const char *state_dir, const char *help
 	if (lstat(ret, &sb) == 0 && S_ISDIR(sb.st_mode))
 		return 0;
 
+	/* SVC_UNPACK_UID is one uid for the whole host, and the helper must be
+	 * its only process (RLIMIT_NPROC 1: a second helper's exec fails), so
+	 * one unpack at a time on this host, whatever the state directory.
+	 * Another worker may have unpacked it while we waited. */
+	if (host_lease("unpack", 1, UNPACK_WAIT_MS, &n, &lock, e) < 0)
+		return err_wrap(e, "unpack an assignment");
+	if (lstat(ret, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		close(lock);
+		return 0;
+	}
 	snprintf(tmp, sizeof(tmp), "%s/.tmp-%s-%d", dir, sha256, (int)getpid());
 	snprintf(name, sizeof(name), "assignment-%.16s-%d", sha256, (int)getpid());
 	struct err ignored;
 	rm_tree_at(AT_FDCWD, tmp, &ignored);
 	if (svc_spool_blob(st, state_dir, sha256, name, archive, sizeof(archive), e) < 0)
-		return -1;
+		goto out;
 	fd = open(archive, O_RDONLY | O_CLOEXEC);
 	unlink(archive);
-	if (fd < 0)
-		return err_set(e, errno, "open '%s'", archive);
+	if (fd < 0) {
+		err_set(e, errno, "open '%s'", archive);
+		goto out;
+	}
 	if (mkdir(tmp, 0700) < 0 || chown(tmp, SVC_UNPACK_UID, SVC_UNPACK_UID) < 0) {
 		err_set(e, errno, "make '%s'", tmp);
 		goto out;
@@ -168,7 +191,8 @@ int svc_assignment_dir(struct store *st, const char *state_dir, const char *help
 	}
 	rc = 0; /* renamed, or another worker of this host was first */
 out:
-	close(fd);
+	xclose(fd);
 	rm_tree_at(AT_FDCWD, tmp, &ignored);
+	close(lock);
 	return rc;
 }

@@ -69,7 +69,8 @@ struct worker {
 	unsigned n_inflight;
 	bool stopping;
 	uint64_t next_claim_ms;
-	int64_t current_job; /* in a grading process: the job being graded */
+	uint64_t reopened_ms; /* when the store connection was last made again */
+	int64_t current_job;  /* in a grading process: the job being graded */
 	struct loaded cache; /* in a grading process */
 };
 
@@ -208,6 +209,29 @@ static int check_doc(void *ctx, uint64_t id, const json_t *doc, char *why, size_
 
 /* ---- in the owner ------------------------------------------------------ */
 
+/*
+ * A store call failed on our side: the connection may be what broke (a
+ * database restarted).  Make a new one, at most once a second; the call is
+ * the caller's to retry.  True when there is a new connection.
+ */
+static bool reopen(struct worker *w)
+{
+	struct store *st;
+	struct err e;
+	uint64_t now = mono_ms();
+
+	if (now - w->reopened_ms < 1000)
+		return false;
+	w->reopened_ms = now;
+	if (store_open(w->o->db_url, &st, &e) < 0) {
+		say("reconnect to the store: %s", e.msg);
+		return false;
+	}
+	store_close(w->st);
+	w->st = st;
+	return true;
+}
+
 static struct inflight *find(struct worker *w, int64_t job_id)
 {
 	for (unsigned i = 0; i < w->o->jobs; i++)
@@ -289,6 +313,8 @@ static void record(struct worker *w, struct inflight *j, json_t *doc)
 	res.max_score = number_or_nan(json_object_get(doc, "max_score"));
 	usage_of(doc, j->max_memory_gib, &res.cpu_seconds, &res.gib_seconds);
 	int r = store_job_complete(w->st, j->job_id, j->attempt, j->token, &res, NULL, &e);
+	if (r == STORE_ERROR && reopen(w))
+		r = store_job_complete(w->st, j->job_id, j->attempt, j->token, &res, NULL, &e);
 	free(text);
 	if (r == STORE_FENCED)
 		say("job %lld attempt %d: lease lost; the result is dropped (another worker "
@@ -344,8 +370,10 @@ static int claim_one(struct worker *w)
 	int r = store_job_claim(w->st, w->name, w->host, (int64_t)w->o->lease_s * 1000, &c, &e);
 
 	if (r <= 0) {
-		if (r < 0)
+		if (r < 0) {
 			say("claim: %s", e.msg);
+			reopen(w);
+		}
 		return r;
 	}
 	struct inflight *j = NULL;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,8 @@ static int sq_fail(struct sq_conn *c, int rc, bool *transient, struct err *e, co
 		       c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 }
 
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER; /* see sq_open */
+
 static bool sq_accepts(const char *url)
 {
 	return strncmp(url, "sqlite:", 7) == 0;
@@ -82,11 +85,22 @@ static int sq_open(const char *url, void **ret_conn, struct err *e)
 		return err_set(e, 0, "sqlite: path too long");
 	/* SECURITY: the file holds students' submissions and token hashes:
 	 * a new database is readable by its owner only, and SQLite gives its
-	 * -wal and -shm files the same mode. */
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return err_set(e, errno, "sqlite: '%s'", path);
-	close(fd);
+	 * -wal and -shm files the same mode.
+	 * SAFETY: only a file that does not exist yet is made here; an
+	 * existing one is never opened and closed beside SQLite.  Closing any
+	 * descriptor of the database file drops every POSIX lock this process
+	 * holds on it, its other connections' included; another process may
+	 * then think itself the last one, checkpoint and reset the WAL under
+	 * them, and the database is corrupt (sqlite.org/howtocorrupt.html,
+	 * 2.2).  The mutex makes this close happen before any other thread of
+	 * the process opens the new file. */
+	pthread_mutex_lock(&create_lock);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600), saved = errno;
+	if (fd >= 0)
+		close(fd);
+	pthread_mutex_unlock(&create_lock);
+	if (fd < 0 && saved != EEXIST)
+		return err_set(e, saved, "sqlite: '%s'", path);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return err_set(e, ENOMEM, "sqlite");

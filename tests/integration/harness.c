@@ -680,6 +680,51 @@ static bool leftover_cgroup(char *what, size_t len)
 	return found;
 }
 
+/* A mount below `dir` (a path without a trailing slash) into `what`. */
+static bool mount_below(const char *dir, char *what, size_t len)
+{
+	size_t dl = strlen(dir);
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f) {
+		snprintf(what, len, "cannot open /proc/self/mountinfo: %s", strerror(errno));
+		return true;
+	}
+	bool found = false;
+	char *line = NULL;
+	size_t cap = 0;
+	while (!found && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 4; i++)
+			tok = strtok_r(NULL, " ", &save);
+		if (!tok)
+			continue;
+		unescape_mountinfo(tok);
+		if (strncmp(tok, dir, dl) == 0 && tok[dl] == '/') {
+			snprintf(what, len, "mount on %s (below %s)", tok, dir);
+			found = true;
+		}
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+void harness_assert_no_mount_below(const char *dir)
+{
+	char d[PATH_MAX], what[PATH_MAX + 200];
+	if (snprintf(d, sizeof d, "%s", dir) >= (int)sizeof d)
+		fail_msg("path too long: %s", dir);
+	size_t dl = strlen(d);
+	while (dl > 1 && d[dl - 1] == '/')
+		d[--dl] = '\0';
+	long long deadline = harness_now_ms() + CLEAN_WAIT_MS;
+	while (mount_below(d, what, sizeof what)) {
+		if (harness_now_ms() >= deadline)
+			fail_msg("left behind: %s", what);
+		harness_sleep_ms(50);
+	}
+}
+
 void harness_assert_clean(void)
 {
 	static const leftover_fn checks[] = {leftover_process, leftover_mount, leftover_cgroup};

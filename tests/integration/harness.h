@@ -49,6 +49,10 @@ bool jlimit_hit(const struct proc_out *o, const char *limit); /* in limits_hit[]
  */
 void harness_assert_clean(void);
 
+/* Fail the test if a mount is left below `dir` (/proc/self/mountinfo): a
+ * state directory other than the one harness_assert_clean() checks. */
+void harness_assert_no_mount_below(const char *dir);
+
 /* Make a fresh temporary directory for a test; returns a malloc'd path. */
 char *harness_tmpdir(void);
 

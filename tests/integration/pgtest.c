@@ -288,6 +288,18 @@ int pgtest_port(const struct pgtest *pg)
 	return pg->port;
 }
 
+const char *pgtest_socket_dir(const struct pgtest *pg)
+{
+	return pg->dir;
+}
+
+int pgtest_socket_url(const struct pgtest *pg, const char *name, char *url, size_t url_len)
+{
+	int n = snprintf(url, url_len, "postgresql://postgres@/%s?host=%s&port=%d", name, pg->dir,
+			 pg->port);
+	return n < 0 || (size_t)n >= url_len ? -1 : 0;
+}
+
 int pgtest_createdb(struct pgtest *pg, const char *name, char *url, size_t url_len, char *why,
 		    size_t why_len)
 {

@@ -37,6 +37,17 @@ int pgtest_createdb(struct pgtest *pg, const char *name, char *url, size_t url_l
 /* The server's port. */
 int pgtest_port(const struct pgtest *pg);
 
+/* The directory holding the server's Unix socket: a path, so a process in
+ * another network namespace (a simulated host with only its own loopback)
+ * still reaches the server through it.  Owned by postgres, mode 0700: root
+ * processes only. */
+const char *pgtest_socket_dir(const struct pgtest *pg);
+
+/* The URL of database `name` (made by pgtest_createdb) through that socket:
+ * postgresql://postgres@/name?host=DIR&port=PORT (the port names the
+ * socket file).  -1 when it does not fit. */
+int pgtest_socket_url(const struct pgtest *pg, const char *name, char *url, size_t url_len);
+
 /* Stop the server and remove its directory; accepts NULL. */
 void pgtest_stop(struct pgtest *pg);
 

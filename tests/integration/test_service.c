@@ -116,7 +116,8 @@ static bool segment_match(const char *tmpl, const char *path)
 	for (;;) {
 		size_t tl = strcspn(tmpl, "/"), pl = strcspn(path, "/");
 		if (tmpl[0] == '{') {
-			if (pl == 0)
+			/* Every parameter of the API's paths is an id: digits. */
+			if (pl == 0 || strspn(path, "0123456789") != pl)
 				return false;
 		} else if (tl != pl || strncmp(tmpl, path, tl) != 0) {
 			return false;
@@ -1275,6 +1276,174 @@ static void test_service_budget_cap_refuses_until_an_admin_lifts_it(void **state
 	reply_free(&r);
 }
 
+static void put_policy(struct env *v, long long assignment, const char *policy, long status)
+{
+	struct reply r;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/assignments/%lld/policy", assignment);
+	call(&v->main, "PUT", path, v->a.instructor, policy, NULL, &r);
+	expect_status(&r, status);
+	reply_free(&r);
+}
+
+static void test_service_policy_limits_submissions_and_the_gradebook_shows_them(void **state)
+{
+	struct env *v = ready(state);
+	long long assignment = v->a.assignment;
+	struct reply r;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/assignments/%lld/policy", assignment);
+	call(&v->main, "PUT", path, v->a.submit, "{}", NULL, &r);
+	expect_error(&r, 403, "forbidden");
+	reply_free(&r);
+	put_policy(v, assignment, "{\"max_submissions\": 2, \"late.per\": 1}", 422);
+	put_policy(v, assignment, "{\"max_submissions\": 0}", 422);
+	/* At most 2 per student, counted one after the other. */
+	put_policy(v, assignment, "{\"max_submissions\": 2}", 200);
+	call(&v->main, "GET", path, v->a.instructor, NULL, NULL, &r);
+	expect_status(&r, 200);
+	assert_int_equal(int_at(&r, "max_submissions"), 2);
+	assert_string_equal(str_at(&r, "counting"), "latest");
+	reply_free(&r);
+	for (int i = 0; i < 2; i++) {
+		submit_correct(&v->main, v->a.submit, assignment, "dora", NULL, &r);
+		expect_status(&r, 202);
+		reply_free(&r);
+	}
+	submit_correct(&v->main, v->a.submit, assignment, "dora", NULL, &r);
+	expect_error(&r, 403, "submission_limit");
+	reply_free(&r);
+	/* A minimum interval: 429 too_soon, with when to come back. */
+	put_policy(v, assignment, "{\"min_interval_s\": 3600}", 200);
+	submit_correct(&v->main, v->a.submit, assignment, "erin", NULL, &r);
+	expect_status(&r, 202);
+	reply_free(&r);
+	submit_correct(&v->main, v->a.submit, assignment, "erin", NULL, &r);
+	expect_error(&r, 429, "too_soon");
+	assert_true(atoi(r.retry_after) > 3500 && atoi(r.retry_after) <= 3600);
+	reply_free(&r);
+	/* An extension, listed; then removed. */
+	snprintf(path, sizeof(path), "/v1/assignments/%lld/extensions", assignment);
+	call(&v->main, "PUT", path, v->a.instructor, "{\"student\": \"erin\", \"extra_s\": 60}",
+	     NULL, &r);
+	expect_status(&r, 200);
+	assert_string_equal(
+	    json_string_value(at(json_array_get(at(r.json, "extensions"), 0), "student")), "erin");
+	reply_free(&r);
+	snprintf(path, sizeof(path), "/v1/assignments/%lld/extensions?student=erin", assignment);
+	call(&v->main, "DELETE", path, v->a.instructor, NULL, NULL, &r);
+	expect_status(&r, 200);
+	assert_int_equal(json_array_size(at(r.json, "extensions")), 0);
+	reply_free(&r);
+	put_policy(v, assignment, "{}", 200); /* the defaults again, for the other tests */
+
+	/* The gradebook has dora and erin, as CSV with a header and as JSON. */
+	snprintf(path, sizeof(path), "/v1/assignments/%lld/gradebook?format=csv", assignment);
+	call(&v->main, "GET", path, v->a.instructor, NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.content_type, "text/csv"));
+	assert_true(strncmp(r.body, "student,", 8) == 0);
+	assert_non_null(strstr(r.body, "\ndora,"));
+	assert_non_null(strstr(r.body, "\nerin,"));
+	reply_free(&r);
+	snprintf(path, sizeof(path), "/v1/assignments/%lld/gradebook?format=xls", assignment);
+	call(&v->main, "GET", path, v->a.instructor, NULL, NULL, &r);
+	expect_error(&r, 400, "invalid_request");
+	reply_free(&r);
+}
+
+static void test_service_assignment_regrade_says_which_scores_changed(void **state)
+{
+	struct env *v = ready(state);
+	long long id = graded(v);
+	struct reply r;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/assignments/%lld/regrade", v->api_assignment);
+	call(&v->main, "POST", path, v->a.instructor, "{\"scope\": \"bogus\"}", NULL, &r);
+	expect_error(&r, 422, "invalid_input");
+	reply_free(&r);
+	call(&v->main, "POST", path, v->a.instructor,
+	     "{\"scope\": \"student\", \"student\": \"alice\"}", NULL, &r);
+	expect_status(&r, 202);
+	assert_int_equal(int_at(&r, "jobs"), 1);
+	long long regrade = int_at(&r, "regrade_id");
+	reply_free(&r);
+	snprintf(path, sizeof(path), "/v1/regrades/%lld?wait=%d", regrade, GRADE_WAIT_S);
+	call(&v->main, "GET", path, v->a.instructor, NULL, NULL, &r);
+	expect_status(&r, 200);
+	assert_true(json_is_true(at(r.json, "complete")));
+	assert_int_equal(int_at(&r, "jobs"), 1);
+	assert_int_equal(int_at(&r, "changed"), 0); /* 10/10 again */
+	assert_int_equal(json_array_size(at(r.json, "changes")), 0);
+	reply_free(&r);
+	/* Another course's token does not see it. */
+	call(&v->main, "GET", path, v->b.instructor, NULL, NULL, &r);
+	expect_error(&r, 404, "not_found");
+	reply_free(&r);
+	/* Gradescope's format of the same submission: its tests, no service fields. */
+	snprintf(path, sizeof(path), "/v1/submissions/%lld?format=gradescope", id);
+	call(&v->main, "GET", path, v->a.instructor, NULL, NULL, &r);
+	expect_status(&r, 200);
+	assert_true(json_is_array(at(r.json, "tests")));
+	assert_null(json_object_get(r.json, "service"));
+	reply_free(&r);
+}
+
+static void test_service_batch_answers_each_submission(void **state)
+{
+	struct env *v = ready(state);
+	struct reply r;
+	char key[64];
+	char *archive = packed(EXAMPLES_DIR "/python-pytest/submissions/correct");
+
+	snprintf(key, sizeof(key), "batch-%s-%lld", v->name, harness_now_ms());
+	json_t *items = json_array();
+	json_array_append_new(items, json_pack("{s:I, s:s, s:s, s:s}", "assignment",
+					       (json_int_t)v->a.assignment, "student", "fay",
+					       "archive", archive, "idempotency_key", key));
+	json_array_append_new(items, json_pack("{s:I, s:s, s:s}", "assignment",
+					       (json_int_t)v->a.assignment, "student", "gus",
+					       "archive", archive));
+	json_array_append_new(
+	    items, json_pack("{s:I, s:s}", "assignment", (json_int_t)999999, "archive", archive));
+	json_array_append_new(items, json_string("not an object"));
+	assert_int_equal(json_array_size(items), 4);
+	json_t *req = json_pack("{s:o}", "submissions", items);
+	assert_non_null(req);
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	call(&v->main, "POST", "/v1/submissions/batch", v->a.submit, body, NULL, &r);
+	expect_status(&r, 200);
+	json_t *res = at(r.json, "results");
+	assert_int_equal(json_array_size(res), 4);
+	assert_int_equal(json_integer_value(at(json_array_get(res, 0), "status")), 202);
+	long long first = json_integer_value(at(json_array_get(res, 0), "submission_id"));
+	assert_true(first > 0);
+	assert_int_equal(json_integer_value(at(json_array_get(res, 1), "status")), 202);
+	assert_int_equal(json_integer_value(at(json_array_get(res, 2), "status")), 404);
+	assert_string_equal(json_string_value(at(json_array_get(res, 2), "error.code")),
+			    "not_found");
+	assert_int_equal(json_integer_value(at(json_array_get(res, 3), "status")), 422);
+	reply_free(&r);
+	/* The same batch again: the keyed one is a replay, the other a new one. */
+	call(&v->main, "POST", "/v1/submissions/batch", v->a.submit, body, NULL, &r);
+	expect_status(&r, 200);
+	res = at(r.json, "results");
+	assert_int_equal(json_integer_value(at(json_array_get(res, 0), "status")), 200);
+	assert_int_equal(json_integer_value(at(json_array_get(res, 0), "submission_id")), first);
+	assert_true(json_is_true(at(json_array_get(res, 0), "existing")));
+	reply_free(&r);
+	call(&v->main, "POST", "/v1/submissions/batch", v->a.submit, "{\"submissions\": []}", NULL,
+	     &r);
+	expect_error(&r, 422, "invalid_input");
+	reply_free(&r);
+	free(body);
+	free(archive);
+}
+
 static void test_service_regrade_adds_a_second_result(void **state)
 {
 	struct env *v = ready(state);
@@ -1634,8 +1803,11 @@ int main(void)
 	    cmocka_unit_test(test_service_oversized_uploads_are_413),
 	    cmocka_unit_test(test_service_zip_bomb_is_rejected_by_intake),
 	    cmocka_unit_test(test_service_full_queue_is_429_with_retry_after),
+	    cmocka_unit_test(test_service_policy_limits_submissions_and_the_gradebook_shows_them),
+	    cmocka_unit_test(test_service_batch_answers_each_submission),
 	    cmocka_unit_test(test_service_budget_cap_refuses_until_an_admin_lifts_it),
 	    cmocka_unit_test(test_service_regrade_adds_a_second_result),
+	    cmocka_unit_test(test_service_assignment_regrade_says_which_scores_changed),
 	    cmocka_unit_test(test_service_cli_exit_statuses),
 	    cmocka_unit_test(test_service_matches_openapi),
 	    cmocka_unit_test(test_service_stops_cleanly_leaving_no_sandbox),

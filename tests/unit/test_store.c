@@ -1202,6 +1202,45 @@ static void test_store_sweep_ends_jobs_of_lost_workers(void **state)
 	store_close(st);
 }
 
+/*
+ * SQLite: a second connection opened in a process keeps the first one's
+ * POSIX locks.  Closing any descriptor of the database file drops them all;
+ * another process closing its only connection then thinks itself the last
+ * one and resets the WAL under the first connection (a corrupt database,
+ * acknowledged submissions lost).
+ */
+static void test_store_sqlite_second_connection_keeps_the_first_ones_locks(void **state)
+{
+	struct backend *b = *state;
+	char url[512], wal[600];
+	int64_t course, version;
+	struct stat sb;
+	int status;
+
+	if (b->pg)
+		skip();
+	fresh_url(state, url, sizeof(url));
+	struct store *first = open_or_fail(url);
+	seed(first, "c", &course, &version);
+	submit(first, course, version, NULL, NULL, 0, NULL);
+	struct store *second = open_or_fail(url);
+	/* Another process, exec'd: a forked child would inherit SQLite's
+	 * bookkeeping of this process's locks and not try. */
+	pid_t kid = fork();
+	if (kid == 0) {
+		execl("/proc/self/exe", "test_store", "--open-and-close", url, (char *)NULL);
+		_exit(127);
+	}
+	assert_true(kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) &&
+		    WEXITSTATUS(status) == 0);
+	snprintf(wal, sizeof(wal), "%s-wal", url + strlen("sqlite:"));
+	assert_int_equal(stat(wal, &sb), 0);
+	submit(first, course, version, NULL, NULL, 0, NULL);
+	assert_int_equal(count_rows(second, "SELECT COUNT(*) FROM jobs"), 2);
+	store_close(second);
+	store_close(first);
+}
+
 /* ---- groups ---- */
 
 /* ---- policies, extensions, the gradebook (migration 2) ---- */
@@ -1758,8 +1797,17 @@ static int teardown_pg(void **state)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "--open-and-close") == 0) {
+		/* The other process of the locks test. */
+		struct store *st = NULL;
+		struct err e;
+		if (store_open(argv[2], &st, &e) < 0)
+			return 1;
+		store_close(st);
+		return 0;
+	}
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_store_migrates_from_empty_and_reopens),
 	    cmocka_unit_test(test_store_submit_is_idempotent),
@@ -1790,6 +1838,7 @@ int main(void)
 	    cmocka_unit_test(test_store_doc_status_reads_only_the_start),
 	    cmocka_unit_test(test_store_budget_and_usage),
 	    cmocka_unit_test(test_store_policy_admit_and_export),
+	    cmocka_unit_test(test_store_sqlite_second_connection_keeps_the_first_ones_locks),
 	};
 	int failed =
 	    cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);
