@@ -27,6 +27,15 @@ static void usage_line_v(const char *fmt, va_list ap)
 	fprintf(stderr, "proctor: %s\n", line);
 }
 
+void cli_say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	usage_line_v(fmt, ap);
+	va_end(ap);
+}
+
 int cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -35,6 +44,12 @@ int cli_usage_error(const char *fmt, ...)
 	usage_line_v(fmt, ap);
 	va_end(ap);
 	return CLI_USAGE;
+}
+
+int cli_fail(const struct err *e)
+{
+	cli_say("%s", e->msg);
+	return err_exit_status(e->kind);
 }
 
 /* A mistake in the command line itself, in the one shape every command

@@ -111,7 +111,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, int *ret_n);
 /* The exit status for a cli_parse() result other than CLI_OK. */
 static inline int cli_exit_status(int parse_result)
 {
-	return parse_result == CLI_HELP ? 0 : 2;
+	return parse_result == CLI_HELP ? 0 : err_exit_status(ERR_USAGE);
 }
 
 /* The whole --help text of cmd. */
@@ -130,9 +130,14 @@ bool cli_dispatch(const struct cli_command *cmd, int argc, char **argv, int *ret
 void cli_options_synopsis(const struct cli_command *cmd, char *buf, size_t len);
 
 /* One line on stderr, "proctor: " and the message, whatever the user typed
- * (control characters, and bytes of text that is not UTF-8, become '?').
- * Returns 2, the usage exit status. */
+ * (control characters, and bytes of text that is not UTF-8, become '?'). */
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* cli_say() and 2, the usage exit status. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* cli_say() of e's message, and the exit status of its kind. */
+int cli_fail(const struct err *e);
 
 /* Parse a whole decimal number in [min, max]; on failure print
  * "proctor: OPT: 'TEXT' is not a whole number from MIN to MAX" and return 2. */

@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -44,11 +43,6 @@
 #include "grade/gradebook.h"
 #include "grade/sched.h"
 #include "util.h"
-#include "vm/vm.h"
-
-#ifndef PROCTOR_VERSION
-#define PROCTOR_VERSION "0.1.0"
-#endif
 
 #define MAX_JOBS	CLI_MAX_SLOTS
 #define MAX_SUBMISSIONS 100000
@@ -89,48 +83,10 @@ struct class_run {
 	double time_factor; /* the backend's slowdown; 1 for the jail */
 	bool tty, drawn, dirty;
 	bool fatal;
-	char fatal_msg[1100];
+	struct err fatal_err; /* the first failure that stops the run */
 };
 
 /* ---- command line ------------------------------------------------------- */
-
-/* One line on stderr, "proctor: " first, whatever the user typed or a
- * file name holds (control characters become '?'). */
-static void say_v(const char *prefix, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
-static void say_v(const char *prefix, const char *fmt, va_list ap)
-{
-	char raw[2048], line[2048];
-
-	vsnprintf(raw, sizeof(raw), fmt, ap);
-	text_printable(line, sizeof(line), raw, '?');
-	fprintf(stderr, "proctor: %s%s\n", prefix, line);
-}
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	say_v("", fmt, ap);
-	va_end(ap);
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n > k && strcasecmp(s + n - k, suffix) == 0;
-}
-
-static int set_out(const struct cli_option *opt, char *value, struct err *e)
-{
-	if (!(ends_with(value, ".csv") || ends_with(value, ".jsonl")))
-		return err_set(e, 0, "--out: '%s' does not end in .csv or .jsonl", value);
-	*(const char **)opt->dest = value;
-	return 0;
-}
 
 /* CLI_OK, CLI_HELP or CLI_USAGE (its message printed). */
 static int parse_options(int argc, char **argv, struct class_options *o)
@@ -146,10 +102,9 @@ static int parse_options(int argc, char **argv, struct class_options *o)
 	     .max = MAX_JOBS,
 	     .help = "submissions graded at once (default: one per CPU,\nat most --slots)"},
 	    {.name = "out",
-	     .kind = CLI_CALL,
+	     .kind = CLI_STRING,
 	     .value_name = "FILE",
 	     .dest = &o->out,
-	     .call = set_out,
 	     .help = "FILE.csv: a gradebook written as results come (columns\nsubmission, status, "
 		     "score, max_score, passed, total,\nreason), and every full result to "
 		     "FILE.jsonl beside it;\nFILE.jsonl: one result document per line"},
@@ -205,18 +160,6 @@ static int parse_options(int argc, char **argv, struct class_options *o)
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Printable UTF-8: valid, no C0 or C1 control characters, so a name is
- * safe on a terminal, in JSON and in a CSV. */
-static bool printable_utf8(const char *s)
-{
-	if (!utf8_valid(s, strlen(s)))
-		return false;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
-			return false;
-	return true;
-}
-
 static void fmt_duration(char *buf, size_t len, uint64_t s)
 {
 	if (s < 60)
@@ -227,17 +170,6 @@ static void fmt_duration(char *buf, size_t len, uint64_t s)
 	else
 		snprintf(buf, len, "%lluh%02llum", (unsigned long long)(s / 3600),
 			 (unsigned long long)(s % 3600 / 60));
-}
-
-static unsigned cpu_count(void)
-{
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && (n = CPU_COUNT(&set)) > 0)
-		return (unsigned)n;
-	long v = sysconf(_SC_NPROCESSORS_ONLN);
-	return v > 0 ? (unsigned)v : 1;
 }
 
 /* ---- messages ----------------------------------------------------------- */
@@ -254,20 +186,27 @@ static void progress_clear(struct class_run *c)
 static void warn(struct class_run *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(struct class_run *c, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
 	progress_clear(c);
 	va_start(ap, fmt);
-	say_v("warning: ", fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	cli_say("warning: %s", msg);
 }
 
 /* ---- DIR ---------------------------------------------------------------- */
 
 static bool is_archive_name(const char *name)
 {
-	return ends_with(name, ".zip") || ends_with(name, ".tar") || ends_with(name, ".tar.gz") ||
-	       ends_with(name, ".tgz");
+	static const char *const ext[] = {".zip", ".tar", ".tar.gz", ".tgz"};
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
+		if (n > strlen(ext[i]) && strcasecmp(name + n - strlen(ext[i]), ext[i]) == 0)
+			return true;
+	return false;
 }
 
 /* List DIR's submissions, sorted by name. */
@@ -285,14 +224,11 @@ static int scan_dir(struct class_run *c, struct err *e)
 	 * cannot swap their entry for a symlink to the reference solution or
 	 * another student's submission between the scan and the grading. */
 	c->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (c->dir_fd < 0)
-		return err_set(e, errno, "cannot read DIR '%s'", dir);
-	int lfd = fcntl(c->dir_fd, F_DUPFD_CLOEXEC, 3);
+	int lfd = c->dir_fd < 0 ? -1 : fcntl(c->dir_fd, F_DUPFD_CLOEXEC, 3);
 	d = lfd >= 0 ? fdopendir(lfd) : NULL;
 	if (!d) {
-		int saved = errno;
 		xclose(lfd);
-		return err_set(e, saved, "cannot read DIR '%s'", dir);
+		return err_setk(e, ERR_INPUT, errno, "cannot read DIR '%s'", dir);
 	}
 	for (;;) {
 		struct dirent *de;
@@ -304,7 +240,7 @@ static int scan_dir(struct class_run *c, struct err *e)
 			if (errno) {
 				int saved = errno;
 				closedir(d);
-				return err_set(e, saved, "cannot read DIR '%s'", dir);
+				return err_setk(e, ERR_INPUT, saved, "cannot read DIR '%s'", dir);
 			}
 			break;
 		}
@@ -322,7 +258,7 @@ static int scan_dir(struct class_run *c, struct err *e)
 		}
 		if (!S_ISDIR(st.st_mode) && !(S_ISREG(st.st_mode) && is_archive_name(de->d_name)))
 			continue;
-		if (!printable_utf8(de->d_name)) {
+		if (strcmp(shown, de->d_name) != 0) { /* not printable UTF-8 */
 			warn(c, "skipping '%s/%s': the name is not printable UTF-8", dir, shown);
 			continue;
 		}
@@ -332,8 +268,8 @@ static int scan_dir(struct class_run *c, struct err *e)
 		}
 		if (c->g->n == MAX_SUBMISSIONS) {
 			closedir(d);
-			return err_set(e, 0, "DIR '%s' holds more than %d submissions", dir,
-				       MAX_SUBMISSIONS);
+			return err_setk(e, ERR_INPUT, 0, "DIR '%s' holds more than %d submissions",
+					dir, MAX_SUBMISSIONS);
 		}
 		if (gradebook_add(c->g, de->d_name, e) < 0) {
 			closedir(d);
@@ -371,7 +307,7 @@ static void fail(struct class_run *c, const struct err *e)
 {
 	if (!c->fatal) {
 		c->fatal = true;
-		snprintf(c->fatal_msg, sizeof(c->fatal_msg), "%s", e->msg);
+		c->fatal_err = *e;
 	}
 }
 
@@ -732,38 +668,23 @@ int cmd_class(int argc, char **argv)
 		return cli_exit_status(r);
 	c.tty = isatty(STDERR_FILENO) == 1;
 
-	/* Everything that can be a usage error comes before any grading. */
-	status = 2;
-	c.g = gradebook_new();
-	if (!c.g) {
-		say("out of memory");
-		status = 3;
-		goto out;
+	/* Everything that can be the user's mistake comes before any grading. */
+	if (!(c.g = gradebook_new())) {
+		err_set(&e, ENOMEM, "class");
+		goto out_fail;
 	}
-	if (assignment_load(o.assignment, &c.a, &e) < 0) {
-		cli_usage_error("%s", e.msg);
-		goto out;
-	}
-	if (scan_dir(&c, &e) < 0) {
-		cli_usage_error("%s", e.msg);
-		goto out;
-	}
-	if (o.out) {
-		if (gradebook_set_out(c.g, o.out, o.resume, &e) < 0 ||
-		    (o.resume && gradebook_resume(c.g, &e) < 0)) {
-			cli_usage_error("%s", e.msg);
-			goto out;
-		}
-		if (c.g->dropped_tail)
-			warn(&c,
-			     "'%s' ends in an incomplete line (the run writing it was killed); "
-			     "dropping it",
-			     c.g->jsonl_path);
-		if (c.g->bad_lines)
-			warn(&c, "%zu line%s of '%s' %s not a result document; ignored",
-			     c.g->bad_lines, c.g->bad_lines == 1 ? "" : "s", c.g->jsonl_path,
-			     c.g->bad_lines == 1 ? "is" : "are");
-	}
+	if ((o.out && gradebook_set_out(c.g, o.out, o.resume, &e) < 0) ||
+	    assignment_load(o.assignment, &c.a, &e) < 0 || scan_dir(&c, &e) < 0 ||
+	    (o.resume && gradebook_resume(c.g, &e) < 0))
+		goto out_fail;
+	if (c.g->dropped_tail)
+		warn(&c,
+		     "'%s' ends in an incomplete line (the run writing it was killed); dropping it",
+		     c.g->jsonl_path);
+	if (c.g->bad_lines)
+		warn(&c, "%zu line%s of '%s' %s not a result document; ignored", c.g->bad_lines,
+		     c.g->bad_lines == 1 ? "" : "s", c.g->jsonl_path,
+		     c.g->bad_lines == 1 ? "is" : "are");
 	for (size_t i = 0; i < c.g->n; i++) {
 		struct gradebook_row *row = &c.g->subs[i].row;
 		if (row->present && strcmp(row->status, "error") != 0)
@@ -772,20 +693,12 @@ int cmd_class(int argc, char **argv)
 			gradebook_row_clear(row); /* graded again */
 	}
 	c.todo = c.g->n - c.kept;
-
-	status = 3;
-	if (grade_prepare(o.isolation, c.a, &ops, why, sizeof(why), &e) < 0) {
-		status = err_exit_status(e.kind);
-		if (status == 2)
-			cli_usage_error("%s", e.msg);
-		else
-			say("%s", e.msg);
-		goto out;
-	}
-	/* Each worker keeps one microVM pre-started (QEMU up, waiting for the
-	 * snapshot), so a restore does not wait for QEMU to start. */
-	if (ops == &vm_ops)
-		setenv("PROCTOR_VM_POOL", "1", 0);
+	if (grade_prepare(o.isolation, c.a, &ops, why, sizeof(why), &e) < 0)
+		goto out_fail;
+	/* Each worker keeps one sandbox started ahead (a microVM's QEMU up,
+	 * waiting for the snapshot), so a restore does not wait for it. */
+	if (ops->pool_hint)
+		ops->pool_hint(1);
 	c.go = (struct grade_options){
 	    .ops = ops,
 	    .sandbox = {.state_dir = o.state_dir,
@@ -803,21 +716,19 @@ int cmd_class(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &stop_set, NULL);
 	c.sig_fd = signalfd(-1, &stop_set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sig_fd < 0) {
-		say("signalfd: %s", strerror(errno));
-		goto out;
+		err_set(&e, errno, "signalfd");
+		goto out_fail;
 	}
-	if (o.out && gradebook_open(c.g, &e) < 0) {
-		status = cli_usage_error("%s", e.msg);
-		goto out;
-	}
-	unsigned jobs = o.jobs ? o.jobs : cpu_count();
+	if (o.out && gradebook_open(c.g, &e) < 0)
+		goto out_fail;
+	unsigned jobs = o.jobs ? o.jobs : cpus_available();
 	if (jobs > o.slots)
 		jobs = o.slots;
 	if (jobs > c.todo)
 		jobs = (unsigned)c.todo;
 	progress_clear(&c);
-	say("grading %zu of %zu submission%s in %s with %u worker%s", c.todo, c.g->n,
-	    c.g->n == 1 ? "" : "s", o.dir, jobs, jobs == 1 ? "" : "s");
+	cli_say("grading %zu of %zu submission%s in %s with %u worker%s", c.todo, c.g->n,
+		c.g->n == 1 ? "" : "s", o.dir, jobs, jobs == 1 ? "" : "s");
 	c.start_ns = now_ns();
 	struct sched_options so = {.workers = jobs,
 				   .attempts = GRADE_ATTEMPTS,
@@ -827,17 +738,13 @@ int cmd_class(int argc, char **argv)
 				   .run = grade_one,
 				   .in_worker = close_in_worker,
 				   .check = check_result};
-	if (sched_new(&so, &c.s, &e) < 0) {
-		say("%s", e.msg);
-		goto out;
-	}
+	if (sched_new(&so, &c.s, &e) < 0)
+		goto out_fail;
 	for (size_t i = 0; i < c.g->n; i++) {
 		const struct gradebook_entry *s = &c.g->subs[i];
 		struct sched_job job = {.id = i, .arg = s->name, .budget_ns = c.budget_ns};
-		if (!s->row.present && sched_submit(c.s, &job, &e) < 0) {
-			say("%s", e.msg);
-			goto out;
-		}
+		if (!s->row.present && sched_submit(c.s, &job, &e) < 0)
+			goto out_fail;
 	}
 	c.dirty = true;
 	sig = run_loop(&c);
@@ -848,26 +755,24 @@ int cmd_class(int argc, char **argv)
 		c.drawn = false;
 	}
 	if (c.fatal)
-		say("%s; stopping", c.fatal_msg);
+		cli_say("%s; stopping", c.fatal_err.msg);
 	if (c.g->csv_fd >= 0 && gradebook_rewrite_csv(c.g, &e) < 0) {
-		say("%s", e.msg);
-		c.fatal = true;
+		cli_say("%s", e.msg);
+		fail(&c, &e);
 	}
 	print_summary(&c, sig);
+	status = c.fatal ? err_exit_status(c.fatal_err.kind) : 0;
+	for (size_t i = 0; i < c.g->n && status == 0; i++)
+		if (c.g->subs[i].row.present && strcmp(c.g->subs[i].row.status, "error") == 0)
+			status = err_exit_status(ERR_INTERNAL); /* Proctor's own failure */
 	if (sig)
 		status = 128 + sig;
-	else if (c.fatal)
-		status = 3;
-	else {
-		status = 0;
-		for (size_t i = 0; i < c.g->n; i++)
-			if (c.g->subs[i].row.present &&
-			    strcmp(c.g->subs[i].row.status, "error") == 0)
-				status = 3;
-	}
 	/* SIGINT and SIGTERM stay blocked: one that comes after the last poll
 	 * changes nothing, every result is already on disk, and the exit
 	 * status says how the run ended. */
+	goto out;
+out_fail:
+	status = cli_fail(&e);
 out:
 	sched_free(c.s);
 	xclose(c.dir_fd);

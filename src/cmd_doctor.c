@@ -7,7 +7,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -100,14 +99,12 @@ static int measure_vm_factor(const char *state_dir, const char *image_rootfs, do
 			return err_wrap(e, "measure the slowdown");
 		ratios[i] = (double)vm_ms / (double)native_ms;
 	}
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (ratios[j] < ratios[i]) {
-				double t = ratios[i];
-				ratios[i] = ratios[j];
-				ratios[j] = t;
-			}
-	*ret = ratios[1] < 1.0 ? 1.0 : ratios[1];
+	double lo = ratios[0] < ratios[1] ? ratios[0] : ratios[1],
+	       hi = ratios[0] < ratios[1] ? ratios[1] : ratios[0],
+	       median = ratios[2] < lo	 ? lo
+			: ratios[2] > hi ? hi
+					 : ratios[2];
+	*ret = median < 1.0 ? 1.0 : median;
 	return vm_factor_store(state_dir, *ret, &h, native_ms, vm_ms, e);
 }
 
@@ -186,12 +183,10 @@ int cmd_doctor(int argc, char **argv)
 	size_t nb;
 	const struct sandbox_ops *const *b = sandbox_backends(&nb);
 	for (size_t i = 0; i < nb; i++) {
-		if (b[i]->probe(&e) == 0)
-			snprintf(buf, sizeof(buf), "backend '%s' works here", b[i]->name);
-		else
-			snprintf(buf, sizeof(buf), "backend '%s' cannot work: %s", b[i]->name,
-				 e.msg);
-		add(c, &n, b[i]->name, b[i]->probe(&e) == 0 ? "ok" : "missing", buf);
+		bool works = b[i]->probe(&e) == 0;
+		snprintf(buf, sizeof(buf), "backend '%s' %s%s", b[i]->name,
+			 works ? "works here" : "cannot work: ", works ? "" : e.msg);
+		add(c, &n, b[i]->name, works ? "ok" : "missing", buf);
 	}
 	struct vm_host vh;
 	const struct sandbox_ops *vm = sandbox_backend("vm");

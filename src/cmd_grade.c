@@ -4,15 +4,12 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "grade/assignment.h"
 #include "grade/grade.h"
-#include "util.h"
-
 
 /* Parsed command line: the only mutable state of the command. */
 struct grade_cli {
@@ -80,63 +77,53 @@ int cmd_grade(int argc, char **argv)
 	    .max_operands = 2,
 	    .stop_at_operand = true,
 	};
-	const char *format, *view, *out;
+	struct grade_options o = {.sandbox.uid_base = SANDBOX_UID_BASE};
+	struct assignment *a = NULL;
+	json_t *result = NULL, *shown = NULL;
+	char why[256];
 	struct err e;
-	int n, r = cli_parse(&cmd, argc, argv, &n);
+	int n, status, r = cli_parse(&cmd, argc, argv, &n);
 
 	if (r != CLI_OK)
 		return cli_exit_status(r);
-	format = c.format;
-	view = c.view;
-	out = c.out;
-	const char *apath = argv[1], *spath = argv[2];
-	if (access(spath, F_OK) < 0) {
-		fprintf(stderr, "proctor: grade: submission '%s': %s\n", spath, strerror(errno));
-		return 2;
+	o.sandbox.state_dir = c.state_dir;
+	o.sandbox.max_slots = c.slots;
+	if (access(argv[2], F_OK) < 0) {
+		err_setk(&e, ERR_INPUT, errno, "grade: submission '%s'", argv[2]);
+		goto out_fail;
 	}
-	struct assignment *a = NULL;
-	if (assignment_load(apath, &a, &e) < 0) {
-		fprintf(stderr, "proctor: %s\n", e.msg);
-		return err_exit_status(e.kind); /* the assignment is invalid: 2 */
-	}
-	struct grade_options o = {
-		.sandbox = {.state_dir = c.state_dir, .max_slots = c.slots, .uid_base = SANDBOX_UID_BASE},
-	};
-	char why[256];
-	if (grade_prepare(c.isolation, a, &o.ops, why, sizeof(why), &e) < 0) {
-		fprintf(stderr, "proctor: %s\n", e.msg);
-		assignment_free(a);
-		return err_exit_status(e.kind);
-	}
-	json_t *result = NULL;
-	if (grade_submission(a, spath, &o, &result, &e) < 0) {
-		fprintf(stderr, "proctor: %s\n", e.msg);
-		assignment_free(a);
-		return err_exit_status(e.kind);
-	}
-	int status = strcmp(json_string_value(json_object_get(result, "status")), "error") == 0 ? 3 : 0;
-	json_t *shown = strcmp(view, "student") == 0 ? grade_student_view(result) : json_incref(result);
-	if (strcmp(format, "gradescope") == 0) {
+	if (assignment_load(argv[1], &a, &e) < 0 ||
+	    grade_prepare(c.isolation, a, &o.ops, why, sizeof(why), &e) < 0 ||
+	    grade_submission(a, argv[2], &o, &result, &e) < 0)
+		goto out_fail;
+	status = strcmp(json_string_value(json_object_get(result, "status")), "error") == 0
+		     ? err_exit_status(ERR_INTERNAL) /* Proctor's own failure */
+		     : 0;
+	shown = strcmp(c.view, "student") == 0 ? grade_student_view(result) : json_incref(result);
+	if (strcmp(c.format, "gradescope") == 0) {
 		json_t *gs = grade_to_gradescope(shown);
 		json_decref(shown);
 		shown = gs;
 	}
-	FILE *f = out ? fopen(out, "w") : stdout;
+	FILE *f = c.out ? fopen(c.out, "w") : stdout;
 	if (!f) {
-		fprintf(stderr, "proctor: --out '%s': %s\n", out, strerror(errno));
-		status = 2;
-	} else {
-		if (strcmp(format, "text") == 0)
-			grade_print_summary(f, shown);
-		else {
-			json_dumpf(shown, f, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-			fputc('\n', f);
-		}
-		if (out && fclose(f) != 0) {
-			fprintf(stderr, "proctor: --out '%s': %s\n", out, strerror(errno));
-			status = 3;
-		}
+		err_setk(&e, ERR_USAGE, errno, "--out '%s'", c.out);
+		goto out_fail;
 	}
+	if (strcmp(c.format, "text") == 0)
+		grade_print_summary(f, shown);
+	else {
+		json_dumpf(shown, f, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+		fputc('\n', f);
+	}
+	if (c.out && fclose(f) != 0) {
+		err_set(&e, errno, "--out '%s'", c.out);
+		goto out_fail;
+	}
+	goto out;
+out_fail:
+	status = cli_fail(&e);
+out:
 	json_decref(shown);
 	json_decref(result);
 	assignment_free(a);

@@ -11,8 +11,6 @@
 #include "image/image.h"
 #include "vm/vm.h"
 
-#define DEFAULT_STATE_DIR "/var/lib/proctor"
-
 #define IMAGE_EXIT_STATUS                                                                          \
 	"  0  done\n"                                                                              \
 	"  1  build: the build failed (mmdebstrap: an unknown package, the mirror;\n"              \
@@ -69,13 +67,14 @@ static json_t *info_json(const struct image_info *i)
 
 static int print_json(json_t *j)
 {
-	if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) < 0) {
-		json_decref(j);
-		fprintf(stderr, "proctor: image: cannot print JSON\n");
-		return 3;
+	int rc = j ? json_dumpf(j, stdout, JSON_INDENT(2)) : -1;
+
+	json_decref(j);
+	if (rc < 0) {
+		cli_say("image: cannot print JSON");
+		return err_exit_status(ERR_INTERNAL);
 	}
 	fputc('\n', stdout);
-	json_decref(j);
 	return 0;
 }
 
@@ -126,21 +125,17 @@ static int image_word(int argc, char **argv)
 	char **args = argv + 1;
 
 	if (!strcmp(sub, "build")) {
-		rc = image_build(state_dir, args[0], &info, &e);
-		if (rc < 0) {
-			fprintf(stderr, "proctor: %s\n", e.msg);
-			return err_exit_status(e.kind);
-		}
+		if (image_build(state_dir, args[0], &info, &e) < 0)
+			return cli_fail(&e);
 		if (json)
 			return print_json(info_json(&info));
 		print_info(&info);
 		return 0;
 	}
 	if (!strcmp(sub, "show")) {
-		rc = image_resolve(state_dir, args[0], &info, &e);
-		if (rc < 0) {
-			fprintf(stderr, "proctor: image show: %s\n", e.msg);
-			return err_exit_status(e.kind);
+		if (image_resolve(state_dir, args[0], &info, &e) < 0) {
+			err_wrap(&e, "image show");
+			return cli_fail(&e);
 		}
 		if (json)
 			return print_json(info_json(&info));
@@ -164,19 +159,14 @@ static int image_word(int argc, char **argv)
 		rc = image_remove(state_dir, args[0], &e);
 		if (rc == 0 && gone_dir[0])
 			vm_forget_image(state_dir, gone_dir);
-		if (rc < 0) {
-			fprintf(stderr, "proctor: %s\n", e.msg);
-			return err_exit_status(e.kind);
-		}
-		return 0;
+		return rc < 0 ? cli_fail(&e) : 0;
 	}
 	/* ls */
 	struct image_info *all = NULL;
 	size_t n = 0;
-	rc = image_list(state_dir, &all, &n, &e);
-	if (rc < 0) {
-		fprintf(stderr, "proctor: image ls: %s\n", e.msg);
-		return err_exit_status(e.kind);
+	if (image_list(state_dir, &all, &n, &e) < 0) {
+		err_wrap(&e, "image ls");
+		return cli_fail(&e);
 	}
 	if (json) {
 		json_t *arr = json_array();

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,19 +52,6 @@ static bool valid_env_name(const char *kv)
 	return true;
 }
 
-/* Split "A:B" at the first (first=true) or last colon. */
-static int split_pair(char *arg, bool first, char *ret[2])
-{
-	char *colon = first ? strchr(arg, ':') : strrchr(arg, ':');
-
-	if (!colon || colon == arg || colon[1] == '\0')
-		return -1;
-	*colon = '\0';
-	ret[0] = arg;
-	ret[1] = colon + 1;
-	return 0;
-}
-
 /* ---- option handlers: dest is the struct limits or the run_options ---- */
 
 static int set_limit(const struct cli_option *opt, char *value, struct err *e)
@@ -88,27 +74,24 @@ static int add_env(const struct cli_option *opt, char *value, struct err *e)
 	return 0;
 }
 
-static int add_put(const struct cli_option *opt, char *value, struct err *e)
+/* --put HOST:SANDBOX, split at the last colon; --get SANDBOX:HOST, at the first. */
+static int add_pair(const struct cli_option *opt, char *value, struct err *e)
 {
 	struct run_options *o = opt->dest;
+	bool put = strcmp(opt->name, "put") == 0;
+	size_t *n = put ? &o->n_put : &o->n_get;
+	char *colon = put ? strrchr(value, ':') : strchr(value, ':');
 
-	if (o->n_put == MAX_LIST)
-		return err_setk(e, ERR_USAGE, 0, "--put: more than %d files", MAX_LIST);
-	if (split_pair(value, false, o->put[o->n_put]) < 0)
-		return err_setk(e, ERR_USAGE, 0, "--put: '%s' is not HOST:SANDBOX", value);
-	o->n_put++;
-	return 0;
-}
-
-static int add_get(const struct cli_option *opt, char *value, struct err *e)
-{
-	struct run_options *o = opt->dest;
-
-	if (o->n_get == MAX_LIST)
-		return err_setk(e, ERR_USAGE, 0, "--get: more than %d files", MAX_LIST);
-	if (split_pair(value, true, o->get[o->n_get]) < 0)
-		return err_setk(e, ERR_USAGE, 0, "--get: '%s' is not SANDBOX:HOST", value);
-	o->n_get++;
+	if (*n == MAX_LIST)
+		return err_setk(e, ERR_USAGE, 0, "--%s: more than %d files", opt->name, MAX_LIST);
+	if (!colon || colon == value || colon[1] == '\0')
+		return err_setk(e, ERR_USAGE, 0, "--%s: '%s' is not %s", opt->name, value,
+				opt->value_name);
+	char **pair = put ? o->put[*n] : o->get[*n];
+	*colon = '\0';
+	pair[0] = value;
+	pair[1] = colon + 1;
+	(*n)++;
 	return 0;
 }
 
@@ -125,17 +108,16 @@ static size_t run_table(struct run_options *o, struct cli_option *t, char help[]
 	size_t k = 0;
 
 	limits_default(&def);
-	const uint64_t defaults[] = {def.cpu_ms,	     def.wall_ms,	  def.memory_bytes >> 20,
-				     def.pids,		     def.fsize_bytes >> 20, def.disk_bytes >> 20,
-				     def.output_bytes >> 10, def.nofile};
 	for (unsigned i = 0; i < n && i < MAX_LIMITS; i++) {
 		bool secs = d[i].unit == LIMIT_UNIT_SECONDS;
+		uint64_t v = *(const uint64_t *)(const void *)((const char *)&def + d[i].off);
 		if (secs)
-			snprintf(help[i], 128, "%s (default %g)", d[i].help,
-				 (double)defaults[i] / 1000);
+			snprintf(help[i], 128, "%s (default %g)", d[i].help, (double)v / 1000);
 		else
 			snprintf(help[i], 128, "%s (default %llu)", d[i].help,
-				 (unsigned long long)defaults[i]);
+				 (unsigned long long)(v >> (d[i].unit == LIMIT_UNIT_MIB	  ? 20
+							    : d[i].unit == LIMIT_UNIT_KIB ? 10
+											  : 0)));
 		t[k++] = (struct cli_option){.name = d[i].name,
 					     .kind = CLI_CALL,
 					     .value_name = secs ? "S" : "N",
@@ -166,13 +148,13 @@ static size_t run_table(struct run_options *o, struct cli_option *t, char help[]
 	     .kind = CLI_CALL,
 	     .value_name = "HOST:SANDBOX",
 	     .dest = o,
-	     .call = add_put,
+	     .call = add_pair,
 	     .help = "copy a host file or directory in (repeatable)"},
 	    {.name = "get",
 	     .kind = CLI_CALL,
 	     .value_name = "SANDBOX:HOST",
 	     .dest = o,
-	     .call = add_get,
+	     .call = add_pair,
 	     .help = "copy a regular file out after the run (repeatable)"},
 	    CLI_OPTION_JSON(&o->json, "the result (docs/run-result.md)"),
 	    {.name = "privileged",
@@ -273,26 +255,20 @@ static void print_result(const struct run_options *o, const struct run_result *r
 	fflush(stdout);
 }
 
-/* Report Proctor's own failure in the requested format; exit status 3. */
-static int internal_error(const struct run_options *o, struct run_result *r, const char *msg)
-{
-	fprintf(stderr, "proctor: %s\n", msg);
-	r->status = RUN_ERROR;
-	snprintf(r->message, sizeof(r->message), "%s", msg);
-	if (o->json)
-		print_result(o, r, NULL);
-	return 3;
-}
-
 /* A failure before the program ran, reported as its kind says: the user's
  * (a usage error, exit 2) as one line after `what` ("--put: "), any other
- * as Proctor's own (status "error", exit 3). */
+ * as Proctor's own: status "error" in the requested format, exit 3. */
 static int failure(const struct run_options *o, struct run_result *r, const char *what,
 		   const struct err *e)
 {
 	if (err_exit_status(e->kind) == 2)
 		return cli_usage_error("%s%s", what, e->msg);
-	return internal_error(o, r, e->msg);
+	cli_say("%s", e->msg);
+	r->status = RUN_ERROR;
+	snprintf(r->message, sizeof(r->message), "%s", e->msg);
+	if (o->json)
+		print_result(o, r, NULL);
+	return run_result_exit_status(r);
 }
 
 int cmd_run(int argc, char **argv)
@@ -317,11 +293,11 @@ int cmd_run(int argc, char **argv)
 	 * the user's to change, named now. */
 	if (limits_check_host(&o.limits, &e) < 0)
 		return cli_usage_error("--%s", e.msg);
-	if (check_paths(&o, &stdin_fd) != 0)
-		return 2;
+	if ((r = check_paths(&o, &stdin_fd)) != 0)
+		return r;
 	if (run_result_init(&res, (size_t)o.limits.output_bytes) < 0) {
-		fprintf(stderr, "proctor: out of memory\n");
-		return 3;
+		cli_say("out of memory");
+		return err_exit_status(ERR_INTERNAL);
 	}
 	if (sandbox_select(o.isolation, strcmp(o.image, "host") != 0, &ops, why, sizeof(why), &e) <
 	    0) {

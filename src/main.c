@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "cmd_class.h"
 #include "cmd_doctor.h"
 #include "cmd_grade.h"
 #include "cmd_image.h"
 #include "cmd_run.h"
+#include "util.h"
 
 #ifndef PROCTOR_VERSION
 #define PROCTOR_VERSION "0.1.0"
@@ -32,32 +34,27 @@ static const struct command commands[] = {
 
 /* The service's commands live in proctor-service (src/service/main.c). */
 static const struct command service_commands[] = {
-	{"serve", NULL, "answer the grading service's HTTP API (docs/service.md)"},
-	{"worker", NULL, "grade jobs of the service's store, on any number of hosts"},
-	{"admin", NULL, "tokens, assignments and budgets, on the service's store"},
-	{"submit", NULL, "submit a file or directory to the service"},
-	{"status", NULL, "one line about a submission"},
-	{"results", NULL, "a submission's result document"},
+    {"serve", NULL, "answer the grading service's HTTP API (docs/service.md)"},
+    {"worker", NULL, "grade jobs of the service's store, on any number of hosts"},
+    {"admin", NULL, "tokens, assignments and budgets, on the service's store"},
+    {"submit", NULL, "submit a file or directory to the service"},
+    {"status", NULL, "one line about a submission"},
+    {"results", NULL, "a submission's result document"},
 };
 
 /* Exec proctor-service next to this program, or the installed one. */
 static int exec_service(char **argv)
 {
-	char self[PATH_MAX], path[PATH_MAX + 64];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char path[PATH_MAX];
+	struct err e;
 
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		*slash = '\0';
-		snprintf(path, sizeof(path), "%s/proctor-service", self);
-		if (access(path, X_OK) != 0)
-			snprintf(path, sizeof(path), "%s/../libexec/proctor-service", self);
+	if (own_program("proctor-service", X_OK, path, sizeof(path), &e) == 0) {
 		argv[0] = path;
 		execv(path, argv);
+		err_set(&e, errno, "exec '%s'", path);
 	}
-	fprintf(stderr, "proctor: %s: cannot run proctor-service: %s\n", argv[1], strerror(errno));
-	return 3;
+	cli_say("%s: cannot run proctor-service: %s", argv[1], e.msg);
+	return err_exit_status(ERR_INTERNAL);
 }
 
 static void usage(FILE *f)
@@ -88,7 +85,7 @@ int main(int argc, char **argv)
 	umask(022);
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return err_exit_status(ERR_USAGE);
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
@@ -105,6 +102,5 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(service_commands) / sizeof(service_commands[0]); i++)
 		if (strcmp(argv[1], service_commands[i].name) == 0)
 			return exec_service(argv);
-	fprintf(stderr, "proctor: unknown command '%s' (try 'proctor --help')\n", argv[1]);
-	return 2;
+	return cli_usage_error("unknown command '%s' (try 'proctor --help')", argv[1]);
 }

@@ -152,7 +152,7 @@ void run_result_print_text(FILE *f, const struct run_result *r)
 int run_result_exit_status(const struct run_result *r)
 {
 	if (r->status == RUN_ERROR)
-		return 3;
+		return err_exit_status(ERR_INTERNAL);
 	/* Truncated capture is not a failure of the program: the cap only
 	 * limits what is kept. */
 	return r->status == RUN_OK && (r->limits_hit & ~(unsigned)LIMIT_HIT_OUTPUT) == 0 ? 0 : 1;

@@ -6,13 +6,13 @@
 #include <linux/capability.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <stddef.h>
 #include <string.h>
 
+#include "capbuf.h"
 #include "util.h"
 
 /*
@@ -20,15 +20,16 @@
  * of zero CPU seconds or a million processes is a typo, and an absurd value
  * is refused with the range rather than silently clamped.
  */
+#define AT(f) offsetof(struct limits, f)
 static const struct limit_desc table[] = {
-	{"cpu", LIMIT_UNIT_SECONDS, 1, 86400000, "CPU time of the whole sandbox, seconds"},
-	{"wall", LIMIT_UNIT_SECONDS, 1, 86400000, "wall-clock time, seconds"},
-	{"memory", LIMIT_UNIT_MIB, 4, 1048576, "memory incl. swap, MiB"},
-	{"pids", LIMIT_UNIT_COUNT, 1, 65536, "processes and threads at once"},
-	{"fsize", LIMIT_UNIT_MIB, 1, 1048576, "largest file written, MiB"},
-	{"disk", LIMIT_UNIT_MIB, 1, 1048576, "writable space (/work, /tmp), MiB"},
-	{"output", LIMIT_UNIT_KIB, 0, 1048576, "stdout/stderr kept per stream, KiB"},
-	{"nofile", LIMIT_UNIT_COUNT, 4, 1048576, "open files per process"},
+    {"cpu", LIMIT_UNIT_SECONDS, 1, 86400000, "CPU time of the whole sandbox, seconds", AT(cpu_ms)},
+    {"wall", LIMIT_UNIT_SECONDS, 1, 86400000, "wall-clock time, seconds", AT(wall_ms)},
+    {"memory", LIMIT_UNIT_MIB, 4, 1048576, "memory incl. swap, MiB", AT(memory_bytes)},
+    {"pids", LIMIT_UNIT_COUNT, 1, 65536, "processes and threads at once", AT(pids)},
+    {"fsize", LIMIT_UNIT_MIB, 1, 1048576, "largest file written, MiB", AT(fsize_bytes)},
+    {"disk", LIMIT_UNIT_MIB, 1, 1048576, "writable space (/work, /tmp), MiB", AT(disk_bytes)},
+    {"output", LIMIT_UNIT_KIB, 0, 1048576, "stdout/stderr kept per stream, KiB", AT(output_bytes)},
+    {"nofile", LIMIT_UNIT_COUNT, 4, 1048576, "open files per process", AT(nofile)},
 };
 
 const struct limit_desc *limits_table(unsigned *count)
@@ -72,50 +73,19 @@ int parse_seconds_ms(const char *text, uint64_t *ret_ms)
 	return 0;
 }
 
-static uint64_t *field(struct limits *l, const char *name)
-{
-	static const struct {
-		const char *name;
-		size_t off;
-	} map[] = {
-		{"cpu", offsetof(struct limits, cpu_ms)},
-		{"wall", offsetof(struct limits, wall_ms)},
-		{"memory", offsetof(struct limits, memory_bytes)},
-		{"pids", offsetof(struct limits, pids)},
-		{"fsize", offsetof(struct limits, fsize_bytes)},
-		{"disk", offsetof(struct limits, disk_bytes)},
-		{"output", offsetof(struct limits, output_bytes)},
-		{"nofile", offsetof(struct limits, nofile)},
-	};
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(map[i].name, name) == 0)
-			return (uint64_t *)(void *)((char *)l + map[i].off);
-	return NULL;
-}
-
-/* The user's text as it may appear in a one-line message: control
- * characters become '?', and long text is cut. */
-static void printable(const char *text, char *buf, size_t len)
-{
-	size_t i = 0;
-
-	for (; text[i] && i + 1 < len; i++)
-		buf[i] = (unsigned char)text[i] < 0x20 || text[i] == 0x7f ? '?' : text[i];
-	buf[i] = '\0';
-}
-
 int limits_set(struct limits *l, const char *name, const char *raw, struct err *e)
 {
 	const struct limit_desc *d = NULL;
-	uint64_t v, *dst = field(l, name);
+	uint64_t v, *dst;
 	char text[64];
 
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (strcmp(table[i].name, name) == 0)
 			d = &table[i];
-	if (!d || !dst)
+	if (!d)
 		return err_setk(e, ERR_USAGE, 0, "unknown limit '%s'", name);
-	printable(raw, text, sizeof(text));
+	dst = (uint64_t *)(void *)((char *)l + d->off);
+	text_printable(text, sizeof(text), raw, '?'); /* for the messages */
 
 	switch (d->unit) {
 	case LIMIT_UNIT_SECONDS:
@@ -172,17 +142,12 @@ static uint64_t host_ceiling(int resource, bool privileged)
 	char buf[32];
 
 	if (resource == RLIMIT_NOFILE && privileged) {
-		uint64_t nr_open = 0;
-		int fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-				n--;
-			if (parse_u64(buf, (size_t)n, &nr_open) == 0)
-				return nr_open;
-		}
+		uint64_t nr_open;
+		struct err ignored;
+		if (read_file_at(AT_FDCWD, "/proc/sys/fs/nr_open", buf, sizeof(buf), &ignored) ==
+			0 &&
+		    parse_u64(buf, strcspn(buf, "\n "), &nr_open) == 0)
+			return nr_open;
 		return 1048576; /* the kernel's default fs.nr_open */
 	}
 	if (privileged)

@@ -2,6 +2,7 @@
 #ifndef PROCTOR_RUNLIMITS_H
 #define PROCTOR_RUNLIMITS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -35,6 +36,7 @@ struct limit_desc {
 	enum limit_unit unit;
 	uint64_t min, max;  /* inclusive bounds: milliseconds for seconds, else the written unit */
 	const char *help;
+	size_t off; /* of its field in struct limits */
 };
 
 /* The limit table, in option order; `count` receives its length. */

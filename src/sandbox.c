@@ -29,6 +29,13 @@ const struct sandbox_ops *sandbox_backend(const char *name)
 	return NULL;
 }
 
+void sandbox_pool_drain(void)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (backends[i]->pool_drain)
+			backends[i]->pool_drain();
+}
+
 bool host_has_kvm(char *why, size_t why_len)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);

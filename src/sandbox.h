@@ -102,6 +102,12 @@ struct sandbox_ops {
 	 * whether the factor is one measured on this host and stored below
 	 * state_dir, rather than a fixed value. */
 	double (*time_factor)(const char *state_dir, bool *measured);
+	/* Optional (NULL: none kept).  Sandboxes this process starts ahead so
+	 * that create() returns sooner (the microVM's pre-started QEMUs):
+	 * pool_hint(n) asks for n, unless the user chose ($PROCTOR_VM_POOL);
+	 * pool_drain() destroys those kept now (also done at exit()). */
+	void (*pool_hint)(unsigned n);
+	void (*pool_drain)(void);
 };
 
 /* Every backend embeds this first, so the generic helpers can dispatch. */
@@ -132,6 +138,9 @@ const struct sandbox_ops *sandbox_backend(const char *name);
  * it runs at native speed (/dev/kvm) and an image is pinned to boot. */
 int sandbox_select(const char *name, bool have_image, const struct sandbox_ops **ret, char *why,
 		   size_t why_len, struct err *e);
+
+/* Every backend's pool_drain(), for a process about to _exit() (a worker). */
+void sandbox_pool_drain(void);
 
 /*
  * Map a path as the program sees it to one relative to the writable tree:

@@ -4,10 +4,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -80,6 +83,89 @@ int read_file_at(int dirfd, const char *path, char *buf, size_t cap, struct err 
 	return 0;
 }
 
+int own_program(const char *name, int amode, char *buf, size_t len, struct err *e)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0)
+		return err_set(e, errno, "readlink /proc/self/exe");
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0'; /* an absolute path */
+	snprintf(buf, len, "%s/%s", self, name);
+	if (access(buf, amode) == 0)
+		return 0;
+	snprintf(buf, len, "%s/../libexec/%s", self, name);
+	if (access(buf, amode) == 0)
+		return 0;
+	return err_set(e, 0, "%s not found next to proctor (%s)", name, self);
+}
+
+int strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n, struct err *e)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	char **v = NULL;
+	size_t n = 0;
+
+	if (!d) {
+		xclose(fd);
+		return err_set(e, errno, "open the directory");
+	}
+	while (rc == 0 && (errno = 0, de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		char **nv = n % 64 ? v : realloc(v, (n + 64) * sizeof(*v));
+		if (n == max)
+			rc = err_set(e, E2BIG, "more than %zu entries", max);
+		else if (!nv || !(nv[n] = strdup(de->d_name)))
+			rc = err_set(e, ENOMEM, "list the directory");
+		else
+			n++;
+		v = nv ? nv : v;
+	}
+	if (rc == 0 && errno)
+		rc = err_set(e, errno, "read the directory");
+	closedir(d);
+	if (rc < 0) {
+		free_names(v, n);
+		return -1;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), strcmp_ptr);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+void free_names(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+int write_new_at(int dirfd, const char *name, mode_t mode, const void *data, size_t len,
+		 struct err *e)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+
+	if (fd < 0)
+		return err_set(e, errno, "create '%s'", name);
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		xclose(fd);
+		return err_set(e, errno, "write '%s'", name);
+	}
+	close(fd);
+	return 0;
+}
+
 int parse_u64(const char *s, size_t len, uint64_t *ret)
 {
 	uint64_t v = 0;
@@ -122,6 +208,58 @@ int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	};
 
 	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+union fd_cmsg {
+	struct cmsghdr h;
+	char buf[CMSG_SPACE(sizeof(int))];
+};
+
+ssize_t send_with_fd(int sock, const struct iovec *iov, size_t n, int fd)
+{
+	union fd_cmsg ctl = {0};
+	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = n};
+	ssize_t sent;
+
+	if (fd >= 0) {
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while ((sent = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return sent;
+}
+
+ssize_t recv_with_fd(int sock, void *buf, size_t len, int *ret_fd)
+{
+	union fd_cmsg ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl.buf,
+			   .msg_controllen = sizeof(ctl.buf)};
+	ssize_t n;
+
+	*ret_fd = -1;
+	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)) && *ret_fd < 0)
+			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	if (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) {
+		*ret_fd = xclose(*ret_fd);
+		errno = (m.msg_flags & MSG_CTRUNC) ? EMFILE : EMSGSIZE;
+		return -1;
+	}
+	return n;
 }
 
 int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, struct err *e)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "err.h"
 
@@ -52,6 +53,25 @@ int read_file_at(int dirfd, const char *path, char *buf, size_t cap, struct err 
 int read_whole_at(int dirfd, const char *path, int oflags, size_t max, char **ret, size_t *ret_len,
 		  struct err *e);
 
+/* The program `name` (proctor-helper, proctor-agent) beside the running
+ * one, or in ../libexec (the installed layout), that access(2) allows
+ * `amode` on: its path in buf. */
+int own_program(const char *name, int amode, char *buf, size_t len, struct err *e);
+
+/* strcmp() of two char * elements, for qsort() and bsearch(). */
+int strcmp_ptr(const void *a, const void *b);
+
+/* The names in the directory dirfd but "." and "..", sorted (strcmp), as
+ * *ret_n malloc'd strings in a malloc'd array (free_names()); more than
+ * max of them is E2BIG. */
+int dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n, struct err *e);
+void free_names(char **v, size_t n);
+
+/* Create `name` below dirfd (O_EXCL, no symlink followed) with `mode`,
+ * holding len bytes of data, synced. */
+int write_new_at(int dirfd, const char *name, mode_t mode, const void *data, size_t len,
+		 struct err *e);
+
 /* Parse an unsigned decimal without sign, spaces or overflow; the whole
  * string [s, s+len) must be digits. Returns 0 or -1. */
 int parse_u64(const char *s, size_t len, uint64_t *ret);
@@ -68,6 +88,16 @@ int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, s
 /* openat2(2) confined below dirfd: no symlinks, no magic links, no
  * crossing mounts.  Returns the fd or -1 with errno set. */
 int open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/* sendmsg() of iov[0..n) with `fd` attached (SCM_RIGHTS) unless it is -1;
+ * MSG_NOSIGNAL, retried on EINTR.  The bytes sent, or -1 with errno. */
+ssize_t send_with_fd(int sock, const struct iovec *iov, size_t n, int fd);
+
+/* recvmsg() of at most len bytes, retried on EINTR; *ret_fd the descriptor
+ * that came with them (SCM_RIGHTS, O_CLOEXEC), else -1.  -1 with errno
+ * EMFILE when one came but did not fit, EMSGSIZE when the message was
+ * longer than len; no descriptor is kept then. */
+ssize_t recv_with_fd(int sock, void *buf, size_t len, int *ret_fd);
 
 /* Remove everything below dirfd (not dirfd itself) without following links. */
 int rm_rf_children(int dirfd, struct err *e);

@@ -360,12 +360,66 @@ void yaml_free_strv(char **v)
 	free(v);
 }
 
+bool yaml_has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
 bool yaml_has_dotdot(const char *p)
 {
 	for (const char *s = p; (s = strstr(s, "..")); s += 2)
 		if ((s == p || s[-1] == '/') && (s[2] == '\0' || s[2] == '/'))
 			return true;
 	return false;
+}
+
+int yaml_resolve_path(struct yaml_ctx *c, const struct yaml_field *f, const char *where,
+		      unsigned type, unsigned long long max_size, char **ret)
+{
+	char *rel = NULL, *joined = NULL, *real = NULL, b[128];
+	struct stat st;
+	int r = -1;
+
+	if (yaml_get_string(c, f, &rel) < 0)
+		return -1;
+	if (asprintf(&joined, "%s/%s", c->dir, rel) < 0) {
+		free(rel);
+		return yaml_oom(c);
+	}
+	yaml_shown(rel, strlen(rel), b, sizeof(b));
+	if (!*rel || yaml_has_control(rel))
+		yaml_fail(c, f->line, f->path,
+			  "must be a non-empty path without control characters");
+	else if (rel[0] == '/')
+		yaml_fail(c, f->line, f->path, "'%s' must be relative to %s", b, where);
+	else if (yaml_has_dotdot(rel))
+		yaml_fail(c, f->line, f->path, "'%s' must not contain '..'", b);
+	else if (!(real = realpath(joined, NULL)) && (errno == ENOENT || errno == ENOTDIR))
+		yaml_fail(c, f->line, f->path, "'%s' does not exist", b);
+	else if (!real || stat(real, &st) < 0)
+		err_setk(c->e, ERR_INPUT, errno, "%s:%d: %s: '%s'", c->file, f->line, f->path, b);
+	/* A symlink may point anywhere; what counts is where it leads. */
+	else if (!yaml_path_within(c->dir, real))
+		yaml_fail(c, f->line, f->path, "'%s' leads outside %s", b, where);
+	else if (strcmp(real, c->dir) == 0)
+		yaml_fail(c, f->line, f->path, "'%s' is %s itself", b, where);
+	else if ((st.st_mode & S_IFMT) != type)
+		yaml_fail(c, f->line, f->path, "'%s' is not a %s", b,
+			  type == S_IFDIR ? "directory" : "regular file");
+	else if (max_size && (unsigned long long)st.st_size > max_size)
+		yaml_fail(c, f->line, f->path, "'%s' is larger than %llu MiB", b, max_size >> 20);
+	else
+		r = 0;
+	if (r == 0)
+		*ret = real;
+	else
+		free(real);
+	free(joined);
+	free(rel);
+	return r;
 }
 
 /* p is dir or below it (both absolute and normalized). */

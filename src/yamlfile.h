@@ -68,7 +68,17 @@ int yaml_get_list(struct yaml_ctx *c, const struct yaml_field *f, const char *wh
 		  size_t *ret_n);
 void yaml_free_strv(char **v);
 /* Whether a relative path has a ".." component; whether p is dir or below it. */
+bool yaml_has_control(const char *s); /* a C0 control or DEL */
 bool yaml_has_dotdot(const char *p);
 bool yaml_path_within(const char *dir, const char *p);
+
+/*
+ * A path of the file, relative to its directory c->dir (`where` in
+ * messages: "the assignment directory"), resolved, symlinks followed, to
+ * an existing entry of `type` (S_IFDIR or S_IFREG) strictly inside it, at
+ * most max_size bytes (0: any): the malloc'd absolute path in *ret.
+ */
+int yaml_resolve_path(struct yaml_ctx *c, const struct yaml_field *f, const char *where,
+		      unsigned type, unsigned long long max_size, char **ret);
 
 #endif

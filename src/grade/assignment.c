@@ -7,12 +7,10 @@
 #include <fnmatch.h>
 #include <libfyaml.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "digest.h"
 #include "util.h"
@@ -79,14 +77,6 @@ const char *visibility_name(enum visibility v)
 	return (unsigned)v <= VIS_AFTER_PUBLISHED ? visibility_names[v] : "invalid";
 }
 
-static bool has_control(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return true;
-	return false;
-}
-
 static int missing(struct yaml_ctx *c, const struct yaml_field *f, const char *why)
 {
 	return yaml_fail(c, f->line, f->path, "missing required key%s", why);
@@ -97,7 +87,7 @@ static int get_name(struct yaml_ctx *c, const struct yaml_field *f, char **ret)
 {
 	if (yaml_get_string(c, f, ret) < 0)
 		return -1;
-	if (!**ret || has_control(*ret))
+	if (!**ret || yaml_has_control(*ret))
 		return yaml_fail(c, f->line, f->path,
 				 "must be non-empty, without control characters");
 	return 0;
@@ -352,46 +342,8 @@ static int parse_ok_exit(struct yaml_ctx *c, const struct yaml_field *f, struct 
  * existing directory or regular file strictly inside it. */
 static int resolve_path(struct yaml_ctx *c, const struct yaml_field *f, bool want_dir, char **ret)
 {
-	char *rel = NULL, *joined = NULL, *real = NULL, b[128];
-	struct stat st;
-	int r = -1;
-
-	if (yaml_get_string(c, f, &rel) < 0)
-		return -1;
-	if (asprintf(&joined, "%s/%s", c->dir, rel) < 0) {
-		free(rel);
-		return yaml_oom(c);
-	}
-	yaml_shown(rel, strlen(rel), b, sizeof(b));
-	if (!*rel || has_control(rel))
-		yaml_fail(c, f->line, f->path,
-			  "must be a non-empty path without control characters");
-	else if (rel[0] == '/')
-		yaml_fail(c, f->line, f->path, "'%s' must be relative to the assignment directory",
-			  b);
-	else if (yaml_has_dotdot(rel))
-		yaml_fail(c, f->line, f->path, "'%s' must not contain '..'", b);
-	else if (!(real = realpath(joined, NULL)) && (errno == ENOENT || errno == ENOTDIR))
-		yaml_fail(c, f->line, f->path, "'%s' does not exist", b);
-	else if (!real || stat(real, &st) < 0)
-		err_setk(c->e, ERR_INPUT, errno, "%s:%d: %s: '%s'", c->file, f->line, f->path, b);
-	/* A symlink may point anywhere; what counts is where it leads. */
-	else if (!yaml_path_within(c->dir, real))
-		yaml_fail(c, f->line, f->path, "'%s' leads outside the assignment directory", b);
-	else if (strcmp(real, c->dir) == 0)
-		yaml_fail(c, f->line, f->path, "'%s' is the assignment directory itself", b);
-	else if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-		yaml_fail(c, f->line, f->path, "'%s' is not a %s", b,
-			  want_dir ? "directory" : "regular file");
-	else
-		r = 0;
-	if (r == 0)
-		*ret = real;
-	else
-		free(real);
-	free(joined);
-	free(rel);
-	return r;
+	return yaml_resolve_path(c, f, "the assignment directory", want_dir ? S_IFDIR : S_IFREG, 0,
+				 ret);
 }
 
 /* The items of a list of submission paths or globs: relative, without
@@ -408,7 +360,7 @@ static int check_submission_paths(struct yaml_ctx *c, const struct yaml_field *l
 
 		yaml_next_item(list, &it, i, &item);
 		yaml_shown(v[i], strlen(v[i]), b, sizeof(b));
-		if (!*v[i] || has_control(v[i]))
+		if (!*v[i] || yaml_has_control(v[i]))
 			return yaml_fail(c, item.line, item.path,
 					 "must be non-empty, without control characters");
 		if (v[i][0] == '/' || yaml_has_dotdot(v[i]))
@@ -477,7 +429,7 @@ static int parse_report(struct yaml_ctx *c, const struct yaml_field *root, struc
 			return -1;
 		p = a->report_path;
 		/* Where the grader may copy from: /work (relative), /tmp, {report_dir}. */
-		if (!*p || has_control(p) || yaml_has_dotdot(p) ||
+		if (!*p || yaml_has_control(p) || yaml_has_dotdot(p) ||
 		    (p[0] == '/' && strncmp(p, "/work/", 6) != 0 && strncmp(p, "/tmp/", 5) != 0))
 			return yaml_fail(
 			    c, f.line, f.path,
@@ -835,11 +787,6 @@ static int walk_tree(struct yaml_ctx *c, const char *rel, int line, struct file_
 	return r;
 }
 
-static int str_cmp(const void *x, const void *y)
-{
-	return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 /*
  * SHA-256 over (name, size, content) of assignment.yaml as parsed, then of
  * each regular file of tests_dir and each case file, once each, sorted by
@@ -864,7 +811,7 @@ static int compute_digest(struct yaml_ctx *c, struct assignment *a, const char *
 			r = list_add(c, &l, a->cases[i].expected_path + skip);
 	}
 	if (r == 0 && l.n > 0)
-		qsort(l.rel, l.n, sizeof(*l.rel), str_cmp);
+		qsort(l.rel, l.n, sizeof(*l.rel), strcmp_ptr);
 	if (r == 0 && !(d = digest_new()))
 		r = yaml_oom(c);
 	if (r == 0) {

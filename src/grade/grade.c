@@ -1,7 +1,6 @@
 /* Grading one submission: sandbox, intake, build, test, report, verdict, score. */
 #include "grade/grade.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <nettle/hmac.h>
 #include <fcntl.h>
@@ -94,27 +93,29 @@ int grade_prepare(const char *isolation, const struct assignment *a,
 
 int grade_helper_path(const struct grade_options *o, char *buf, size_t len, struct err *e)
 {
-	char self[PATH_MAX];
-	ssize_t n;
-
-	if (o->helper_path) {
-		snprintf(buf, len, "%s", o->helper_path);
-		return 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0)
-		return err_set(e, errno, "readlink /proc/self/exe");
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	*slash = '\0';
-	snprintf(buf, len, "%s/proctor-helper", self);
-	if (access(buf, X_OK) < 0) {
-		/* Installed layout: bin/proctor and libexec/proctor-helper. */
-		snprintf(buf, len, "%s/../libexec/proctor-helper", self);
-		if (access(buf, X_OK) < 0)
-			return err_set(e, 0, "proctor-helper not found next to proctor (%s)", self);
-	}
+	if (!o->helper_path)
+		return own_program("proctor-helper", X_OK, buf, len, e);
+	snprintf(buf, len, "%s", o->helper_path);
 	return 0;
+}
+
+/* proctor-helper `argv` as the sandbox's uid, the slots hidden: c's
+ * descriptors and input, unpriv_run()'s result (grade/unpriv.h); -2, never
+ * the input's doing, also when there is no proctor-helper. */
+static int run_helper(const struct attempt *at, char **argv, struct unpriv_call c, json_t **ans,
+		      struct err *herr)
+{
+	char helper[PATH_MAX], slots_dir[PATH_MAX];
+
+	if (grade_helper_path(at->o, helper, sizeof(helper), herr) < 0)
+		return -2;
+	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
+	c.helper = helper;
+	c.argv = argv;
+	c.uid = at->sb->untrusted_uid;
+	c.timeout_s = HELPER_TIMEOUT_S;
+	c.hide_dir = slots_dir;
+	return unpriv_run(&c, ans, herr);
 }
 
 /* Replace {report} and {report_dir} in one argv element. */
@@ -207,19 +208,15 @@ static json_t *json_text(const char *s)
  * display cap. */
 static json_t *step_json(const char *name, struct run_result *r)
 {
-	struct capbuf out = r->out, err = r->err;
-
-	if (out.len > DISPLAY_CAP) {
-		out.len = DISPLAY_CAP;
-		out.truncated = true;
-	}
-	if (err.len > DISPLAY_CAP) {
-		err.len = DISPLAY_CAP;
-		err.truncated = true;
-	}
 	struct run_result shown = *r;
-	shown.out = out;
-	shown.err = err;
+
+	struct capbuf *caps[] = {&shown.out, &shown.err};
+
+	for (size_t i = 0; i < 2; i++)
+		if (caps[i]->len > DISPLAY_CAP) {
+			caps[i]->len = DISPLAY_CAP;
+			caps[i]->truncated = true;
+		}
 	json_t *j = run_result_to_json(&shown);
 	if (j) {
 		json_object_set_new(j, "name", json_string(name));
@@ -244,31 +241,27 @@ static json_t *step_json(const char *name, struct run_result *r)
 static void staging_sweep(int base_fd, int lock_fd)
 {
 	struct err ignored;
-	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
 
 	if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
 		return; /* someone is creating or sweeping: next time */
-	int dfd = dup(base_fd);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	if (!d) {
-		xclose(dfd);
-		flock(lock_fd, LOCK_UN);
-		return;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
+	dir_names(base_fd, SIZE_MAX, &names, &n, &ignored);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = names[i];
+		if (name[0] == '.')
 			continue;
-		int fd = openat(base_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = openat(base_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			/* Its grading is gone. */
 			rm_rf_children(fd, &ignored);
-			unlinkat(base_fd, de->d_name, AT_REMOVEDIR);
+			unlinkat(base_fd, name, AT_REMOVEDIR);
 		}
 		close(fd);
 	}
-	closedir(d);
+	free_names(names, n);
 	flock(lock_fd, LOCK_UN);
 }
 
@@ -413,7 +406,7 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
 
 /*
  * Take the submission through the unprivileged helper into staging/sub,
- * then copy it into /work.  A refused submission is a verdict.
+ * then copy it into /work.  A refused submission is a verdict (at->status).
  *
  * The helper is never given the path, which its uid may not even reach (a
  * 0700 home or mkdtemp directory): proctor opens the submission here and
@@ -422,9 +415,9 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
  * (grade/opener.h).  A symlink swapped into the path afterwards changes
  * nothing.
  */
-static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e)
+static int take_submission(struct attempt *at, struct err *e)
 {
-	char sub[PATH_MAX + 8], helper[PATH_MAX];
+	char sub[PATH_MAX + 8];
 	const struct assignment *a = at->a;
 	struct opener_stat sst;
 	json_t *req, *ans = NULL;
@@ -432,9 +425,7 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	int src = -1, sock = -1, dest = -1;
 	pid_t opener = -1;
 
-	*ret_rejected = false;
-	if (grade_helper_path(at->o, helper, sizeof(helper), e) < 0 ||
-	    staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
+	if (staging_dir(at, "sub", at->sb->untrusted_uid, sub, sizeof(sub), e) < 0)
 		return -1;
 	int orc = at->dir_fd >= 0
 		      ? opener_open_entry(at->dir_fd, at->entry, at->seen, &sst, &src, e)
@@ -448,7 +439,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 			    : e->errnum == ESTALE
 				? "submission was replaced while being graded"
 				: "submission is a hard link to a file of another owner");
-		*ret_rejected = true;
 		return 0;
 	}
 	if (orc < 0)
@@ -457,7 +447,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 		set_verdict(at, "rejected", "%s",
 			    S_ISLNK(sst.mode) ? "submission is a symbolic link"
 					      : "submission is not a directory or a regular file");
-		*ret_rejected = true;
 		return 0;
 	}
 	if (S_ISDIR(sst.mode) && opener_start(src, &opener, &sock, e) < 0) {
@@ -485,21 +474,12 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 		goto out_stop;
 	}
 	char *argv[] = {(char *)"intake", NULL};
-	char slots_dir[PATH_MAX];
-	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
 	/* From here the submission's bytes are being processed: a helper that
 	 * dies on them does not earn the submission free retries. */
 	at->student_ran = true;
-	struct unpriv_call call = {.helper = helper,
-				   .argv = argv,
-				   .uid = at->sb->untrusted_uid,
-				   .stdin_fd = -1,
-				   .input = text,
-				   .fd3 = dest,
-				   .fd4 = sock >= 0 ? sock : src,
-				   .timeout_s = HELPER_TIMEOUT_S,
-				   .hide_dir = slots_dir};
-	int rc = unpriv_run(&call, &ans, &herr);
+	struct unpriv_call call = {
+	    .stdin_fd = -1, .input = text, .fd3 = dest, .fd4 = sock >= 0 ? sock : src};
+	int rc = run_helper(at, argv, call, &ans, &herr);
 	free(text);
 	close(dest);
 	xclose(sock);
@@ -514,7 +494,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	if (rc > 0) {
 		/* The helper refused this input: the submission's doing. */
 		set_verdict(at, "rejected", "the submission could not be read: %s", herr.msg);
-		*ret_rejected = true;
 		return 0;
 	}
 	int rejected = 0;
@@ -525,7 +504,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	    !json_is_array(taken) || !json_is_array(ignored)) {
 		json_decref(ans);
 		set_verdict(at, "rejected", "the submission could not be read");
-		*ret_rejected = true;
 		return 0;
 	}
 	json_object_set(at->sub, "files", taken);
@@ -533,7 +511,6 @@ static int take_submission(struct attempt *at, bool *ret_rejected, struct err *e
 	json_object_set_new(at->sub, "digest", json_string(digest));
 	if (rejected) {
 		set_verdict(at, "rejected", "%s", reason);
-		*ret_rejected = true;
 		json_decref(ans);
 		return 0;
 	}
@@ -549,12 +526,16 @@ out_stop:
 	return -1;
 }
 
-static int put_hidden(struct attempt *at, struct err *e)
+/* `prefix` and n (at most 32) random bytes in hex, into buf. */
+static int random_name(char *buf, size_t cap, const char *prefix, size_t n, struct err *e)
 {
-	if (!at->a->tests_dir)
-		return 0;
-	if (sandbox_put(at->sb, at->a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0)
-		return err_wrap(e, "copy the hidden tests in");
+	unsigned char rnd[32];
+	size_t len = (size_t)snprintf(buf, cap, "%s", prefix);
+
+	if (n > sizeof(rnd) || len + 2 * n >= cap || getrandom(rnd, n, 0) != (ssize_t)n)
+		return err_set(e, errno, "getrandom");
+	for (size_t i = 0; i < n; i++)
+		snprintf(buf + len + 2 * i, 3, "%02x", rnd[i]);
 	return 0;
 }
 
@@ -562,15 +543,12 @@ static int put_hidden(struct attempt *at, struct err *e)
  * so nothing the build left there can pass for a report. */
 static int make_report_dir(struct attempt *at, struct err *e)
 {
-	unsigned char rnd[8];
 	char empty[PATH_MAX + 16], name[32];
 
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return err_set(e, errno, "getrandom");
-	snprintf(at->report_dir, sizeof(at->report_dir), "/tmp/.proctor-report-");
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(at->report_dir + strlen(at->report_dir), 3, "%02x", rnd[i]);
-	snprintf(name, sizeof(name), "empty-%02x%02x", rnd[0], rnd[1]);
+	if (random_name(at->report_dir, sizeof(at->report_dir), "/tmp/.proctor-report-", 8, e) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "empty-%.4s",
+		 at->report_dir + strlen("/tmp/.proctor-report-"));
 	if (staging_dir(at, name, at->sb->untrusted_uid, empty, sizeof(empty), e) < 0)
 		return -1;
 	return sandbox_put(at->sb, empty, at->report_dir, 0, e);
@@ -589,11 +567,37 @@ static const char *format_name(enum report_format f)
 	return f == REPORT_TAP ? "tap" : f == REPORT_GRADESCOPE ? "gradescope" : "junit";
 }
 
+/* Parse a report copied to the host, without privilege.  1: verdict set. */
+static int parse_report_file(struct attempt *at, const char *host, enum report_format fmt,
+			     struct report *ret, struct err *e)
+{
+	char *argv[] = {(char *)"parse-report", (char *)format_name(fmt), NULL};
+	struct err gerr;
+	json_t *ans = NULL;
+	int rc, fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return err_set(e, errno, "open '%s'", host);
+	rc = run_helper(at, argv, (struct unpriv_call){.stdin_fd = fd, .fd3 = -1, .fd4 = -1}, &ans,
+			&gerr);
+	close(fd);
+	if (rc < 0)
+		return err_set(e, 0, "report helper: %s", gerr.msg);
+	if (rc > 0) {
+		set_verdict(at, "crashed", "the report is unusable: %s", gerr.msg);
+		return 1;
+	}
+	rc = report_from_json(json_object_get(ans, "report"), ret, &gerr);
+	json_decref(ans);
+	if (rc < 0) {
+		set_verdict(at, "crashed", "the report is unusable: %s", gerr.msg);
+		return 1;
+	}
+	return 0;
+}
+
 /* Copy the report out and parse it without privilege.  On failure the
  * verdict is set (the report is the submission's responsibility). */
-static int parse_report_file(struct attempt *at, const char *host, enum report_format fmt,
-			     struct report *ret, struct err *e);
-
 static int read_report(struct attempt *at, struct report *ret, struct err *e)
 {
 	const struct assignment *a = at->a;
@@ -623,46 +627,16 @@ static int read_report(struct attempt *at, struct report *ret, struct err *e)
 	return parse_report_file(at, host, a->report_format, ret, e);
 }
 
-/* Parse a report copied to the host, without privilege.  1: verdict set. */
-static int parse_report_file(struct attempt *at, const char *host, enum report_format fmt,
-			     struct report *ret, struct err *e)
+/* One entry of the result's "tests" (docs/result.md). */
+static json_t *test_json(const char *name, const char *classname, const char *status, double score,
+			 double max_score, enum visibility v, const char *message,
+			 const char *reason)
 {
-	char helper[PATH_MAX];
-	struct err gerr;
-	int rc;
-
-	if (grade_helper_path(at->o, helper, sizeof(helper), e) < 0)
-		return -1;
-	int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return err_set(e, errno, "open '%s'", host);
-	char *argv[] = {(char *)"parse-report", (char *)format_name(fmt), NULL};
-	char slots_dir[PATH_MAX];
-	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
-	struct unpriv_call call = {.helper = helper,
-				   .argv = argv,
-				   .uid = at->sb->untrusted_uid,
-				   .stdin_fd = fd,
-				   .fd3 = -1,
-				   .fd4 = -1,
-				   .timeout_s = HELPER_TIMEOUT_S,
-				   .hide_dir = slots_dir};
-	json_t *ans = NULL;
-	rc = unpriv_run(&call, &ans, &gerr);
-	close(fd);
-	if (rc < 0)
-		return err_set(e, 0, "report helper: %s", gerr.msg);
-	if (rc > 0) {
-		set_verdict(at, "crashed", "the report is unusable: %s", gerr.msg);
-		return 1;
-	}
-	rc = report_from_json(json_object_get(ans, "report"), ret, &gerr);
-	json_decref(ans);
-	if (rc < 0) {
-		set_verdict(at, "crashed", "the report is unusable: %s", gerr.msg);
-		return 1;
-	}
-	return 0;
+	return json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:o, s:o}", "name", name, "classname",
+			 classname ? json_string(classname) : json_null(), "status", status,
+			 "score", score, "max_score", max_score, "visibility", visibility_name(v),
+			 "message", message ? json_text(message) : json_null(), "reason",
+			 reason ? json_string(reason) : json_null());
 }
 
 /* Score the manifest against a parsed report; sets the verdict. */
@@ -689,15 +663,10 @@ static void score_report(struct attempt *at, const struct report *r)
 			at->passed++;
 			at->score += t->t.points;
 		}
-		json_array_append_new(
-			at->tests,
-			json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:o, s:n}", "name", t->t.name,
-				  "classname", t->t.classname ? json_string(t->t.classname) : json_null(),
-				  "status", test_outcome_name(out[i].outcome), "score",
-				  pass ? t->t.points : 0.0, "max_score", t->t.points, "visibility",
-				  visibility_name(t->visibility), "message",
-				  out[i].message ? json_text(out[i].message) : json_null(),
-				  "reason"));
+		json_array_append_new(at->tests, test_json(t->t.name, t->t.classname,
+							   test_outcome_name(out[i].outcome),
+							   pass ? t->t.points : 0, t->t.points,
+							   t->visibility, out[i].message, NULL));
 	}
 	if (found == 0)
 		set_verdict(at, "crashed", "none of the %zu declared tests appear in the report",
@@ -715,22 +684,15 @@ static json_t *unscored_tests(const struct assignment *a)
 	size_t total = io ? a->n_cases : a->n_tests;
 	json_t *tests = json_array();
 
-	for (size_t i = 0; tests && i < total; i++) {
-		const char *classname = io ? NULL : a->tests[i].t.classname;
+	for (size_t i = 0; tests && i < total; i++)
 		json_array_append_new(
-			tests,
-			json_pack("{s:s, s:o, s:s, s:f, s:f, s:s, s:n, s:n}", "name",
-				  io ? a->cases[i].name : a->tests[i].t.name, "classname",
-				  classname ? json_string(classname) : json_null(), "status",
-				  "missing", "score", 0.0, "max_score",
-				  io ? a->cases[i].points : a->tests[i].t.points, "visibility",
-				  visibility_name(io ? a->cases[i].visibility : a->tests[i].visibility),
-				  "message", "reason"));
-	}
+		    tests,
+		    io ? test_json(a->cases[i].name, NULL, "missing", 0, a->cases[i].points,
+				   a->cases[i].visibility, NULL, NULL)
+		       : test_json(a->tests[i].t.name, a->tests[i].t.classname, "missing", 0,
+				   a->tests[i].t.points, a->tests[i].visibility, NULL, NULL));
 	return tests;
 }
-
-static char *read_host_file(const char *path, uint64_t cap, size_t *ret_len, struct err *e);
 
 /* ---- the pytest guard ---------------------------------------------------------- */
 
@@ -772,23 +734,17 @@ static const char guard_ini[] = "# Proctor's pytest configuration: none (docs/gr
  */
 static int guard_prepare(struct attempt *at, char key[65], char env[GUARD_ENV][256], struct err *e)
 {
-	unsigned char rnd[32], nonce[8];
 	char path[PATH_MAX + 32], dir[PATH_MAX + 32], dst[PATH_MAX], sbdir[64], ini[96];
 	struct stat st;
 
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) ||
-	    getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
-		return err_set(e, errno, "getrandom");
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(key + 2 * i, 3, "%02x", rnd[i]);
+	if (random_name(key, 65, "", 32, e) < 0 ||
+	    random_name(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
+		return -1;
 	if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path, sizeof(path), e) < 0)
 		return -1;
 	snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
 	if (sandbox_put(at->sb, path, dst, 0, e) < 0)
 		return err_wrap(e, "guard key");
-	snprintf(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-");
-	for (size_t i = 0; i < sizeof(nonce); i++)
-		snprintf(sbdir + strlen(sbdir), 3, "%02x", nonce[i]);
 	snprintf(dir, sizeof(dir), "%s/guard", at->staging);
 	if (mkdir(dir, 0755) < 0)
 		return err_set(e, errno, "mkdir '%s'", dir);
@@ -827,8 +783,7 @@ static bool fetch_small(struct attempt *at, const char *sandbox_path, const char
 	if (sandbox_get(at->sb, sandbox_path, host, &ignored) < 0 || lstat(host, &st) < 0 ||
 	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size > cap)
 		return false;
-	*ret = read_host_file(host, cap, ret_len, &ignored);
-	return *ret != NULL;
+	return read_whole_at(AT_FDCWD, host, O_NOFOLLOW, cap, ret, ret_len, &ignored) == 0;
 }
 
 /* The guard's summary, verified with the key, parsed as the report. */
@@ -928,33 +883,6 @@ static int runner_mode(struct attempt *at, struct err *e)
 
 /* ---- I/O mode ---------------------------------------------------------------------- */
 
-static char *read_host_file(const char *path, uint64_t cap, size_t *ret_len, struct err *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	char *buf;
-
-	if (fd < 0) {
-		err_set(e, errno, "'%s'", path);
-		return NULL;
-	}
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > cap) {
-		close(fd);
-		err_set(e, EFBIG, "'%s'", path);
-		return NULL;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
-	close(fd);
-	if (n != st.st_size) {
-		free(buf);
-		err_set(e, EIO, "read '%s'", path);
-		return NULL;
-	}
-	*ret_len = (size_t)n;
-	return buf;
-}
-
 /* A new sandbox.  Failing to make one (every slot of the host busy past
  * the wait, a host fault) is Proctor's, even after the submission ran. */
 static int attempt_create(struct attempt *at, const struct sandbox_options *so,
@@ -1043,12 +971,8 @@ static void case_record(struct attempt *at, const struct io_case *c, const char 
 		at->passed++;
 		at->score += c->points;
 	}
-	json_array_append_new(at->tests,
-			      json_pack("{s:s, s:n, s:s, s:f, s:f, s:s, s:o, s:s}", "name", c->name,
-					"classname", "status", status, "score", pass ? c->points : 0.0,
-					"max_score", c->points, "visibility",
-					visibility_name(c->visibility), "message",
-					message ? json_text(message) : json_null(), "reason", reason));
+	json_array_append_new(at->tests, test_json(c->name, NULL, status, pass ? c->points : 0,
+						   c->points, c->visibility, message, reason));
 }
 
 static int io_case(struct attempt *at, const char *built, const struct io_case *c, struct err *e)
@@ -1057,7 +981,7 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 	struct sandbox *sb = NULL;
 	struct run_result r;
 	char name[300], out_path[PATH_MAX + 32];
-	int stdin_fd = -1, rc = -1;
+	int rc = -1;
 
 	if (case_sandbox(at, built, &c->limits, &sb, e) < 0)
 		return -1;
@@ -1077,7 +1001,7 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 	at->sb = sb;
 	snprintf(name, sizeof(name), "case:%s", c->name);
 	at->stdin_path = c->stdin_path ? "/tmp/.proctor-stdin" : NULL;
-	rc = run_step(at, name, argv, &c->limits, stdin_fd, a->io_output_max, &r, e);
+	rc = run_step(at, name, argv, &c->limits, -1, a->io_output_max, &r, e);
 	at->stdin_path = NULL;
 	at->sb = saved;
 	free_argv(argv);
@@ -1099,8 +1023,9 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 		case_record(at, c, "failed", "output_limit", "the output is larger than the cap");
 	else {
 		size_t exp_len = 0;
-		char *exp = read_host_file(c->expected_path, a->io_output_max * 2, &exp_len, e);
-		if (!exp) {
+		char *exp = NULL;
+		if (read_whole_at(AT_FDCWD, c->expected_path, 0, a->io_output_max * 2, &exp,
+				  &exp_len, e) < 0) {
 			run_result_free(&r);
 			rc = -1;
 			goto out;
@@ -1135,7 +1060,6 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 	run_result_free(&r);
 	rc = 0;
 out:
-	xclose(stdin_fd);
 	sandbox_destroy(sb);
 	return rc;
 }
@@ -1214,7 +1138,6 @@ static int attempt_run(struct attempt *at, struct err *e)
 	const struct assignment *a = at->a;
 	struct sandbox_options so = at->o->sandbox;
 	struct run_result r;
-	bool rejected;
 
 	so.disk_bytes = max_disk(a);
 	if (staging_create(at, e) < 0)
@@ -1234,12 +1157,13 @@ static int attempt_run(struct attempt *at, struct err *e)
 		if (!ok)
 			return err_set(e, 0, "the assignment's setup step failed (see steps)");
 	}
-	if (take_submission(at, &rejected, e) < 0)
+	if (take_submission(at, e) < 0)
 		return -1;
-	if (rejected)
+	if (at->status) /* rejected */
 		return 0;
-	if (put_hidden(at, e) < 0)
-		return -1;
+	if (a->tests_dir &&
+	    sandbox_put(at->sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0)
+		return err_wrap(e, "copy the hidden tests in");
 	if (a->build.present) {
 		char **argv = step_argv(&a->build, "/tmp", NULL, 0);
 		if (!argv)
@@ -1256,13 +1180,6 @@ static int attempt_run(struct attempt *at, struct err *e)
 			return 0;
 	}
 	return a->mode == GRADE_MODE_IO ? io_mode(at, e) : runner_mode(at, e);
-}
-
-static void attempt_cleanup(struct attempt *at)
-{
-	sandbox_destroy(at->sb);
-	at->sb = NULL;
-	staging_remove(at);
 }
 
 /* ---- the result document ------------------------------------------------------- */
@@ -1290,34 +1207,19 @@ static json_t *document(struct attempt *at, unsigned attempts)
 		}
 	}
 	json_object_set_new(at->sub, "path", json_text(at->submission));
-	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
-			 "s:{s:s, s:s}, s:s, s:i, s:s, s:f}",
-			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status",
-			 at->status, "reason", at->reason[0] ? json_text(at->reason) : json_null(),
-			 "score", at->score, "max_score", a->max_score, "passed",
-			 (json_int_t)at->passed, "total", (json_int_t)total, "tests", at->tests,
-			 "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,
-			 "digest", a->digest, "image", "name", a->image, "digest",
-			 at->image_digest, "isolation", at->o->ops->name, "attempts",
-			 (int)attempts, "view", "instructor", "time_factor", at->time_factor);
-}
-
-json_t *grade_error_document(const struct assignment *a, const char *submission,
-			     const struct grade_options *o, const char *reason, unsigned attempts,
-			     double time_factor)
-{
-	size_t total = a->mode == GRADE_MODE_IO ? a->n_cases : a->n_tests;
-
-	return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:o, s:[], "
-			 "s:{s:o, s:n, s:[], s:[]}, s:{s:s, s:s}, s:n, s:s, s:i, s:s, s:f}",
-			 "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status",
-			 "error", "reason", json_text(reason), "score", 0.0, "max_score",
-			 a->max_score, "passed", (json_int_t)0, "total", (json_int_t)total,
-			 "tests", unscored_tests(a), "steps", "submission", "path",
-			 json_text(submission), "digest", "files", "ignored", "assignment", "name",
-			 a->name, "digest", a->digest, "image", "isolation", o->ops->name,
-			 "attempts", (int)attempts, "view", "instructor", "time_factor",
-			 time_factor);
+	/* No image digest: the document of a worker that failed (no image). */
+	json_t *image = at->image_digest
+			    ? json_pack("{s:s, s:s}", "name", a->image, "digest", at->image_digest)
+			    : json_null();
+	return json_pack(
+	    "{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
+	    "s:o, s:s, s:i, s:s, s:f}",
+	    "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status", at->status, "reason",
+	    at->reason[0] ? json_text(at->reason) : json_null(), "score", at->score, "max_score",
+	    a->max_score, "passed", (json_int_t)at->passed, "total", (json_int_t)total, "tests",
+	    at->tests, "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,
+	    "digest", a->digest, "image", image, "isolation", at->o->ops->name, "attempts",
+	    (int)attempts, "view", "instructor", "time_factor", at->time_factor);
 }
 
 static void attempt_reset(struct attempt *at)
@@ -1334,6 +1236,22 @@ static void attempt_reset(struct attempt *at)
 	at->passed = 0;
 	at->student_ran = false;
 	at->create_failed = false;
+}
+
+json_t *grade_error_document(const struct assignment *a, const char *submission,
+			     const struct grade_options *o, const char *reason, unsigned attempts,
+			     double time_factor)
+{
+	struct attempt at = {.a = a, .o = o, .submission = submission, .time_factor = time_factor};
+	json_t *doc;
+
+	attempt_reset(&at);
+	set_verdict(&at, "error", "%s", reason);
+	doc = document(&at, attempts);
+	json_decref(at.steps);
+	json_decref(at.tests);
+	json_decref(at.sub);
+	return doc;
 }
 
 static int grade(const struct assignment *a, const char *submission, int dir_fd, const char *entry,
@@ -1371,7 +1289,9 @@ static int grade(const struct assignment *a, const char *submission, int dir_fd,
 		attempt_reset(&at);
 		attempts++;
 		int rc = attempt_run(&at, &aerr);
-		attempt_cleanup(&at);
+		sandbox_destroy(at.sb);
+		at.sb = NULL;
+		staging_remove(&at);
 		if (rc == 0 && at.status)
 			break;
 		if (rc == 0)

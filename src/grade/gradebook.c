@@ -276,7 +276,7 @@ int gradebook_set_out(struct gradebook *g, const char *out, bool resume, struct 
 	free(g->jsonl_path);
 	g->csv_path = g->jsonl_path = NULL;
 	if (!ends_with(out, ".jsonl") && !ends_with(out, ".csv"))
-		return err_set(e, 0, "--out: '%s' does not end in .csv or .jsonl", out);
+		return err_setk(e, ERR_USAGE, 0, "--out: '%s' does not end in .csv or .jsonl", out);
 	if (ends_with(out, ".jsonl")) {
 		g->jsonl_path = strdup(out);
 	} else if ((g->csv_path = strdup(out)) &&
@@ -293,22 +293,24 @@ int gradebook_set_out(struct gradebook *g, const char *out, bool resume, struct 
 			continue;
 		if (lstat(paths[i], &st) == 0) {
 			if (!resume)
-				return err_set(e, 0,
-					       "--out: '%s' exists; add --resume to continue that "
-					       "run, or choose another file",
-					       paths[i]);
+				return err_setk(e, ERR_USAGE, 0,
+						"--out: '%s' exists; add --resume to continue that "
+						"run, or choose another file",
+						paths[i]);
 			if (!S_ISREG(st.st_mode))
-				return err_set(e, 0, "--out: '%s' is not a regular file", paths[i]);
+				return err_setk(e, ERR_USAGE, 0,
+						"--out: '%s' is not a regular file", paths[i]);
 		} else if (errno != ENOENT) {
-			return err_set(e, errno, "--out: cannot use '%s'", paths[i]);
+			return err_setk(e, ERR_USAGE, errno, "--out: cannot use '%s'", paths[i]);
 		}
 	}
 	if (resume && g->csv_path && lstat(g->csv_path, &st) == 0 && lstat(g->jsonl_path, &st) < 0)
-		return err_set(e, 0, "--resume: '%s' has no '%s' beside it to resume from",
-			       g->csv_path, g->jsonl_path);
+		return err_setk(e, ERR_USAGE, 0,
+				"--resume: '%s' has no '%s' beside it to resume from", g->csv_path,
+				g->jsonl_path);
 	parent_dir(g->jsonl_path, dir);
 	if (access(dir, W_OK | X_OK) < 0)
-		return err_set(e, errno, "--out: cannot write in '%s'", dir);
+		return err_setk(e, ERR_USAGE, errno, "--out: cannot write in '%s'", dir);
 	return 0;
 }
 
@@ -343,15 +345,15 @@ int gradebook_resume(struct gradebook *g, struct err *e)
 	int fd = open(g->jsonl_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0)
-		return errno == ENOENT
-			   ? 0
-			   : err_set(e, errno, "--resume: cannot open '%s'", g->jsonl_path);
+		return errno == ENOENT ? 0
+				       : err_setk(e, ERR_INPUT, errno, "--resume: cannot open '%s'",
+						  g->jsonl_path);
 	for (;;) {
 		ssize_t r = read(fd, chunk, sizeof(chunk));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			err_set(e, errno, "--resume: cannot read '%s'", g->jsonl_path);
+			err_setk(e, ERR_INPUT, errno, "--resume: cannot read '%s'", g->jsonl_path);
 			goto out_fail;
 		}
 		if (r == 0)
@@ -392,13 +394,14 @@ int gradebook_resume(struct gradebook *g, struct err *e)
 	if (pos > good_end && !overlong && resume_line(g, line, len)) {
 		/* A whole result without its newline (an edited file): keep it. */
 		if (lseek(fd, 0, SEEK_END) < 0 || write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
-			err_set(e, errno, "--resume: cannot write '%s'", g->jsonl_path);
+			err_setk(e, ERR_INPUT, errno, "--resume: cannot write '%s'", g->jsonl_path);
 			goto out_fail;
 		}
 	} else if (pos > good_end) {
 		g->dropped_tail = true;
 		if (ftruncate(fd, good_end) < 0 || fsync(fd) < 0) {
-			err_set(e, errno, "--resume: cannot truncate '%s'", g->jsonl_path);
+			err_setk(e, ERR_INPUT, errno, "--resume: cannot truncate '%s'",
+				 g->jsonl_path);
 			goto out_fail;
 		}
 	}
@@ -467,10 +470,12 @@ int gradebook_open(struct gradebook *g, struct err *e)
 		flags |= O_EXCL;
 	g->jsonl_fd = open(g->jsonl_path, flags, 0644);
 	if (g->jsonl_fd < 0)
-		return err_set(e, errno, "--out: cannot create '%s'", g->jsonl_path);
+		return err_setk(e, ERR_INPUT, errno, "--out: cannot create '%s'", g->jsonl_path);
 	fsync_parent_dir(g->jsonl_path);
-	if (gradebook_rewrite_csv(g, e) < 0)
+	if (gradebook_rewrite_csv(g, e) < 0) {
+		err_classify(e, ERR_INPUT); /* the file the user named */
 		return err_wrap(e, "--out");
+	}
 	return 0;
 }
 

@@ -20,7 +20,9 @@
  * (rename); in between it is only appended to.
  *
  * Not thread-safe; the fds are O_CLOEXEC and a forked worker must close
- * them (a worker never writes the gradebook).
+ * them (a worker never writes the gradebook).  A failure of set_out,
+ * resume or open is the user's (the files --out names: ERR_USAGE,
+ * ERR_INPUT) unless memory ran out; of record and rewrite_csv, Proctor's.
  */
 
 #define GRADEBOOK_RESULT_MAX (64ull << 20) /* bytes of one result document */

@@ -42,7 +42,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -132,15 +131,10 @@ static void strv_free(struct strv *s)
 	*s = (struct strv){0};
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void strv_sort(struct strv *s)
 {
 	if (s->n > 1) /* s->v may be NULL, which qsort() must not get */
-		qsort(s->v, s->n, sizeof(*s->v), cmp_str);
+		qsort(s->v, s->n, sizeof(*s->v), strcmp_ptr);
 }
 
 /* Length of the valid UTF-8 sequence at s (n > 0 bytes left) and its code
@@ -388,7 +382,7 @@ static int check_required(struct intake *in)
 	for (size_t i = 0; i < in->rules->n_required; i++) {
 		const char *want = in->rules->required[i];
 		if (!in->taken.n ||
-		    !bsearch(&want, in->taken.v, in->taken.n, sizeof(char *), cmp_str))
+		    !bsearch(&want, in->taken.v, in->taken.n, sizeof(char *), strcmp_ptr))
 			return reject(in, NULL, "required file '%s' is missing", want);
 	}
 	return 0;

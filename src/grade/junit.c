@@ -424,11 +424,6 @@ static char *attr_str(struct junit_state *st, int n, const xmlChar **attrs, cons
 	return out;
 }
 
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 static enum result_kind result_kind_of(const char *name)
 {
 	if (strcmp(name, "failure") == 0)
@@ -519,7 +514,7 @@ static void on_text(void *ctx, const xmlChar *ch, int len)
 	if (st->stopped || st->res_depth == 0 || st->res_message || len <= 0)
 		return;
 	if (st->text_len == 0) {
-		while (n > 0 && is_space(*s)) {
+		while (n > 0 && xml_space(*s)) {
 			s++;
 			n--;
 		}
@@ -551,7 +546,7 @@ static void end_result(struct junit_state *st)
 	if (!msg && st->text_len > 0) {
 		size_t len = st->text_len;
 
-		while (!st->text_cut && len > 0 && is_space(st->text[len - 1]))
+		while (!st->text_cut && len > 0 && xml_space(st->text[len - 1]))
 			len--;
 		msg = report_str(st->text, len, st->caps->max_message, st->text_cut);
 		if (!msg) {

@@ -79,9 +79,8 @@ static int reopen(int pfd, const struct stat *st, const char *what, int *ret_fd,
 			       "reopen '%s' through /proc", what);
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "reopen '%s'", what);
+		xclose(fd);
+		return err_set(e, errno, "reopen '%s'", what);
 	}
 	if (fstat(fd, &again) < 0 || again.st_dev != st->st_dev || again.st_ino != st->st_ino) {
 		close(fd);
@@ -319,28 +318,10 @@ int opener_list(int rootfd, const char *rel, size_t max, opener_name_fn *fn, voi
 static int send_answer(int sock, const struct answer *a, const void *extra, size_t extra_len,
 		       int fd)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
 	struct iovec iov[2] = {{.iov_base = (void *)a, .iov_len = sizeof(*a)},
 			       {.iov_base = (void *)extra, .iov_len = extra_len}};
-	struct msghdr m = {.msg_iov = iov, .msg_iovlen = extra_len ? 2 : 1};
 
-	if (fd >= 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		m.msg_control = ctl.buf;
-		m.msg_controllen = sizeof(ctl.buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	while (sendmsg(sock, &m, MSG_NOSIGNAL) < 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
+	return send_with_fd(sock, iov, extra_len ? 2 : 1, fd) < 0 ? -1 : 0;
 }
 
 /* Names batched into LIST_CHUNK-byte answers. */
@@ -492,10 +473,9 @@ int opener_start(int rootfd, pid_t *ret_pid, int *ret_sock, struct err *e)
 		return err_set(e, errno, "socketpair for the opener");
 	pid = fork();
 	if (pid < 0) {
-		int saved = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return err_set(e, saved, "fork the opener");
+		xclose(sv[0]);
+		xclose(sv[1]);
+		return err_set(e, errno, "fork the opener");
 	}
 	if (pid == 0) {
 		/* SECURITY: this process does nothing but look up and list
@@ -535,51 +515,30 @@ pid_t opener_stop(pid_t pid)
 
 static int send_request(int sock, uint32_t op, uint32_t max, const char *rel, struct err *e)
 {
-	char req[sizeof(struct request) + OPENER_PATH_MAX];
 	struct request rq = {.op = op, .max = max};
-	size_t len = strlen(rel);
-	ssize_t n;
+	struct iovec iov[2] = {{.iov_base = &rq, .iov_len = sizeof(rq)},
+			       {.iov_base = (void *)rel, .iov_len = strlen(rel)}};
 
-	if (len > OPENER_PATH_MAX)
+	if (iov[1].iov_len > OPENER_PATH_MAX)
 		return err_set(e, ENAMETOOLONG, "open");
-	memcpy(req, &rq, sizeof(rq));
-	memcpy(req + sizeof(rq), rel, len);
-	while ((n = send(sock, req, sizeof(rq) + len, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	return n < 0 ? err_set(e, errno, "ask the opener") : 0;
+	return send_with_fd(sock, iov, 2, -1) < 0 ? err_set(e, errno, "ask the opener") : 0;
 }
 
 int opener_request(int sock, const char *rel, struct opener_stat *ret_st, int *ret_fd,
 		   struct err *e)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
 	struct answer a;
-	struct iovec iov = {.iov_base = &a, .iov_len = sizeof(a)};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = ctl.buf,
-			   .msg_controllen = sizeof(ctl.buf)};
-	int fd = -1;
+	int fd;
 	ssize_t n;
 
 	if (send_request(sock, ret_fd ? OP_LOOKUP_FD : OP_LOOKUP, 0, rel, e) < 0)
 		return -1;
-	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	if (n < 0)
-		return err_set(e, errno, "the opener's answer");
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int)) && fd < 0)
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	if (m.msg_flags & MSG_CTRUNC) {
-		xclose(fd);
+	n = recv_with_fd(sock, &a, sizeof(a), &fd);
+	if (n < 0 && errno == EMFILE)
 		return err_set(e, EMFILE, "the opener's answer: its descriptor did not fit");
-	}
-	if (n != (ssize_t)sizeof(a) || (m.msg_flags & MSG_TRUNC)) {
+	if (n < 0 && errno != EMSGSIZE)
+		return err_set(e, errno, "the opener's answer");
+	if (n != (ssize_t)sizeof(a)) {
 		xclose(fd);
 		return err_set(e, n == 0 ? EPIPE : EPROTO, "the opener's answer");
 	}

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox.h"
 #include "util.h"
-#include "vm/vm.h"
 
 #define STOP_GRACE_NS (2ull * 1000000000ull)
 
@@ -167,7 +167,7 @@ static void worker_main(struct sched *s, int fd, pid_t owner)
 		int r = recv_full(fd, hdr, sizeof(hdr));
 
 		if (r == 0) {
-			vm_pool_drain(); /* pre-started microVMs: their files too */
+			sandbox_pool_drain(); /* pre-started microVMs: their files too */
 			_exit(0);
 		}
 		if (r < 0)
@@ -184,7 +184,7 @@ static void worker_main(struct sched *s, int fd, pid_t owner)
 			_exit(WORKER_EXIT_NOMEM);
 		uint64_t len = strlen(text);
 		if (send_all(fd, &len, sizeof(len)) < 0 || send_all(fd, text, len) < 0) {
-			vm_pool_drain();
+			sandbox_pool_drain();
 			_exit(0); /* the owner is gone */
 		}
 		free(text);
@@ -202,10 +202,9 @@ static int worker_spawn(struct sched *s, struct worker *w, struct err *e)
 	fflush(stderr);
 	pid = fork();
 	if (pid < 0) {
-		int saved = errno;
-		close(sv[0]);
-		close(sv[1]);
-		return err_set(e, saved, "fork");
+		xclose(sv[0]);
+		xclose(sv[1]);
+		return err_set(e, errno, "fork");
 	}
 	if (pid == 0) {
 		/* No other worker's socket: its EOF must mean that worker is gone. */

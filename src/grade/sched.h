@@ -26,8 +26,9 @@
  * process-wide state, which is only safe in a single-threaded process.  A
  * worker is a fork of the owner, so o->run() sees what the owner held when
  * the worker started (an assignment, grade options); a job brings the rest
- * in `arg`.  A worker keeps its pre-started microVMs ($PROCTOR_VM_POOL)
- * from job to job and removes them before it exits.
+ * in `arg`.  A worker keeps the sandboxes its backend starts ahead (the
+ * pre-started microVMs, sandbox.h: pool_hint) from job to job and removes
+ * them before it exits.
  *
  * Protocol on a worker's socket: the owner sends one job at a time (its
  * id, 8 bytes; the length of arg, 4 bytes; arg), the worker answers with

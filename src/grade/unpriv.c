@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -273,9 +272,8 @@ static void write_request(int fd, const char *text)
 
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 {
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, st = 0, rc = -1;
-	char *buf = NULL;
-	size_t len = 0;
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, rc = -1;
+	struct unpriv_wait w = {0};
 	struct cgroup_helper cg;
 	pid_t pid;
 
@@ -306,71 +304,60 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		in[1] = xclose(in[1]);
 	}
 
-	struct unpriv_wait w = {0};
 	unpriv_wait(pid, out[0], (uint64_t)c->timeout_s * 1000, ANSWER_MAX, &w);
-	buf = w.buf;
-	len = w.len;
-	st = w.status;
-	bool killed = w.killed, over = w.over;
-	rc = helper_cgroup_check(&cg, st, c->timeout_s, e);
+	rc = helper_cgroup_check(&cg, w.status, c->timeout_s, e);
 	if (rc != 0)
 		goto out_close;
-	rc = -1;
-	if (killed) {
+	rc = 1;
+	if (w.killed) {
 		err_set(e, 0, "the helper took longer than %u s", c->timeout_s);
-		rc = 1;
 		goto out_close;
 	}
-	if (over) {
+	if (w.over) {
 		err_set(e, 0, "the helper's answer is larger than %u MiB", ANSWER_MAX >> 20);
-		rc = 1;
 		goto out_close;
 	}
-	if (WIFEXITED(st) && (WEXITSTATUS(st) == 126 || WEXITSTATUS(st) == 127)) {
+	if (WIFEXITED(w.status) && (WEXITSTATUS(w.status) == 126 || WEXITSTATUS(w.status) == 127)) {
 		/* child()'s containment or its exec failed: no byte of the input
 		 * was read (proctor-helper itself never exits so).  Ours, never
 		 * the input's: e.g. the slot's uid still has two processes of a
 		 * killed owner's sandbox, and RLIMIT_NPROC refuses the exec.  (A
 		 * helper taken over could claim this with a "failure" answer
 		 * just as well.) */
-		err_set(e, 0, "the helper could not start (exit status %d)", WEXITSTATUS(st));
+		err_set(e, 0, "the helper could not start (exit status %d)", WEXITSTATUS(w.status));
 		rc = -2;
 		goto out_close;
 	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		if (WIFSIGNALED(st))
-			err_set(e, 0, "the helper died of signal %d", WTERMSIG(st));
-		else
-			err_set(e, 0, "the helper failed (exit status %d)", WEXITSTATUS(st));
+	rc = -1;
+	if (WIFSIGNALED(w.status)) {
+		err_set(e, 0, "the helper died of signal %d", WTERMSIG(w.status));
+		goto out_close;
+	}
+	if (WEXITSTATUS(w.status) != 0) {
+		err_set(e, 0, "the helper failed (exit status %d)", WEXITSTATUS(w.status));
 		goto out_close;
 	}
 	json_error_t jerr;
-	json_t *j = buf ? json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	json_t *j = w.buf ? json_loadb(w.buf, w.len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
 	if (!json_is_object(j)) {
 		json_decref(j);
 		err_set(e, 0, "the helper's answer is not a JSON object");
 		goto out_close;
 	}
-	json_t *msg = json_object_get(j, "failure");
-	if (msg) {
-		/* The helper's own failure (staging full, the opener gone, out
-		 * of memory): ours, retried, not the input's. */
+	/* "failure": the helper's own (staging full, the opener gone, out of
+	 * memory): ours, retried, not the input's; "error": the input's. */
+	json_t *failure = json_object_get(j, "failure"), *error = json_object_get(j, "error");
+	if (failure || error) {
+		json_t *msg = failure ? failure : error;
 		err_set(e, 0, "%s", json_is_string(msg) ? json_string_value(msg) : "failed");
 		json_decref(j);
-		rc = -2;
-		goto out_close;
-	}
-	msg = json_object_get(j, "error");
-	if (msg) {
-		err_set(e, 0, "%s", json_is_string(msg) ? json_string_value(msg) : "failed");
-		json_decref(j);
-		rc = 1;
+		rc = failure ? -2 : 1;
 		goto out_close;
 	}
 	*ret = j;
 	rc = 0;
 out_close:
-	free(buf);
+	free(w.buf);
 	xclose(in[0]);
 	xclose(in[1]);
 	xclose(out[0]);

@@ -7,14 +7,11 @@
 #include <signal.h>
 #include <seccomp.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include "util.h"
 
 /*
  * Three answers.  ENOSYS for interfaces a runtime probes and falls back

@@ -2,11 +2,9 @@
 #include "host/statedir.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* mkdir with the exact mode; 1 when it made the directory, 0 when it existed. */
 static int make_dir(const char *path, mode_t mode, struct err *e)

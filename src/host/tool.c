@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -108,6 +109,20 @@ int tool_read_report(int fd, const char *tool, struct err *e)
 	return err_set(e, r.errnum, "%s: %s", tool, r.what);
 }
 
+void tool_apt_error(const char *out, char *buf, size_t cap)
+{
+	const char *pick = NULL;
+	size_t i = 0;
+
+	for (const char *l = out; l && *l && !pick;
+	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, "E: ", 3) == 0)
+			pick = l;
+	for (; pick && pick[i] && pick[i] != '\n' && i + 1 < cap && i < 400; i++)
+		buf[i] = (unsigned char)pick[i] < 0x20 || pick[i] == 0x7f ? '?' : pick[i];
+	buf[i] = '\0';
+}
+
 const char *tool_status_text(int st, char *buf, size_t cap)
 {
 	if (WIFSIGNALED(st))
@@ -130,10 +145,9 @@ int tool_run(char *const argv[], int log_fd, unsigned timeout_s, struct err *e)
 		return err_set(e, errno, "pipe");
 	pid = (pid_t)syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
 	if (pid < 0) {
-		int saved = errno;
-		close(rep[0]);
-		close(rep[1]);
-		return err_set(e, saved, "start %s", argv[0]);
+		xclose(rep[0]);
+		xclose(rep[1]);
+		return err_set(e, errno, "start %s", argv[0]);
 	}
 	if (pid == 0) {
 		tool_child_setup(log_fd, rep[1], NULL, 0);

@@ -39,6 +39,10 @@ int tool_wait(pid_t pid, int pidfd, unsigned timeout_s, int *ret_status);
  * with "TOOL: what failed" and the child's errno in e. */
 int tool_read_report(int fd, const char *tool, struct err *e);
 
+/* apt's first "E: " line in a tool's output `out` (control characters
+ * replaced, at most 400 bytes), or "", in buf: why apt failed. */
+void tool_apt_error(const char *out, char *buf, size_t cap);
+
 /* A wait status as "exit status N" or "killed by signal N", in buf. */
 const char *tool_status_text(int st, char *buf, size_t cap);
 

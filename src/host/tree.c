@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+
 /* What a put refuses, for its message. */
 static const char *type_name(mode_t m)
 {
@@ -55,9 +57,8 @@ static int open_seen(int dir_fd, const char *name, int nofollow, const struct st
 	if (fd < 0)
 		return err_setk(e, ERR_INPUT, errno, "'%s'", shown);
 	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_setk(e, ERR_INPUT, saved, "stat '%s'", shown);
+		xclose(fd);
+		return err_setk(e, ERR_INPUT, errno, "stat '%s'", shown);
 	}
 	if (st.st_dev != want->st_dev || st.st_ino != want->st_ino) {
 		close(fd);
@@ -98,9 +99,8 @@ static int walk(int dir_fd, char *host, size_t hlen, char *rel, size_t rlen,
 		return -1;
 	}
 	if (!(d = fdopendir(dir_fd))) {
-		int saved = errno;
-		close(dir_fd);
-		return err_setk(e, ERR_INPUT, saved, "read directory '%s'", host);
+		xclose(dir_fd);
+		return err_setk(e, ERR_INPUT, errno, "read directory '%s'", host);
 	}
 	while (rc == 0) {
 		struct dirent *de;

@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +22,6 @@
 #include <unistd.h>
 
 #include "host/tool.h"
-#include "image/image.h"
 #include "util.h"
 
 #define BUILD_TIMEOUT_S 3600 /* mmdebstrap: downloads and installs */
@@ -116,7 +114,28 @@ static int write_id_map(pid_t pid, const char *file, uid_t base, struct err *e)
 	return write_file_at(AT_FDCWD, path, map, e);
 }
 
-static void log_reason(int log_fd, char *buf, size_t cap);
+/* Why mmdebstrap failed, from the log's tail: its first "E: " line (the
+ * root cause: "E: Unable to locate package x"), or "" when it has none. */
+static void log_reason(int log_fd, char *buf, size_t cap)
+{
+	struct stat st;
+	char *tail;
+	off_t from;
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (fstat(log_fd, &st) < 0 || !(tail = malloc(LOG_TAIL + 1)))
+		return;
+	from = st.st_size > (off_t)LOG_TAIL ? st.st_size - (off_t)LOG_TAIL : 0;
+	n = pread(log_fd, tail, LOG_TAIL, from);
+	if (n <= 0) {
+		free(tail);
+		return;
+	}
+	tail[n] = '\0';
+	tool_apt_error(tail, buf, cap);
+	free(tail);
+}
 
 /* Run mmdebstrap (argv, envp) in the build's namespaces with cwd work_fd.
  * Returns 0, or -1: ERR_BUILD_FAILED when it ran and failed (e: its first
@@ -652,36 +671,6 @@ static void build_env(struct strv *env)
 		if (v && strlen(v) < 4096 && !strpbrk(v, "\n\r"))
 			strv_addf(env, "%s=%s", pass[i], v);
 	}
-}
-
-/* Why mmdebstrap failed, from the log's tail: its first "E: " line (the
- * root cause: "E: Unable to locate package x"), or "" when it has none. */
-static void log_reason(int log_fd, char *buf, size_t cap)
-{
-	struct stat st;
-	char *tail;
-	off_t from;
-	ssize_t n;
-
-	buf[0] = '\0';
-	if (fstat(log_fd, &st) < 0 || !(tail = malloc(LOG_TAIL + 1)))
-		return;
-	from = st.st_size > (off_t)LOG_TAIL ? st.st_size - (off_t)LOG_TAIL : 0;
-	n = pread(log_fd, tail, LOG_TAIL, from);
-	if (n <= 0) {
-		free(tail);
-		return;
-	}
-	tail[n] = '\0';
-	const char *pick = NULL;
-	for (char *l = tail; l && *l && !pick; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (strncmp(l, "E: ", 3) == 0)
-			pick = l;
-	size_t i = 0;
-	for (; pick && pick[i] && pick[i] != '\n' && i + 1 < cap && i < 400; i++)
-		buf[i] = (unsigned char)pick[i] < 0x20 || pick[i] == 0x7f ? '?' : pick[i];
-	buf[i] = '\0';
-	free(tail);
 }
 
 int build_mmdebstrap(const struct recipe *r, int workfd, int log_fd, uid_t base, struct err *e)

@@ -180,16 +180,14 @@ static int open_name_locked(const char *images, const char *name, bool create, i
 		return err_set(e, errno, "open '%s'", path);
 	lock = openat(dir, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lock < 0) {
-		int saved = errno;
-		close(dir);
-		return err_set(e, saved, "open '%s/.lock'", path);
+		xclose(dir);
+		return err_set(e, errno, "open '%s/.lock'", path);
 	}
 	while (flock(lock, LOCK_EX) < 0) {
 		if (errno != EINTR) {
-			int saved = errno;
-			close(lock);
-			close(dir);
-			return err_set(e, saved, "lock '%s/.lock'", path);
+			xclose(lock);
+			xclose(dir);
+			return err_set(e, errno, "lock '%s/.lock'", path);
 		}
 	}
 	*ret_dir = dir;
@@ -201,21 +199,17 @@ static int open_name_locked(const char *images, const char *name, bool create, i
  * directory or the number in .last-version, whichever is higher. */
 static int highest_version(int namefd, unsigned *ret, struct err *e)
 {
-	int fd = openat(namefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	unsigned best = 0, v;
-	char buf[32];
+	char buf[32], **names;
+	size_t n;
 	struct err ignored;
-	struct dirent *de;
-	DIR *d;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		xclose(fd);
-		return err_set(e, errno, "list versions");
-	}
-	while ((de = readdir(d)))
-		if (version_name(de->d_name, &v) && v > best)
+	if (dir_names(namefd, DIR_ENTRIES_MAX, &names, &n, e) < 0)
+		return err_wrap(e, "list versions");
+	for (size_t i = 0; i < n; i++)
+		if (version_name(names[i], &v) && v > best)
 			best = v;
-	closedir(d);
+	free_names(names, n);
 	if (read_file_at(namefd, ".last-version", buf, sizeof(buf), &ignored) == 0) {
 		buf[strcspn(buf, "\n")] = '\0';
 		if (version_name(buf, &v) && v > best)
@@ -230,21 +224,17 @@ static int highest_version(int namefd, unsigned *ret, struct err *e)
  * lock for its whole run, so every .rm-* seen here is stale. */
 static void sweep_stale(int namefd)
 {
-	int fd = openat(namefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
 	struct err ignored;
-	DIR *d;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		xclose(fd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		bool build = strncmp(de->d_name, ".build-", 7) == 0;
-		if (!build && strncmp(de->d_name, ".rm-", 4) != 0)
+	dir_names(namefd, DIR_ENTRIES_MAX, &names, &n, &ignored);
+	for (size_t i = 0; i < n; i++) {
+		bool build = strncmp(names[i], ".build-", 7) == 0;
+		if (!build && strncmp(names[i], ".rm-", 4) != 0)
 			continue;
 		if (build) {
-			int b = openat(namefd, de->d_name,
+			int b = openat(namefd, names[i],
 				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (b < 0)
 				continue;
@@ -253,9 +243,9 @@ static void sweep_stale(int namefd)
 			if (!dead)
 				continue;
 		}
-		rm_tree_at(namefd, de->d_name, &ignored);
+		rm_tree_at(namefd, names[i], &ignored);
 	}
-	closedir(d);
+	free_names(names, n);
 }
 
 /* ---- image.json ---- */
@@ -361,49 +351,17 @@ struct walk {
 	struct err *e;
 };
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int walk_entry(struct walk *w, int dirfd, const char *name, unsigned depth);
 
 /* The entries of the directory fd, in byte order of their names. */
 static int walk_dir(struct walk *w, int fd, unsigned depth)
 {
-	int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
+	char **names;
+	size_t n;
 	int rc = 0;
-	DIR *d;
 
-	if (dup < 0 || !(d = fdopendir(dup))) {
-		xclose(dup);
-		return err_set(w->e, errno, "open directory '%s/'", w->path);
-	}
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **nn =
-			    cap <= DIR_ENTRIES_MAX ? realloc(names, cap * sizeof(*nn)) : NULL;
-			if (!nn) {
-				rc = err_set(w->e, ENOMEM, "directory '%s/'", w->path);
-				break;
-			}
-			names = nn;
-		}
-		if (!(names[n] = strdup(de->d_name))) {
-			rc = err_set(w->e, ENOMEM, "directory '%s/'", w->path);
-			break;
-		}
-		n++;
-	}
-	closedir(d);
-	if (rc == 0 && n)
-		qsort(names, n, sizeof(*names), cmp_names);
+	if (dir_names(fd, DIR_ENTRIES_MAX, &names, &n, w->e) < 0)
+		return err_wrap(w->e, "directory '%s/'", w->path);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		size_t len = w->len, nl = strlen(names[i]);
 		if (len + 1 + nl >= sizeof(w->path)) {
@@ -417,9 +375,7 @@ static int walk_dir(struct walk *w, int fd, unsigned depth)
 		w->len = len;
 		w->path[len] = '\0';
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	free_names(names, n);
 	return rc;
 }
 
@@ -486,9 +442,8 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, unsigned dept
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
-				int saved = errno;
-				close(fd);
-				return err_set(w->e, saved, "read '%s'", shown);
+				xclose(fd);
+				return err_set(w->e, errno, "read '%s'", shown);
 			}
 			if (n == 0)
 				break;
@@ -752,12 +707,10 @@ int image_build(const char *state_dir, const char *recipe_path, struct image_inf
 	if ((size_t)snprintf(build_path, sizeof(build_path), "%s/%s/.build-XXXXXX", images,
 			     r->name) >= sizeof(build_path)) {
 		err_set(e, ENAMETOOLONG, "image build: '%s'", images);
-		flock(lockfd, LOCK_UN);
-		goto out;
+		goto out; /* closing lockfd unlocks it */
 	}
 	if (!mkdtemp(build_path)) {
 		err_set(e, errno, "image build: make a build directory");
-		flock(lockfd, LOCK_UN);
 		goto out;
 	}
 	build_name = strrchr(build_path, '/') + 1;
@@ -765,7 +718,6 @@ int image_build(const char *state_dir, const char *recipe_path, struct image_inf
 	buildfd = open(build_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (buildfd < 0 || flock(buildfd, LOCK_EX) < 0 || fchmod(buildfd, 0711) < 0) {
 		err_set(e, errno, "image build: '%s'", build_path);
-		flock(lockfd, LOCK_UN);
 		goto out;
 	}
 	flock(lockfd, LOCK_UN);

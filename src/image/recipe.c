@@ -2,18 +2,13 @@
 #include "image/recipe.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <libfyaml.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "digest.h"
-#include "util.h"
 #include "yamlfile.h"
 
 /*
@@ -112,48 +107,6 @@ static int parse_packages(struct yaml_ctx *c, const struct yaml_field *f, struct
 	return 0;
 }
 
-/* src: relative to the recipe's directory, an existing regular file strictly inside it. */
-static int resolve_src(struct yaml_ctx *c, const struct yaml_field *f, char **ret)
-{
-	char *rel = NULL, *joined = NULL, *real = NULL, b[128];
-	struct stat st;
-	int r = -1;
-
-	if (yaml_get_string(c, f, &rel) < 0)
-		return -1;
-	if (asprintf(&joined, "%s/%s", c->dir, rel) < 0) {
-		free(rel);
-		return yaml_oom(c);
-	}
-	yaml_shown(rel, strlen(rel), b, sizeof(b));
-	if (!*rel)
-		yaml_fail(c, f->line, f->path, "must be a non-empty path");
-	else if (rel[0] == '/')
-		yaml_fail(c, f->line, f->path, "'%s' must be relative to the recipe's directory",
-			  b);
-	else if (yaml_has_dotdot(rel))
-		yaml_fail(c, f->line, f->path, "'%s' must not contain '..'", b);
-	else if (!(real = realpath(joined, NULL)) && (errno == ENOENT || errno == ENOTDIR))
-		yaml_fail(c, f->line, f->path, "'%s' does not exist", b);
-	else if (!real || stat(real, &st) < 0)
-		err_setk(c->e, ERR_INPUT, errno, "%s:%d: %s: '%s'", c->file, f->line, f->path, b);
-	else if (!yaml_path_within(c->dir, real) || strcmp(real, c->dir) == 0)
-		yaml_fail(c, f->line, f->path, "'%s' leads outside the recipe's directory", b);
-	else if (!S_ISREG(st.st_mode))
-		yaml_fail(c, f->line, f->path, "'%s' is not a regular file", b);
-	else if ((unsigned long long)st.st_size > SRC_MAX)
-		yaml_fail(c, f->line, f->path, "'%s' is larger than %llu MiB", b, SRC_MAX >> 20);
-	else
-		r = 0;
-	if (r == 0)
-		*ret = real;
-	else
-		free(real);
-	free(joined);
-	free(rel);
-	return r;
-}
-
 /* dst: absolute and normalized ("/a/b", no "//", ".", "..", trailing "/"),
  * of characters that need no quoting in mmdebstrap's special hooks, which
  * split words with Perl's shellwords (whose single quotes differ from sh's). */
@@ -230,8 +183,9 @@ static int parse_files(struct yaml_ctx *c, const struct yaml_field *f, struct re
 			return yaml_fail(c, src.line, src.path, "missing required key");
 		if (!yaml_lookup(&item, "dst", &dst))
 			return yaml_fail(c, dst.line, dst.path, "missing required key");
-		if (resolve_src(c, &src, &rf->src) < 0 || yaml_get_string(c, &dst, &rf->dst) < 0 ||
-		    check_dst(c, &dst, rf->dst) < 0)
+		if (yaml_resolve_path(c, &src, "the recipe's directory", S_IFREG, SRC_MAX,
+				      &rf->src) < 0 ||
+		    yaml_get_string(c, &dst, &rf->dst) < 0 || check_dst(c, &dst, rf->dst) < 0)
 			return -1;
 		if (yaml_lookup(&item, "mode", &mode) && parse_mode(c, &mode, &rf->mode) < 0)
 			return -1;

@@ -3,12 +3,9 @@
 
 #include <errno.h>
 #include <grp.h>
-#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include "util.h"
 
 static int set_limit(int resource, const char *name, rlim_t soft, rlim_t hard, struct err *e)
 {

@@ -118,9 +118,8 @@ static int sink_dir(void *ctx, const char *rel, struct err *e)
 		int fd = open_beneath(k->scratch_fd, rel, O_RDONLY | O_DIRECTORY, 0);
 		if (fd < 0 || fstat(fd, &st) < 0 ||
 		    (st.st_uid != 0 && (fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0))) {
-			int saved = errno;
 			xclose(fd);
-			return err_set(e, saved, "protect '%s'", rel);
+			return err_set(e, errno, "protect '%s'", rel);
 		}
 		close(fd);
 	}
@@ -167,9 +166,8 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 		return err_set(e, ELOOP, "'%s' is nested too deeply", shown);
 	}
 	if (mkdir(host_path, 0755) < 0 && errno != EEXIST) {
-		int saved = errno;
-		close(src_dir);
-		return err_set(e, saved, "'%s'", host_path);
+		xclose(src_dir);
+		return err_set(e, errno, "'%s'", host_path);
 	}
 	d = fdopendir(src_dir);
 	if (!d) {
@@ -242,9 +240,8 @@ int files_get(int scratch_fd, const char *rel, const char *shown, const char *ho
 	}
 	dst = open(host_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (dst < 0) {
-		int saved = errno;
-		close(src);
-		return err_set(e, saved, "'%s'", host_path);
+		xclose(src);
+		return err_set(e, errno, "'%s'", host_path);
 	}
 	rc = copy_fd(src, dst, max_bytes, shown, ERR_INTERNAL, e);
 	close(src);

@@ -99,17 +99,7 @@ static int mirror_entry(const char *src, const char *dst, unsigned long extra, s
 
 static int write_text(const char *path, const char *text, struct err *e)
 {
-	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		return err_set(e, errno, "create '%s'", path);
-	if (write_all(fd, text, strlen(text)) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "write '%s'", path);
-	}
-	close(fd);
-	return 0;
+	return write_new_at(AT_FDCWD, path, 0644, text, strlen(text), e);
 }
 
 static int build_etc(const struct mount_plan *p, const char *sys_etc, const char *etc,

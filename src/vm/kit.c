@@ -90,39 +90,7 @@ static unsigned char entry_type(DIR *d, const struct dirent *de)
 	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
 }
 
-/* Create `name` below dirfd (O_EXCL, mode) holding len bytes of data, synced. */
-static int write_new_at(int dirfd, const char *name, mode_t mode, const void *data, size_t len,
-			struct err *e)
-{
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-
-	if (fd < 0)
-		return err_set(e, errno, "create '%s'", name);
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-		int saved = errno;
-		close(fd);
-		return err_set(e, saved, "write '%s'", name);
-	}
-	close(fd);
-	return 0;
-}
-
 /* ---- host tools ---- */
-
-/* apt's first "E: " line of out (control characters replaced), or "". */
-static void apt_reason(const char *out, char *buf, size_t cap)
-{
-	const char *pick = NULL;
-	size_t i = 0;
-
-	for (const char *l = out; l && *l && !pick;
-	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (strncmp(l, "E: ", 3) == 0)
-			pick = l;
-	for (; pick && pick[i] && pick[i] != '\n' && i + 1 < cap && i < 400; i++)
-		buf[i] = (unsigned char)pick[i] < 0x20 || pick[i] == 0x7f ? '?' : pick[i];
-	buf[i] = '\0';
-}
 
 /*
  * Run a host tool as root (tool_run) with its output, stdout and
@@ -164,7 +132,7 @@ static int run_captured(char *const argv[], int log_fd, unsigned timeout_s, char
 	if (out)
 		out[kept] = '\0';
 	if (rc < 0 && out) {
-		apt_reason(out, reason, sizeof(reason));
+		tool_apt_error(out, reason, sizeof(reason));
 		if (reason[0]) {
 			snprintf(msg, sizeof(msg), "%s", e->msg);
 			err_set(e, 0, "%s: %s", msg, reason);
@@ -268,9 +236,8 @@ static int only_subdir(int dirfd, const char *path, char ret[NAME_MAX + 1], stru
 	DIR *d;
 
 	if (fd < 0 || !(d = fdopendir(fd))) {
-		int saved = errno;
 		xclose(fd);
-		return err_set(e, saved, "the package has no %s", path);
+		return err_set(e, errno, "the package has no %s", path);
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -879,58 +846,6 @@ static int cpio_file(int fd, uint32_t ino, uint32_t mode, const char *name, int 
 	return 0;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names in modules_dir, sorted, as a malloc'd array of n strings. */
-static int list_dir(int dfd, const char *what, char ***ret, size_t *ret_n, struct err *e)
-{
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	char **v = NULL;
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
-
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		int saved = errno;
-		xclose(fd);
-		return err_set(e, saved, "open '%s'", what);
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (n == INITRAMFS_MODULES) {
-			err_set(e, 0, "'%s' holds more than %u files", what, INITRAMFS_MODULES);
-			goto out_fail;
-		}
-		if (n % 16 == 0) {
-			char **nv = realloc(v, (n + 16) * sizeof(*v));
-			if (!nv)
-				goto out_oom;
-			v = nv;
-		}
-		if (!(v[n] = strdup(de->d_name)))
-			goto out_oom;
-		n++;
-	}
-	closedir(d);
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_names);
-	*ret = v;
-	*ret_n = n;
-	return 0;
-out_oom:
-	err_set(e, ENOMEM, "list '%s'", what);
-out_fail:
-	closedir(d);
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	return -1;
-}
-
 int vm_initramfs_write(const char *path, const char *agent_path, const char *modules_dir,
 		       struct err *e)
 {
@@ -946,8 +861,10 @@ int vm_initramfs_write(const char *path, const char *agent_path, const char *mod
 	mfd = open(modules_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (mfd < 0)
 		return err_set(e, errno, "open '%s'", modules_dir);
-	if (list_dir(mfd, modules_dir, &files, &n_files, e) < 0)
+	if (dir_names(mfd, INITRAMFS_MODULES, &files, &n_files, e) < 0) {
+		err_wrap(e, "'%s'", modules_dir);
 		goto out_close;
+	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		err_set(e, errno, "create '%s'", tmp);
@@ -1004,8 +921,6 @@ out_close:
 	xclose(src);
 	xclose(fd);
 	xclose(mfd);
-	for (size_t i = 0; i < n_files; i++)
-		free(files[i]);
-	free(files);
+	free_names(files, n_files);
 	return rc;
 }

@@ -30,7 +30,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -511,12 +510,7 @@ int qmp_cmd(struct vm *v, const char *cmd, int pass_fd, json_t **ret, struct err
 	static char buf[65536];
 	static size_t have;
 	static int buf_owner = -1;
-	struct msghdr mh = {0};
 	struct iovec iov;
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);
 
 	if (ret)
@@ -531,19 +525,7 @@ int qmp_cmd(struct vm *v, const char *cmd, int pass_fd, json_t **ret, struct err
 		have = 0; /* a new QEMU's greeting */
 	iov.iov_base = (void *)cmd;
 	iov.iov_len = strlen(cmd);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (pass_fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-	}
-	if (iov.iov_len && sendmsg(v->qmp, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len)
+	if (iov.iov_len && send_with_fd(v->qmp, &iov, 1, pass_fd) != (ssize_t)iov.iov_len)
 		return err_set(e, errno, "QMP: send");
 	for (;;) {
 		char *nl;

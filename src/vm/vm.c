@@ -43,25 +43,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/klog.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -86,28 +78,6 @@ static struct vm_timing last_timing;
 void vm_last_timing(struct vm_timing *ret)
 {
 	*ret = last_timing;
-}
-
-/* proctor-agent next to the proctor binary, or in ../libexec. */
-static int agent_path(char *buf, size_t len, struct err *e)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n < 0)
-		return err_set(e, errno, "readlink /proc/self/exe");
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(buf, len, "%s/proctor-agent", self);
-	if (access(buf, R_OK) == 0)
-		return 0;
-	snprintf(buf, len, "%s/../libexec/proctor-agent", self);
-	if (access(buf, R_OK) == 0)
-		return 0;
-	return err_set(e, 0, "proctor-agent (the guest's init) not found next to proctor (%s)",
-		       self);
 }
 
 /* ---- paths of an image ---- */
@@ -307,7 +277,7 @@ static int kit_dir_for(const char *state, const struct vm_image *im, char *ret, 
 
 	/* The agent binary is hashed once per process, not per sandbox. */
 	static char cached_agent[PATH_MAX], cached_asha[65];
-	if (agent_path(agent, sizeof(agent), e) < 0)
+	if (own_program("proctor-agent", R_OK, agent, sizeof(agent), e) < 0)
 		return -1;
 	if (strcmp(agent, cached_agent) != 0) {
 		if (file_sha(agent, cached_asha, e) < 0)
@@ -525,9 +495,8 @@ static int ram_memfd(const char *path, struct err *e)
 		return cached_fd;
 	in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (in < 0 || fstat(in, &st) < 0) {
-		int saved = errno;
 		xclose(in);
-		return err_set(e, saved, "open %s", path);
+		return err_set(e, errno, "open %s", path);
 	}
 	fd = memfd_create("proctor-vm-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, st.st_size) < 0) {
@@ -609,7 +578,7 @@ static int vm_probe(struct err *e)
 		return err_set(e, 0, "the microVM backend needs root (slots, cgroups, namespaces)");
 	if (qemu_identity(buf, sizeof(buf), e) < 0)
 		return -1;
-	return agent_path(agent, sizeof(agent), e);
+	return own_program("proctor-agent", R_OK, agent, sizeof(agent), e);
 }
 
 static int vm_prepare(struct err *e)
@@ -759,8 +728,6 @@ fail:
 	return NULL;
 }
 
-/* The snapshot of the plan exists afterwards: built by v (then v is reset
- * for reuse) unless another process had or has built it.  0 or -1. */
 /*
  * Remove the snapshots of image_dir (of every shape when ram_mib is 0, else
  * of that shape) except the one keyed `keep`: a new snapshot of the same
@@ -834,6 +801,8 @@ void vm_forget_image(const char *state_dir, const char *image_dir)
 	closedir(d);
 }
 
+/* The snapshot of the plan exists afterwards: built by v (then v is reset
+ * for reuse) unless another process had or has built it.  0 or -1. */
 static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 {
 	int lfd;
@@ -869,8 +838,6 @@ static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 	return 0;
 }
 
-static void ram_memfd_forget(void);
-
 /* Remove a snapshot that failed to restore (under its lock), with every
  * pre-started VM and the cached RAM of it. */
 static void discard_snapshot(const struct vm_plan *p)
@@ -902,9 +869,9 @@ static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
 }
 
 /*
- * Pre-started VMs ($PROCTOR_VM_POOL, default 0, at most 8): QEMU processes
- * of this process already started on a snapshot and waiting for it, each
- * with its slot leased.  create() takes one whose snapshot key matches and
+ * Pre-started VMs ($PROCTOR_VM_POOL, else pool_hint(), else 0; at most 8):
+ * QEMU processes of this process already started on a snapshot and waiting
+ * for it, each with its slot leased.  create() takes one whose snapshot key matches and
  * starts a replacement in the background.  They die with the process
  * (PDEATHSIG); vm_pool_drain() removes them properly.
  */
@@ -912,14 +879,20 @@ static struct {
 	struct vm *v[8];
 	char key[8][65];
 	size_t n;
+	unsigned hint; /* pool_hint(): the size without $PROCTOR_VM_POOL */
 } pool;
 
 static size_t pool_target(void)
 {
 	const char *s = getenv("PROCTOR_VM_POOL");
-	long n = s ? strtol(s, NULL, 10) : 0;
+	long n = s ? strtol(s, NULL, 10) : (long)pool.hint;
 
 	return n < 0 ? 0 : n > 8 ? 8 : (size_t)n;
+}
+
+static void vm_pool_hint(unsigned n)
+{
+	pool.hint = n;
 }
 
 void vm_pool_drain(void)
@@ -1462,4 +1435,6 @@ const struct sandbox_ops vm_ops = {
     .get = vm_get,
     .destroy = vm_destroy,
     .time_factor = vm_time_factor,
+    .pool_hint = vm_pool_hint,
+    .pool_drain = vm_pool_drain,
 };

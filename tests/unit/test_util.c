@@ -1,12 +1,18 @@
-/* Unit tests of shared helpers: err.c's bounded messages, util.c's parsers, sandbox_path_rel(). */
+/* Unit tests of shared helpers: err.c's bounded messages, util.c's parsers and fd passing,
+ * sandbox_path_rel(). */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -237,6 +243,71 @@ static void test_sandbox_path_rel_refuses_what_does_not_fit(void **state)
 	assert_non_null(strstr(e.msg, "'/work/abcd'"));
 }
 
+/* ---- send_with_fd / recv_with_fd ----------------------------------------------- */
+
+static void test_a_descriptor_crosses_a_socket_with_its_bytes(void **state)
+{
+	int sv[2], fd, got = -2;
+	char text[] = "hello", buf[16];
+	struct iovec iov = {.iov_base = text, .iov_len = 5};
+	struct stat a, b;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	fd = open("/dev/null", O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(send_with_fd(sv[0], &iov, 1, fd), 5);
+	assert_int_equal(recv_with_fd(sv[1], buf, sizeof(buf), &got), 5);
+	assert_true(got >= 0 && got != fd);
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(fstat(got, &b), 0);
+	assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	assert_int_equal(fcntl(got, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	close(got);
+	/* Without a descriptor: none comes; longer than the buffer: refused. */
+	assert_int_equal(send_with_fd(sv[0], &iov, 1, -1), 5);
+	assert_int_equal(recv_with_fd(sv[1], buf, sizeof(buf), &got), 5);
+	assert_int_equal(got, -1);
+	assert_int_equal(send_with_fd(sv[0], &iov, 1, fd), 5);
+	assert_int_equal(recv_with_fd(sv[1], buf, 4, &got), -1);
+	assert_int_equal(errno, EMSGSIZE);
+	assert_int_equal(got, -1);
+	close(fd);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* ---- dir_names ----------------------------------------------------------------- */
+
+static void test_dir_names_are_sorted_and_capped(void **state)
+{
+	char *dir = harness_tmpdir(), path[4096], **names;
+	const char *make[] = {"b", "a", "c.txt", ".hidden"};
+	size_t n;
+	struct err e;
+	int fd;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++) {
+		harness_path_join(path, dir, make[i]);
+		harness_write(NULL, path, "x", 1);
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(dir_names(fd, 4, &names, &n, &e), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(names[0], ".hidden");
+	assert_string_equal(names[1], "a");
+	assert_string_equal(names[2], "b");
+	assert_string_equal(names[3], "c.txt");
+	free_names(names, n);
+	assert_int_equal(dir_names(fd, 3, &names, &n, &e), -1);
+	assert_int_equal(e.errnum, E2BIG);
+	close(fd);
+	harness_rm_tree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +322,8 @@ int main(void)
 	    cmocka_unit_test(test_sandbox_path_rel_maps_work_and_tmp),
 	    cmocka_unit_test(test_sandbox_path_rel_refuses_what_leaves_the_tree),
 	    cmocka_unit_test(test_sandbox_path_rel_refuses_what_does_not_fit),
+	    cmocka_unit_test(test_a_descriptor_crosses_a_socket_with_its_bytes),
+	    cmocka_unit_test(test_dir_names_are_sorted_and_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
