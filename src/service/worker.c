@@ -139,6 +139,10 @@ static const struct sandbox_ops *backend_for(struct worker *w, const struct assi
 	if (prepare && !c->prepared) {
 		if (c->ops->prepare(e) < 0)
 			return NULL;
+		/* A grading process keeps one sandbox started ahead (the
+		 * microVM's QEMU), as `proctor class`'s workers do. */
+		if (c->ops->pool_hint)
+			c->ops->pool_hint(1);
 		c->prepared = true;
 	}
 	return c->ops;
