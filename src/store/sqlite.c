@@ -40,6 +40,7 @@ struct sq_conn {
 	sqlite3 *db;
 	struct sq_file *file;
 	bool holds_write; /* file->busy is ours, from BEGIN IMMEDIATE to its end */
+	bool lossy;	  /* synchronous=NORMAL for this transaction (STORE_TX_WRITE_LOSSY) */
 	struct {
 		const char *key;
 		sqlite3_stmt *stmt;
@@ -220,15 +221,31 @@ static int sq_simple(struct sq_conn *c, const char *sql, bool *transient, struct
 	return 0;
 }
 
+/* After a write transaction: the next writer's turn, and durable commits again. */
+static void end_tx(struct sq_conn *c)
+{
+	release_write(c);
+	if (c->lossy) {
+		c->lossy = false;
+		sqlite3_exec(c->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+	}
+}
+
 static int sq_begin(void *conn, enum store_tx mode, bool *transient, struct err *e)
 {
 	struct sq_conn *c = conn;
 
 	if (mode == STORE_TX_READ)
 		return sq_simple(c, "BEGIN DEFERRED", transient, e);
+	/* SAFETY: as PostgreSQL's synchronous_commit=off (pg.c), a lossy
+	 * write (a claim) is committed without its fsync; the WAL stays
+	 * consistent, and the next durable commit's fsync covers it too. */
+	if (mode == STORE_TX_WRITE_LOSSY &&
+	    sq_simple(c, "PRAGMA synchronous=NORMAL", transient, e) == 0)
+		c->lossy = true;
 	acquire_write(c);
 	if (sq_simple(c, "BEGIN IMMEDIATE", transient, e) < 0) {
-		release_write(c);
+		end_tx(c);
 		return -1;
 	}
 	return 0;
@@ -240,7 +257,7 @@ static int sq_commit(void *conn, bool *transient, struct err *e)
 	int rc = sq_simple(c, "COMMIT", transient, e);
 
 	if (sqlite3_get_autocommit(c->db))
-		release_write(c);
+		end_tx(c);
 	return rc;
 }
 
@@ -250,7 +267,7 @@ static void sq_rollback(void *conn)
 
 	if (!sqlite3_get_autocommit(c->db))
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-	release_write(c);
+	end_tx(c);
 }
 
 static int sq_exec_script(void *conn, const char *sql, struct err *e)
