@@ -24,13 +24,15 @@
 /* Depth of the globs that take every file of an assignment. */
 #define UNPACK_DEPTH 16
 
+/* A working copy of a blob the store keeps durably: no fsync (a crash
+ * loses the job's lease, and its next attempt spools the blob again). */
 static int write_file(const char *path, const void *data, size_t len, struct err *e)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 
 	if (fd < 0)
 		return err_set(e, errno, "create '%s'", path);
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	if (write_all(fd, data, len) < 0) {
 		err_set(e, errno, "write '%s'", path);
 		close(fd);
 		unlink(path);

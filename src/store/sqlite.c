@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -23,8 +24,23 @@
 #define STMT_CACHE	64
 #define BUSY_TIMEOUT_MS 30000
 
+/* A database file's writers in this process (see acquire_write). */
+struct sq_file {
+	struct sq_file *next;
+	pthread_mutex_t lock;
+	pthread_cond_t free;
+	bool busy;
+	char path[];
+};
+
+static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sq_file *files;
+
 struct sq_conn {
 	sqlite3 *db;
+	struct sq_file *file;
+	bool holds_write; /* file->busy is ours, from BEGIN IMMEDIATE to its end */
+	bool lossy;	  /* synchronous=NORMAL for this transaction (STORE_TX_WRITE_LOSSY) */
 	struct {
 		const char *key;
 		sqlite3_stmt *stmt;
@@ -57,6 +73,71 @@ static int sq_fail(struct sq_conn *c, int rc, bool *transient, struct err *e, co
 
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER; /* see sq_open */
 
+/* The entry of `path`, made on first use and kept for the process's life. */
+static struct sq_file *file_of(const char *path)
+{
+	struct sq_file *f;
+
+	pthread_mutex_lock(&files_lock);
+	for (f = files; f && strcmp(f->path, path) != 0; f = f->next)
+		;
+	if (!f && (f = calloc(1, sizeof(*f) + strlen(path) + 1))) {
+		pthread_condattr_t a;
+		pthread_condattr_init(&a);
+		pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+		pthread_cond_init(&f->free, &a);
+		pthread_condattr_destroy(&a);
+		pthread_mutex_init(&f->lock, NULL);
+		strcpy(f->path, path);
+		f->next = files;
+		files = f;
+	}
+	pthread_mutex_unlock(&files_lock);
+	return f;
+}
+
+/*
+ * The writers of one process (the API's threads) take turns on their
+ * file's flag before BEGIN IMMEDIATE, so the write lock passes to the next
+ * one as soon as it is released.  Without it they wait in SQLite's busy
+ * handler, which sleeps 1, 2, 5, 10 ... 100 ms between tries: the lock,
+ * held about a millisecond per submission, idles while its waiters sleep,
+ * and an unlucky one waits hundreds of milliseconds.  Writers of other
+ * processes (workers) still meet at SQLite's lock.  The wait is bounded:
+ * past it the writer goes on to SQLite's lock and busy timeout, as it
+ * would without the flag (so a transaction left open on another
+ * connection of this process ends in SQLITE_BUSY, not in a hang).
+ */
+static void acquire_write(struct sq_conn *c)
+{
+	struct sq_file *f = c->file;
+	struct timespec until;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += BUSY_TIMEOUT_MS / 1000;
+	pthread_mutex_lock(&f->lock);
+	while (f->busy && rc == 0)
+		rc = pthread_cond_timedwait(&f->free, &f->lock, &until);
+	c->holds_write = !f->busy;
+	if (c->holds_write)
+		f->busy = true;
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void release_write(struct sq_conn *c)
+{
+	struct sq_file *f = c->file;
+
+	if (!c->holds_write)
+		return;
+	c->holds_write = false;
+	pthread_mutex_lock(&f->lock);
+	f->busy = false;
+	pthread_cond_signal(&f->free);
+	pthread_mutex_unlock(&f->lock);
+}
+
 static bool sq_accepts(const char *url)
 {
 	return strncmp(url, "sqlite:", 7) == 0;
@@ -71,6 +152,7 @@ static void sq_close(void *conn)
 	for (size_t i = 0; i < c->ncache; i++)
 		sqlite3_finalize(c->cache[i].stmt);
 	sqlite3_close_v2(c->db);
+	release_write(c);
 	free(c);
 }
 
@@ -102,8 +184,10 @@ static int sq_open(const char *url, void **ret_conn, struct err *e)
 	if (fd < 0 && saved != EEXIST)
 		return err_set(e, saved, "sqlite: '%s'", path);
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c || !(c->file = file_of(path))) {
+		free(c);
 		return err_set(e, ENOMEM, "sqlite");
+	}
 	int rc = sqlite3_open_v2(path, &c->db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
 				     SQLITE_OPEN_EXRESCODE,
@@ -137,15 +221,44 @@ static int sq_simple(struct sq_conn *c, const char *sql, bool *transient, struct
 	return 0;
 }
 
+/* After a write transaction: the next writer's turn, and durable commits again. */
+static void end_tx(struct sq_conn *c)
+{
+	release_write(c);
+	if (c->lossy) {
+		c->lossy = false;
+		sqlite3_exec(c->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+	}
+}
+
 static int sq_begin(void *conn, enum store_tx mode, bool *transient, struct err *e)
 {
-	return sq_simple(conn, mode == STORE_TX_READ ? "BEGIN DEFERRED" : "BEGIN IMMEDIATE",
-			 transient, e);
+	struct sq_conn *c = conn;
+
+	if (mode == STORE_TX_READ)
+		return sq_simple(c, "BEGIN DEFERRED", transient, e);
+	/* SAFETY: as PostgreSQL's synchronous_commit=off (pg.c), a lossy
+	 * write (a claim) is committed without its fsync; the WAL stays
+	 * consistent, and the next durable commit's fsync covers it too. */
+	if (mode == STORE_TX_WRITE_LOSSY &&
+	    sq_simple(c, "PRAGMA synchronous=NORMAL", transient, e) == 0)
+		c->lossy = true;
+	acquire_write(c);
+	if (sq_simple(c, "BEGIN IMMEDIATE", transient, e) < 0) {
+		end_tx(c);
+		return -1;
+	}
+	return 0;
 }
 
 static int sq_commit(void *conn, bool *transient, struct err *e)
 {
-	return sq_simple(conn, "COMMIT", transient, e);
+	struct sq_conn *c = conn;
+	int rc = sq_simple(c, "COMMIT", transient, e);
+
+	if (sqlite3_get_autocommit(c->db))
+		end_tx(c);
+	return rc;
 }
 
 static void sq_rollback(void *conn)
@@ -154,6 +267,7 @@ static void sq_rollback(void *conn)
 
 	if (!sqlite3_get_autocommit(c->db))
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	end_tx(c);
 }
 
 static int sq_exec_script(void *conn, const char *sql, struct err *e)

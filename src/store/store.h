@@ -55,7 +55,7 @@ enum store_status {
 };
 
 /* The schema version this code writes; store_open() refuses a newer database. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* Attempts of a job when the submission does not say. */
 #define STORE_DEFAULT_ATTEMPTS 3
