@@ -27,6 +27,8 @@ struct pgtest {
 };
 
 static void why_set(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void why_set(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -588,7 +588,7 @@ static int64_t svc_assignment(struct svc *s, const char *name, const char *image
 {
 	char dir[PATH_MAX];
 	struct proc_out o;
-	long id;
+	long id = 0;
 
 	snprintf(dir, sizeof(dir), "%s/assignment-%s", s->tmp, name);
 	write_assignment(dir, name, image);

@@ -433,8 +433,8 @@ static void test_gradebook_writes_a_safe_sorted_csv(void **state)
 	struct fixture *f = *state;
 	const char *docs[] = {
 	    /* carol */
-	    "{\"status\":\"graded\",\"score\":2.5,\"max_score\":3,\"passed\":1,\"total\":3,"
-	    "\"reason\":\"=HYPERLINK(\\\"x\\\"), \\\"quoted\\\"\\r\\nnext\\u001b[2J\"}",
+	    ("{\"status\":\"graded\",\"score\":2.5,\"max_score\":3,\"passed\":1,\"total\":3,"
+	     "\"reason\":\"=HYPERLINK(\\\"x\\\"), \\\"quoted\\\"\\r\\nnext\\u001b[2J\"}"),
 	    /* alice */
 	    "{\"status\":\"graded\",\"score\":0.333333333,\"max_score\":1e20}",
 	    /* bob */
