@@ -74,6 +74,7 @@ static void usage(FILE *f)
 		   "     image build: the build failed)\n"
 		   "  2  usage error: bad option, value or path\n"
 		   "  3  Proctor's own failure (class: a submission ended in status \"error\")\n"
+		   "  4  results: the submission has no verdict yet\n"
 		   "  130, 143  class: interrupted by SIGINT / SIGTERM (nothing graded is lost)\n");
 }
 

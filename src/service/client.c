@@ -13,12 +13,12 @@
 #include "service/pack.h"
 #include "util.h"
 
-#define CLIENT_EXIT_STATUS                                                                         \
-	"  0  done\n"                                                                              \
+#define CLIENT_ERRORS                                                                              \
 	"  2  usage error, or the server refused the request (4xx: a bad token, an\n"              \
 	"     unknown id, an invalid field); the server's message is printed\n"                    \
 	"  3  the server failed or cannot be reached (5xx, connection), or it is\n"                \
 	"     busy (429: retry after the time printed)"
+#define CLIENT_EXIT_STATUS "  0  done\n" CLIENT_ERRORS
 
 /* Largest answer read (a result document with its raw output). */
 #define ANSWER_MAX (80u << 20)
@@ -315,10 +315,10 @@ static int show(int argc, char **argv, bool results)
 			     : "Print one line: the submission's id, state, status and score.",
 	    .options = opts,
 	    .n_options = sizeof(opts) / sizeof(opts[0]) - (results ? 1 : 0),
-	    .exit_status =
-		results ? "  0  the submission has a verdict (printed)\n"
-			  "  4  it has none yet (still queued or running)\n" CLIENT_EXIT_STATUS
-			: CLIENT_EXIT_STATUS,
+	    .exit_status = results
+			       ? "  0  the submission has a verdict (printed)\n"
+				 "  4  it has none yet (still queued or running)\n" CLIENT_ERRORS
+			       : CLIENT_EXIT_STATUS,
 	    .operands = "one ID",
 	    .min_operands = 1,
 	    .max_operands = 1};
