@@ -55,6 +55,7 @@ static const struct store_dialect sqlite_dialect = {
     .id = "INTEGER PRIMARY KEY",
     .blob = "BLOB",
     .schema_lock = "",
+    .student_lock = "", /* BEGIN IMMEDIATE: one writer at a time */
 };
 
 static bool is_transient(int rc)

@@ -193,8 +193,9 @@ struct store_submission_in {
 	int max_attempts; /* attempts for our own failures; <= 0: STORE_DEFAULT_ATTEMPTS */
 	/*
 	 * Optional: called inside the submission's transaction, after the
-	 * assignment's row is locked (so submissions to the assignment that
-	 * are checked wait for each other) and before anything is written:
+	 * student's submissions to the assignment are locked (so one student's
+	 * checked submissions wait for each other; other students' do not)
+	 * and before anything is written:
 	 * 0 admits, > 0 refuses (store_submit returns STORE_REFUSED, nothing
 	 * written), < 0 fails.  Store calls it makes join the transaction.
 	 * Not called for a replayed idempotency key.

@@ -93,6 +93,11 @@ struct store_dialect {
 	 * starting together migrate one at a time ("" when the write
 	 * transaction already does). */
 	const char *schema_lock;
+	/* Run in a submission's transaction before its policy check ($1 the
+	 * assignment version, $2 the student or NULL) so that one student's
+	 * checked submissions to an assignment wait for each other ("" when
+	 * the write transaction already serializes every submission). */
+	const char *student_lock;
 };
 
 enum store_tx {
