@@ -82,7 +82,7 @@ static struct config cfg = {.proctor = "build-rel/proctor",
 			    .samples = 60,
 			    .copies = 10,
 			    .trivial_n = 100,
-			    .rounds = 1,
+			    .rounds = 3,
 			    .phase = {true, true, true}};
 
 static char g_dir[PATH_MAX];   /* everything of this run */
