@@ -16,12 +16,6 @@ int store_regrade_scope_parse(const char *name, enum store_regrade_scope *ret, s
 	return store_fail(e, STORE_INVALID, "'scope' must be submission, student, latest or all");
 }
 
-static const char sql_assignment_of[] =
-    "SELECT a.course_id, (SELECT v.id FROM assignment_versions v WHERE v.assignment_id = a.id "
-    "ORDER BY v.version_no DESC LIMIT 1) FROM assignments a WHERE a.id = $1";
-static const char sql_version_of[] =
-    "SELECT v.assignment_id, a.course_id FROM assignment_versions v "
-    "JOIN assignments a ON a.id = v.assignment_id WHERE v.id = $1";
 static const char sql_regrade_add[] =
     "INSERT INTO regrades (course_id, assignment_id, version_id, scope, student, created_ms) "
     "VALUES ($1, $2, $3, $4, $5, {now}) RETURNING id";
@@ -53,30 +47,27 @@ struct batch_arg {
 /* The version to regrade against: given (and the assignment's), or the latest. */
 static int pick_version(struct store *st, struct batch_arg *a, struct err *e)
 {
-	struct store_rows *rows = NULL;
-	struct store_val p[] = {sv_int(a->in->assignment_id)};
+	struct store_assignment as;
+	struct store_version v;
 
-	if (store_q(st, sql_assignment_of, p, 1, &rows, e) < 0)
-		return err_wrap(e, "assignment");
-	bool ok = rows->nrows == 1 && store_col_int(rows, 0, 0) == a->in->course_id;
-	a->version = ok ? store_col_int(rows, 0, 1) : 0;
-	rows = store_rows_free(rows);
-	if (!ok || !a->version)
+	int rc = store_assignment_get(st, a->in->assignment_id, &as, e);
+	if (rc == STORE_NOT_FOUND ||
+	    (rc == 0 && (as.course_id != a->in->course_id || !as.latest_version_id)))
 		return store_fail(e, STORE_NOT_FOUND, "no assignment %lld in this course",
 				  (long long)a->in->assignment_id);
+	if (rc < 0)
+		return rc;
+	a->version = as.latest_version_id;
 	if (!a->in->version_id)
 		return 0;
-	struct store_val pv[] = {sv_int(a->in->version_id)};
-	if (store_q(st, sql_version_of, pv, 1, &rows, e) < 0)
-		return err_wrap(e, "assignment version");
+	rc = store_version_get(st, a->in->version_id, &v, e);
 	/* A version of another course is one that does not exist. */
-	bool exists = rows->nrows == 1 && store_col_int(rows, 0, 1) == a->in->course_id;
-	ok = exists && store_col_int(rows, 0, 0) == a->in->assignment_id;
-	store_rows_free(rows);
-	if (!exists)
+	if (rc == STORE_NOT_FOUND || (rc == 0 && v.course_id != a->in->course_id))
 		return store_fail(e, STORE_NOT_FOUND, "no assignment version %lld",
 				  (long long)a->in->version_id);
-	if (!ok)
+	if (rc < 0)
+		return rc;
+	if (v.assignment_id != a->in->assignment_id)
 		return store_fail(e, STORE_INVALID,
 				  "version %lld is not a version of assignment %lld",
 				  (long long)a->in->version_id, (long long)a->in->assignment_id);
