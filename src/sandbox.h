@@ -69,7 +69,30 @@ struct run_spec {
 	 * the boundary), and only `proctor run --privileged` asks, to test
 	 * Proctor itself inside a guest.  Never set for a submission. */
 	bool privileged;
+	/*
+	 * A split run (docs/grading.md, "Tamper-proof runs"), or NULL: the
+	 * program peer_argv runs beside argv, started at the same time, in
+	 * the same limits, cgroups and namespaces.  argv then runs as the
+	 * sandbox's harness identity (SANDBOX_HARNESS_UID_OFFSET above the
+	 * program's uid in the jail, 1001 in a guest), which files put with
+	 * SANDBOX_PUT_HARNESS* are for; peer_argv runs as the program's
+	 * identity, like every other run, with peer_env instead of env.
+	 * Each gets one end of a connected AF_UNIX stream socket as fd
+	 * SANDBOX_CHANNEL_FD.  The run ends when argv's program exits: its
+	 * status and usage are the run's, and the peer is killed with
+	 * everything else that is left.  Both write to the run's output.
+	 */
+	char *const *peer_argv;
+	char *const *peer_env;
+	size_t peer_env_count;
 };
+
+/* The descriptor both programs of a split run hold their channel on. */
+#define SANDBOX_CHANNEL_FD 3
+
+/* The harness identity of a split run in the jail: the slot's uid (and
+ * gid) plus this, so also never a real account's nor another slot's. */
+#define SANDBOX_HARNESS_UID_OFFSET 0x20000000u
 
 /* The verbs of a backend.  Every function that can fail returns 0 or -1
  * and fills `e`.  A run whose program fails is not a failure of run():
@@ -124,6 +147,14 @@ enum {
 	 * root-owned directory) the program can neither change, delete nor
 	 * rename it.  For hidden tests and instructor files. */
 	SANDBOX_PUT_PROTECTED = 1u << 0,
+	/* Readable by the harness of a split run only: root-owned, group the
+	 * harness's, files 0640 and directories 0750 (0644/0755 otherwise
+	 * cut down), so the program can neither read nor change it.  For
+	 * hidden tests whose runner never lets the program read them. */
+	SANDBOX_PUT_HARNESS = 1u << 1,
+	/* Owned by the harness identity (uid and gid), modes kept: the report
+	 * directory of a split run, which only the harness may write. */
+	SANDBOX_PUT_HARNESS_OWNED = 1u << 2,
 };
 
 /* The backends compiled in, in order of preference for `auto`. */

@@ -58,7 +58,7 @@ static const char *const top_keys[] = {"name",	"image", "mode",    "submission",
 				       "tests", "io",	 "retries", "isolation",  NULL};
 static const char *const submission_keys[] = {"files", "required", "max_bytes", "max_files", NULL};
 static const char *const step_keys[] = {"run", "limits", NULL};
-static const char *const test_step_keys[] = {"run", "limits", "ok_exit", NULL};
+static const char *const test_step_keys[] = {"run", "limits", "ok_exit", "in_process", NULL};
 static const char *const report_keys[] = {"format", "path", "max_kb", "pytest_guard", NULL};
 static const char *const bool_names[] = {"false", "true", NULL};
 static const char *const test_keys[] = {"name", "classname", "points", "visibility", NULL};
@@ -523,6 +523,17 @@ static int parse_runner(struct yaml_ctx *c, const struct yaml_field *root, struc
 	step_limits_default(&base);
 	if (parse_step(c, &test, test_step_keys, &base, &a->test) < 0)
 		return -1;
+	a->runner = assignment_runner_kind(a->test.argv);
+	if (yaml_lookup(&test, "in_process", &io)) {
+		int v;
+		if (get_enum(c, &io, bool_names, &v) < 0)
+			return -1;
+		if (v == 1 && a->runner != RUNNER_PYTEST && a->runner != RUNNER_UNITTEST)
+			return yaml_fail(c, io.line, io.path,
+					 "only Python runners (python3 -m pytest, python3 -m "
+					 "unittest) run split; this runner always runs in one process");
+		a->in_process = v == 1;
+	}
 	in_test = yaml_lookup(&test, "ok_exit", &test_ok);
 	at_top = yaml_lookup(root, "ok_exit", &top_ok);
 	if (at_top && in_test)
@@ -534,6 +545,64 @@ static int parse_runner(struct yaml_ctx *c, const struct yaml_field *root, struc
 	if (parse_report(c, root, a) < 0)
 		return -1;
 	return parse_tests(c, root, a);
+}
+
+static bool is_python(const char *base)
+{
+	if (strcmp(base, "python") == 0 || strcmp(base, "python3") == 0)
+		return true;
+	if (strncmp(base, "python3.", 8) != 0 || !base[8])
+		return false;
+	return strspn(base + 8, "0123456789") == strlen(base + 8);
+}
+
+enum runner_kind assignment_runner_kind(char *const *argv)
+{
+	const char *base;
+
+	if (!argv || !argv[0])
+		return RUNNER_OTHER;
+	base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	if (strcmp(base, "pytest") == 0 || strcmp(base, "py.test") == 0)
+		return RUNNER_PYTEST;
+	if (is_python(base)) {
+		/* Options before -m take no argument that could be "-m" (-X and
+		 * -W do: skip theirs). */
+		for (size_t i = 1; argv[i] && argv[i][0] == '-'; i++) {
+			if (strcmp(argv[i], "-X") == 0 || strcmp(argv[i], "-W") == 0) {
+				if (!argv[++i])
+					break;
+				continue;
+			}
+			if (strcmp(argv[i], "-m") != 0)
+				continue;
+			if (!argv[i + 1])
+				break;
+			if (strcmp(argv[i + 1], "pytest") == 0)
+				return RUNNER_PYTEST;
+			if (strcmp(argv[i + 1], "unittest") == 0)
+				return RUNNER_UNITTEST;
+			break;
+		}
+		return RUNNER_OTHER;
+	}
+	if (strcmp(base, "node") == 0 || strcmp(base, "nodejs") == 0) {
+		for (size_t i = 1; argv[i]; i++)
+			if (strcmp(argv[i], "--test") == 0)
+				return RUNNER_NODE;
+		return RUNNER_OTHER;
+	}
+	if (strcmp(base, "java") == 0)
+		for (size_t i = 1; argv[i]; i++)
+			if (strstr(argv[i], "junit-platform-console-standalone"))
+				return RUNNER_JUNIT;
+	return RUNNER_OTHER;
+}
+
+bool assignment_split(const struct assignment *a)
+{
+	return a->mode == GRADE_MODE_RUNNER && !a->in_process &&
+	       (a->runner == RUNNER_PYTEST || a->runner == RUNNER_UNITTEST);
 }
 
 static int parse_case(struct yaml_ctx *c, const struct yaml_field *item, const struct limits *base,

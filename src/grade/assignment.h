@@ -12,6 +12,15 @@
 
 enum report_format { REPORT_JUNIT = 0, REPORT_TAP = 1, REPORT_GRADESCOPE = 2 };
 enum grade_mode { GRADE_MODE_RUNNER = 0, GRADE_MODE_IO = 1 };
+/* The test runner test.run starts, as far as Proctor knows it
+ * (assignment_runner_kind()): what decides the tamper-proof defaults. */
+enum runner_kind {
+	RUNNER_OTHER = 0,
+	RUNNER_PYTEST,   /* python3 -m pytest ..., pytest ... */
+	RUNNER_UNITTEST, /* python3 -m unittest ... */
+	RUNNER_NODE,     /* node --test ... */
+	RUNNER_JUNIT,    /* java ... junit-platform-console-standalone ... */
+};
 /* Gradescope's vocabulary. */
 enum visibility {
 	VIS_VISIBLE = 0,
@@ -79,6 +88,10 @@ struct assignment {
 	char *report_path;    /* report.path, may use {report_dir}; NULL: {report} */
 	uint64_t report_max_bytes; /* default 8 MiB */
 	bool pytest_guard;    /* report.pytest_guard: verdicts from Proctor's signed pytest summary */
+	enum runner_kind runner; /* what test.run starts */
+	/* test.in_process: the tests and the submission share one process, as
+	 * before tamper-proof runs (Python runners only; default false). */
+	bool in_process;
 	struct test_decl *tests;
 	size_t n_tests;
 	enum grade_mode mode;
@@ -103,6 +116,15 @@ struct assignment {
  * not exist, a duplicate test name, or an empty argv is an error.
  */
 int assignment_load(const char *dir, struct assignment **ret, struct err *e);
+
+/* Which runner argv starts (the basename of argv[0], `-m MODULE`, the
+ * options node and java are given). */
+enum runner_kind assignment_runner_kind(char *const *argv);
+
+/* Whether a test step of `a` runs split (docs/grading.md, "Tamper-proof
+ * runs"): a Python runner (pytest, unittest) not opted out with
+ * test.in_process. */
+bool assignment_split(const struct assignment *a);
 void assignment_free(struct assignment *a);
 
 #endif
