@@ -580,7 +580,8 @@ enum runner_kind assignment_runner_kind(char *const *argv)
 				break;
 			if (strcmp(argv[i + 1], "pytest") == 0)
 				return RUNNER_PYTEST;
-			if (strcmp(argv[i + 1], "unittest") == 0)
+			if (strcmp(argv[i + 1], "unittest") == 0 ||
+			    strcmp(argv[i + 1], "xmlrunner") == 0)
 				return RUNNER_UNITTEST;
 			break;
 		}

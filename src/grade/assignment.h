@@ -17,7 +17,7 @@ enum grade_mode { GRADE_MODE_RUNNER = 0, GRADE_MODE_IO = 1 };
 enum runner_kind {
 	RUNNER_OTHER = 0,
 	RUNNER_PYTEST,   /* python3 -m pytest ..., pytest ... */
-	RUNNER_UNITTEST, /* python3 -m unittest ... */
+	RUNNER_UNITTEST, /* python3 -m unittest ..., python3 -m xmlrunner ... */
 	RUNNER_NODE,     /* node --test ... */
 	RUNNER_JUNIT,    /* java ... junit-platform-console-standalone ... */
 };

@@ -2,9 +2,9 @@
 #include "grade/grade.h"
 
 #include <errno.h>
-#include <nettle/hmac.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <nettle/hmac.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,31 +14,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capbuf.h"
 #include "grade/compare.h"
 #include "grade/opener.h"
 #include "grade/pytest_guard.h"
 #include "grade/report.h"
+#include "grade/split.h"
 #include "grade/unpriv.h"
+#include "host/statedir.h"
 #include "image/image.h"
 #include "result.h"
-#include "capbuf.h"
-#include "host/statedir.h"
 #include "util.h"
 
 #ifndef PROCTOR_VERSION
 #define PROCTOR_VERSION "0.1.0"
 #endif
 
-#define DISPLAY_CAP (64u << 10) /* output kept per stream in a result */
+#define DISPLAY_CAP	 (64u << 10) /* output kept per stream in a result */
 #define HELPER_TIMEOUT_S 60
 
 /* Fixed environment of every graded run, on top of the sandbox's own, so
  * nothing incidental (hash seeds, time zone, bytecode caches, plugins a
  * submission could smuggle in) varies between two gradings. */
 static char *const grade_env[] = {
-	(char *)"PYTHONHASHSEED=0",          (char *)"PYTHONDONTWRITEBYTECODE=1",
-	(char *)"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", (char *)"TZ=UTC",
-	(char *)"LC_ALL=C.UTF-8",            (char *)"SOURCE_DATE_EPOCH=0",
+    (char *)"PYTHONHASHSEED=0",
+    (char *)"PYTHONDONTWRITEBYTECODE=1",
+    (char *)"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
+    (char *)"TZ=UTC",
+    (char *)"LC_ALL=C.UTF-8",
+    (char *)"SOURCE_DATE_EPOCH=0",
 };
 
 /* Everything one attempt builds up; the result document is made from it. */
@@ -51,25 +55,28 @@ struct attempt {
 	const struct opener_id *seen; /* class mode: what the scan found there */
 	struct sandbox *sb;
 	char staging[PATH_MAX];
-	int staging_fd; /* the staging directory, flock'ed while this attempt lives; -1 */
+	int staging_fd;	     /* the staging directory, flock'ed while this attempt lives; -1 */
 	char report_dir[64]; /* in the sandbox, with a per-attempt nonce */
 	json_t *steps, *tests, *sub;
 	char *const *extra_env; /* added to grade_env for the test step (the pytest guard) */
 	const char *stdin_path; /* a sandbox file as the step's stdin (I/O cases) */
+	char *const *peer_argv; /* a split test step's program side (grade/split.h), or NULL */
+	char *const *peer_env;
+	size_t n_peer_env;
 	const char *image_digest;
 	size_t n_extra_env;
 	const char *status;
 	char reason[1024];
 	double score;
 	size_t passed;
-	bool student_ran; /* the submission's code has run in this attempt */
+	bool student_ran;   /* the submission's code has run in this attempt */
 	bool create_failed; /* a sandbox could not be made (no free slot, the host): never
 			       the submission's doing, whatever ran before */
 	double time_factor; /* the backend's slowdown: time limits are scaled by it */
 };
 
-int grade_prepare(const char *isolation, const struct assignment *a,
-		  const struct sandbox_ops **ret, char *why, size_t why_len, struct err *e)
+int grade_prepare(const char *isolation, const struct assignment *a, const struct sandbox_ops **ret,
+		  char *why, size_t why_len, struct err *e)
 {
 	static const char *const names[] = {"any", "jail", "vm"};
 	const char *want = isolation;
@@ -169,7 +176,7 @@ fail:
 }
 
 static void set_verdict(struct attempt *at, const char *status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void set_verdict(struct attempt *at, const char *status, const char *fmt, ...)
 {
 	va_list ap;
@@ -184,7 +191,9 @@ static void set_verdict(struct attempt *at, const char *status, const char *fmt,
 	 * and wherever the cap cuts, it is valid UTF-8, so it can always go
 	 * into the result document. */
 	utf8_fix_into(at->reason, sizeof(at->reason), raw,
-		      n < 0 ? 0 : (size_t)n < sizeof(raw) ? (size_t)n : sizeof(raw) - 1);
+		      n < 0			? 0
+		      : (size_t)n < sizeof(raw) ? (size_t)n
+						: sizeof(raw) - 1);
 }
 
 /* A JSON string of text that may hold any bytes (a path, a message
@@ -321,8 +330,8 @@ static void staging_remove(struct attempt *at)
 }
 
 /* A subdirectory of staging; `owner` may write it (the untrusted uid). */
-static int staging_dir(struct attempt *at, const char *name, uid_t owner, char *path,
-		       size_t len, struct err *e)
+static int staging_dir(struct attempt *at, const char *name, uid_t owner, char *path, size_t len,
+		       struct err *e)
 {
 	snprintf(path, len, "%s/%s", at->staging, name);
 	if (mkdir(path, 0700) < 0)
@@ -349,9 +358,8 @@ static void scale_times(struct limits *l, double factor)
  * Returns 0 with the result in *res (caller frees), or -1 when the sandbox
  * itself failed (Proctor's side, or a sandbox the program broke).
  */
-static int run_step(struct attempt *at, const char *name, char **argv,
-		    const struct limits *limits, int stdin_fd, size_t output_cap,
-		    struct run_result *res, struct err *e)
+static int run_step(struct attempt *at, const char *name, char **argv, const struct limits *limits,
+		    int stdin_fd, size_t output_cap, struct run_result *res, struct err *e)
 {
 	char *env[32];
 	size_t n = 0;
@@ -360,13 +368,23 @@ static int run_step(struct attempt *at, const char *name, char **argv,
 		env[n++] = grade_env[i];
 	for (size_t i = 0; i < at->n_extra_env && n < 32; i++)
 		env[n++] = at->extra_env[i];
+	char *peer_env[32];
+	size_t n_peer = 0;
+
+	for (size_t i = 0; at->peer_argv && i < sizeof(grade_env) / sizeof(grade_env[0]); i++)
+		peer_env[n_peer++] = grade_env[i];
+	for (size_t i = 0; at->peer_argv && i < at->n_peer_env && n_peer < 32; i++)
+		peer_env[n_peer++] = at->peer_env[i];
 	struct run_spec spec = {
-		.argv = argv,
-		.env = env,
-		.env_count = n,
-		.stdin_fd = stdin_fd,
-		.stdin_path = at->stdin_path,
-		.limits = *limits,
+	    .argv = argv,
+	    .env = env,
+	    .env_count = n,
+	    .stdin_fd = stdin_fd,
+	    .stdin_path = at->stdin_path,
+	    .limits = *limits,
+	    .peer_argv = at->peer_argv,
+	    .peer_env = peer_env,
+	    .peer_env_count = n_peer,
 	};
 	scale_times(&spec.limits, at->time_factor);
 
@@ -394,8 +412,8 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
 		set_verdict(at, "memory_limit", "build: %s", r->message);
 		return false;
 	case RUN_SIGNALED:
-		set_verdict(at, "compile_error", "the build was killed by signal %d (%s)", r->signal,
-			    strsignal(r->signal));
+		set_verdict(at, "compile_error", "the build was killed by signal %d (%s)",
+			    r->signal, strsignal(r->signal));
 		return false;
 	default:
 		set_verdict(at, "compile_error", "the build failed with exit status %d",
@@ -541,7 +559,7 @@ static int random_name(char *buf, size_t cap, const char *prefix, size_t n, stru
 
 /* Fresh, unguessable report directory, created right before the test step
  * so nothing the build left there can pass for a report. */
-static int make_report_dir(struct attempt *at, struct err *e)
+static int make_report_dir(struct attempt *at, unsigned flags, struct err *e)
 {
 	char empty[PATH_MAX + 16], name[32];
 
@@ -551,7 +569,7 @@ static int make_report_dir(struct attempt *at, struct err *e)
 		 at->report_dir + strlen("/tmp/.proctor-report-"));
 	if (staging_dir(at, name, at->sb->untrusted_uid, empty, sizeof(empty), e) < 0)
 		return -1;
-	return sandbox_put(at->sb, empty, at->report_dir, 0, e);
+	return sandbox_put(at->sb, empty, at->report_dir, flags, e);
 }
 
 static bool ok_exit(const struct assignment *a, int code)
@@ -605,7 +623,8 @@ static int read_report(struct attempt *at, struct report *ret, struct err *e)
 	struct err gerr;
 	struct stat st;
 
-	path = a->report_path ? subst(a->report_path, at->report_dir) : subst("{report}", at->report_dir);
+	path = a->report_path ? subst(a->report_path, at->report_dir)
+			      : subst("{report}", at->report_dir);
 	if (!path)
 		return err_set(e, ENOMEM, "report path");
 	snprintf(host, sizeof(host), "%s/report", at->staging);
@@ -710,41 +729,65 @@ static int staging_file(struct attempt *at, const char *name, const void *data, 
 	return rc < 0 ? err_set(e, saved, "write '%s'", path) : 0;
 }
 
-/* What a guarded test step adds to grade_env (guard_prepare). */
-#define GUARD_ENV 6
+/* What a guarded or split test step adds to grade_env (guard_prepare). */
+#define GUARD_ENV 8
 
 /* Proctor's pytest configuration for a guarded run, used unless the hidden
  * tests bring a pytest.ini of their own. */
 static const char guard_ini[] = "# Proctor's pytest configuration: none (docs/grading.md).\n"
 				"[pytest]\n";
 
+/* The environment of a guarded or split test step, built by guard_prepare(). */
+struct guard_env {
+	char buf[GUARD_ENV][256];
+	char *env[GUARD_ENV];
+	size_t n;
+	char *peer[4]; /* the program side's, in a split run: the first three of buf */
+};
+
+static void guard_env_add(struct guard_env *g, const char *name, const char *value)
+{
+	snprintf(g->buf[g->n], sizeof(g->buf[g->n]), "%s=%s", name, value);
+	g->env[g->n] = g->buf[g->n];
+	g->n++;
+}
+
 /*
- * Arm the guard for the test step.  The plugin and Proctor's pytest.ini go
- * into a directory made now under a fresh random name, root-owned, so
- * neither the submission nor the build (which came and went before it
- * existed) can have put anything beside them; a one-time key goes into
- * the fresh report directory (read and deleted by the plugin before any
- * test, hence before the submission is imported).  The environment makes
- * that directory all of Python's start-up path: PYTHONSAFEPATH keeps the
- * working directory off sys.path (`python -m` would put it first, ahead of
- * PYTHONPATH), PYTHONNOUSERSITE keeps ~/.local (HOME is /work) and its
- * .pth files out, and pytest reads only the configuration given by -c
- * (the hidden tests' pytest.ini, else Proctor's empty one) with rootdir
- * and confcutdir /work, never an ini file or conftest.py outside it.
+ * Arm the guard, or a split run, for the test step.  The plugin, Proctor's
+ * pytest.ini and the split runtime go into a directory made now under a
+ * fresh random name, root-owned, so neither the submission nor the build
+ * (which came and went before it existed) can have put anything beside
+ * them; with `key`, a one-time key goes into the fresh report directory
+ * (read and deleted by the plugin before any test, hence before the
+ * submission is imported).  The environment makes that directory all of
+ * Python's start-up path: PYTHONSAFEPATH keeps the working directory off
+ * sys.path (`python -m` would put it first, ahead of PYTHONPATH),
+ * PYTHONNOUSERSITE keeps ~/.local (HOME is /work) and its .pth files out,
+ * and pytest reads only the configuration given by -c (the hidden tests'
+ * pytest.ini, else Proctor's empty one) with rootdir and confcutdir
+ * /work, never an ini file or conftest.py outside it.  A split run loads
+ * the plugin without a key: it keeps what the program wrote out of the
+ * harness, and the report is the harness's own.
  */
-static int guard_prepare(struct attempt *at, char key[65], char env[GUARD_ENV][256], struct err *e)
+static int guard_prepare(struct attempt *at, const char *key, bool split, struct guard_env *g,
+			 struct err *e)
 {
 	char path[PATH_MAX + 32], dir[PATH_MAX + 32], dst[PATH_MAX], sbdir[64], ini[96];
+	unsigned owned = split ? SANDBOX_PUT_HARNESS_OWNED : 0;
+	bool pytest = at->a->runner == RUNNER_PYTEST || at->a->pytest_guard;
 	struct stat st;
 
-	if (random_name(key, 65, "", 32, e) < 0 ||
-	    random_name(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
+	g->n = 0;
+	if (random_name(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
 		return -1;
-	if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path, sizeof(path), e) < 0)
-		return -1;
-	snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
-	if (sandbox_put(at->sb, path, dst, 0, e) < 0)
-		return err_wrap(e, "guard key");
+	if (key) {
+		if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path,
+				 sizeof(path), e) < 0)
+			return -1;
+		snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
+		if (sandbox_put(at->sb, path, dst, owned, e) < 0)
+			return err_wrap(e, "guard key");
+	}
 	snprintf(dir, sizeof(dir), "%s/guard", at->staging);
 	if (mkdir(dir, 0755) < 0)
 		return err_set(e, errno, "mkdir '%s'", dir);
@@ -752,6 +795,8 @@ static int guard_prepare(struct attempt *at, char key[65], char env[GUARD_ENV][2
 			 strlen(pytest_guard_source), 0, path, sizeof(path), e) < 0 ||
 	    staging_file(at, "guard/pytest.ini", guard_ini, strlen(guard_ini), 0, path,
 			 sizeof(path), e) < 0 ||
+	    (split && staging_file(at, "guard/proctor_split.py", proctor_split_source,
+				   proctor_split_source_len, 0, path, sizeof(path), e) < 0) ||
 	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "guard plugin");
 	/* The hidden tests' own pytest.ini is root-owned in /work: theirs. */
@@ -761,13 +806,31 @@ static int guard_prepare(struct attempt *at, char key[65], char env[GUARD_ENV][2
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
 			snprintf(ini, sizeof(ini), "/work/pytest.ini");
 	}
-	snprintf(env[0], sizeof(env[0]), "PYTHONPATH=%s", sbdir);
-	snprintf(env[1], sizeof(env[1]), "PYTHONSAFEPATH=1");
-	snprintf(env[2], sizeof(env[2]), "PYTHONNOUSERSITE=1");
-	snprintf(env[3], sizeof(env[3]),
-		 "PYTEST_ADDOPTS=-p proctor_guard -c %s --rootdir=/work --confcutdir=/work", ini);
-	snprintf(env[4], sizeof(env[4]), "PROCTOR_GUARD_KEY_FILE=%s/.key", at->report_dir);
-	snprintf(env[5], sizeof(env[5]), "PROCTOR_GUARD_OUT=%s/guard.json", at->report_dir);
+	guard_env_add(g, "PYTHONPATH", sbdir);
+	guard_env_add(g, "PYTHONSAFEPATH", "1");
+	guard_env_add(g, "PYTHONNOUSERSITE", "1");
+	for (size_t i = 0; i < 3; i++)
+		g->peer[i] = g->env[i];
+	g->peer[3] = NULL;
+	if (pytest) {
+		snprintf(dst, sizeof(dst),
+			 "-p proctor_guard -c %s --rootdir=/work --confcutdir=/work", ini);
+		guard_env_add(g, "PYTEST_ADDOPTS", dst);
+	}
+	if (key) {
+		snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
+		guard_env_add(g, "PROCTOR_GUARD_KEY_FILE", dst);
+		snprintf(dst, sizeof(dst), "%s/guard.json", at->report_dir);
+		guard_env_add(g, "PROCTOR_GUARD_OUT", dst);
+	}
+	if (split) {
+		double f = at->time_factor > 1.0 ? at->time_factor : 1.0;
+		guard_env_add(g, "PROCTOR_SPLIT", "1");
+		snprintf(dst, sizeof(dst), "%u",
+			 split_call_timeout_s(
+			     (unsigned long long)((double)at->a->test.limits.wall_ms * f)));
+		guard_env_add(g, "PROCTOR_SPLIT_TIMEOUT", dst);
+	}
 	return 0;
 }
 
@@ -798,8 +861,9 @@ static int read_guard(struct attempt *at, const char key[65], struct report *ret
 
 	snprintf(path, sizeof(path), "%s/guard.json", at->report_dir);
 	if (!fetch_small(at, path, "guard.json", at->a->report_max_bytes, &body, &body_len)) {
-		set_verdict(at, "crashed", "no signed pytest summary: the test run did not finish "
-					   "normally (exited early, or its report was forged)");
+		set_verdict(at, "crashed",
+			    "no signed pytest summary: the test run did not finish "
+			    "normally (exited early, or its report was forged)");
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/guard.json.sig", at->report_dir);
@@ -832,27 +896,43 @@ out:
 static int runner_mode(struct attempt *at, struct err *e)
 {
 	const struct assignment *a = at->a;
+	bool split = assignment_split(a);
 	struct run_result r;
-	char **argv, key[65] = "", env_buf[GUARD_ENV][256];
-	char *env[GUARD_ENV];
+	char **argv, **peer = NULL, key[65] = "";
+	struct guard_env g;
 
-	if (make_report_dir(at, e) < 0)
+	if (make_report_dir(at, split ? SANDBOX_PUT_HARNESS_OWNED : 0, e) < 0)
 		return -1;
-	if (a->pytest_guard) {
-		if (guard_prepare(at, key, env_buf, e) < 0)
+	if (a->pytest_guard || split) {
+		if ((a->pytest_guard && random_name(key, sizeof(key), "", 32, e) < 0) ||
+		    guard_prepare(at, a->pytest_guard ? key : NULL, split, &g, e) < 0)
 			return -1;
-		for (size_t i = 0; i < GUARD_ENV; i++)
-			env[i] = env_buf[i];
-		at->extra_env = env;
-		at->n_extra_env = GUARD_ENV;
+		at->extra_env = g.env;
+		at->n_extra_env = g.n;
 	}
 	argv = step_argv(&a->test, at->report_dir, NULL, 0);
+	if (argv && split) {
+		char **h = split_harness_argv(argv, a->runner);
+		free_argv(argv);
+		argv = h;
+		if (argv && !(peer = split_program_argv(argv))) {
+			free_argv(argv);
+			argv = NULL;
+		}
+		at->peer_argv = peer;
+		at->peer_env = g.peer;
+		at->n_peer_env = 3;
+	}
 	if (!argv)
 		return err_set(e, ENOMEM, "test argv");
 	at->student_ran = true;
-	int rc = run_step(at, "test", argv, &a->test.limits, -1, a->test.limits.output_bytes, &r, e);
+	int rc =
+	    run_step(at, "test", argv, &a->test.limits, -1, a->test.limits.output_bytes, &r, e);
 	at->extra_env = NULL;
 	at->n_extra_env = 0;
+	at->peer_argv = NULL;
+	at->n_peer_env = 0;
+	free_argv(peer);
 	free_argv(argv);
 	if (rc < 0)
 		return -1;
@@ -928,9 +1008,12 @@ static int run_checker(struct attempt *at, const struct io_case *c, const char *
 	so.disk_bytes = a->checker.limits.disk_bytes;
 	if (attempt_create(at, &so, &sb, e) < 0)
 		return -1;
-	if ((a->tests_dir && sandbox_put(sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0) ||
-	    (c->stdin_path && sandbox_put(sb, c->stdin_path, "/work/.case/input", SANDBOX_PUT_PROTECTED, e) < 0) ||
-	    sandbox_put(sb, c->expected_path, "/work/.case/expected", SANDBOX_PUT_PROTECTED, e) < 0 ||
+	if ((a->tests_dir &&
+	     sandbox_put(sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0) ||
+	    (c->stdin_path &&
+	     sandbox_put(sb, c->stdin_path, "/work/.case/input", SANDBOX_PUT_PROTECTED, e) < 0) ||
+	    sandbox_put(sb, c->expected_path, "/work/.case/expected", SANDBOX_PUT_PROTECTED, e) <
+		0 ||
 	    sandbox_put(sb, out_path, "/work/.case/output", SANDBOX_PUT_PROTECTED, e) < 0)
 		goto out;
 	char *extra[] = {(char *)(c->stdin_path ? "/work/.case/input" : "/dev/null"),
@@ -940,9 +1023,11 @@ static int run_checker(struct attempt *at, const struct io_case *c, const char *
 		err_set(e, ENOMEM, "checker argv");
 		goto out;
 	}
-	struct run_spec spec = {.argv = argv, .env = grade_env,
+	struct run_spec spec = {.argv = argv,
+				.env = grade_env,
 				.env_count = sizeof(grade_env) / sizeof(grade_env[0]),
-				.stdin_fd = -1, .limits = a->checker.limits};
+				.stdin_fd = -1,
+				.limits = a->checker.limits};
 	scale_times(&spec.limits, at->time_factor);
 	if (run_result_init(&r, DISPLAY_CAP) == 0) {
 		if (sandbox_run(sb, &spec, &r, e) == 0) {
@@ -1018,7 +1103,8 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 		case_record(at, c, "failed", "memory_limit", r.message);
 	else if (r.status == RUN_SIGNALED || r.status == RUN_NONZERO_EXIT)
 		case_record(at, c, "failed", "runtime_error",
-			    r.status == RUN_SIGNALED ? strsignal(r.signal) : "non-zero exit status");
+			    r.status == RUN_SIGNALED ? strsignal(r.signal)
+						     : "non-zero exit status");
 	else if (r.out.truncated)
 		case_record(at, c, "failed", "output_limit", "the output is larger than the cap");
 	else {
@@ -1048,14 +1134,15 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 			if (ok < 0)
 				case_record(at, c, "error", "checker_error", cerr.msg);
 		} else {
-			ok = compare_output(a->compare, a->float_tolerance, r.out.data, r.out.len, exp,
-					    exp_len);
+			ok = compare_output(a->compare, a->float_tolerance, r.out.data, r.out.len,
+					    exp, exp_len);
 		}
 		free(exp);
 		if (ok == 1)
 			case_record(at, c, "passed", "accepted", NULL);
 		else if (ok == 0)
-			case_record(at, c, "failed", "wrong_answer", "the output differs from the expected output");
+			case_record(at, c, "failed", "wrong_answer",
+				    "the output differs from the expected output");
 	}
 	run_result_free(&r);
 	rc = 0;
@@ -1161,8 +1248,10 @@ static int attempt_run(struct attempt *at, struct err *e)
 		return -1;
 	if (at->status) /* rejected */
 		return 0;
+	/* In a split run only the harness reads the hidden tests. */
 	if (a->tests_dir &&
-	    sandbox_put(at->sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0)
+	    sandbox_put(at->sb, a->tests_dir, "/work",
+			assignment_split(a) ? SANDBOX_PUT_HARNESS : SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "copy the hidden tests in");
 	if (a->build.present) {
 		char **argv = step_argv(&a->build, "/tmp", NULL, 0);
@@ -1200,7 +1289,8 @@ static json_t *document(struct attempt *at, unsigned attempts)
 		/* Not graded: keep the tests listed, none of them scored. */
 		size_t i;
 		json_t *t;
-		json_array_foreach(at->tests, i, t) {
+		json_array_foreach(at->tests, i, t)
+		{
 			json_object_set_new(t, "score", json_real(0));
 			if (strcmp(json_string_value(json_object_get(t, "status")), "passed") == 0)
 				json_object_set_new(t, "status", json_string("missing"));

@@ -1029,17 +1029,17 @@ class ProxyModule(types.ModuleType):
 
 # ---- the harness side: which imports are the submission's ----------------------
 
-_PROGRAM_UID = int(os.environ.get("PROCTOR_PROGRAM_UID", "-1"))
-
-
 def _program_wrote(path):
-    """A file (or the link there) the program can have written or changed."""
+    """A file (or the link there) the program can have written or changed:
+    owned by anyone but root and the harness (this process), or writable
+    by others.  Hidden tests are root's; the report directory is ours."""
     try:
         link = os.lstat(path)
         st = os.stat(path)
     except (OSError, ValueError):
         return False
-    return (link.st_uid == _PROGRAM_UID or st.st_uid == _PROGRAM_UID
+    me = os.geteuid()
+    return (link.st_uid not in (0, me) or st.st_uid not in (0, me)
             or bool(st.st_mode & 0o022))
 
 

@@ -1,0 +1,42 @@
+/* Split runs: the tests in a harness process, the submission in another. */
+#ifndef PROCTOR_GRADE_SPLIT_H
+#define PROCTOR_GRADE_SPLIT_H
+
+#include <stddef.h>
+
+#include "grade/assignment.h"
+
+/*
+ * Theory of operation: docs/grading.md, "Tamper-proof runs".  For a Python
+ * runner (assignment_split()), the test step is one run of two programs
+ * (struct run_spec's peer_argv): the harness, as the sandbox's harness
+ * identity, runs the assignment's test command under proctor_split.py,
+ * which gives the tests stand-in modules for what the program wrote; the
+ * program side, as the program's identity, runs that code when asked.
+ * The hidden tests are put readable by the harness only
+ * (SANDBOX_PUT_HARNESS) and the report directory is the harness's
+ * (SANDBOX_PUT_HARNESS_OWNED), so nothing the submission runs can read
+ * the tests or write the report.
+ */
+
+/* The Python runtime (src/grade/py/proctor_split.py), embedded at build time. */
+extern const char proctor_split_source[];
+extern const unsigned long proctor_split_source_len;
+
+/*
+ * The harness's argv for the test command `argv` (substituted) of runner
+ * `kind`: `python3 -m pytest ARGS` becomes `python3 -m proctor_split
+ * harness pytest ARGS` (the same interpreter), `pytest ARGS` becomes
+ * `python3 -m proctor_split harness pytest ARGS`.  NULL when out of memory.
+ */
+char **split_harness_argv(char *const *argv, enum runner_kind kind);
+
+/* The program side's argv: `PYTHON -m proctor_split program`, with the
+ * harness's interpreter.  NULL when out of memory. */
+char **split_program_argv(char *const *harness_argv);
+
+/* The per-call bound the harness puts on the program, in seconds, for a
+ * test step whose wall-clock limit is wall_ms: a third of it, 1 to 60. */
+unsigned split_call_timeout_s(unsigned long long wall_ms);
+
+#endif
