@@ -18,6 +18,7 @@
 
 #include "digest.h"
 #include "grade/assignment.h"
+#include "grade/split.h"
 #include "harness.h"
 #include "runlimits.h"
 
@@ -710,9 +711,8 @@ static void test_assignment_limit_bounds_follow_the_limit_table(void **state)
 			struct limits host;
 			struct err he = {0};
 			limits_default(&host);
-			bool grantable = edge >= 2 ||
-					 (limits_set(&host, d->name, text, &he) == 0 &&
-					  limits_check_host(&host, &he) == 0);
+			bool grantable = edge >= 2 || (limits_set(&host, d->name, text, &he) == 0 &&
+						       limits_check_host(&host, &he) == 0);
 			struct assignment *a = NULL;
 			struct err e = {0};
 			int r = assignment_load(dir, &a, &e);
@@ -856,6 +856,111 @@ static void test_assignment_rejects_expected_output_inside_tests_dir(void **stat
 		     "sandbox; keep expected output elsewhere");
 }
 
+/* ---- split runs (issue 12) ---- */
+
+static void test_assignment_runner_kind_reads_the_test_command(void **state)
+{
+	(void)state;
+	struct {
+		const char *argv[8];
+		enum runner_kind want;
+	} cases[] = {
+	    {{"python3", "-m", "pytest", "-q", NULL}, RUNNER_PYTEST},
+	    {{"/usr/bin/python3.11", "-X", "dev", "-m", "pytest", NULL}, RUNNER_PYTEST},
+	    {{"pytest", "-q", NULL}, RUNNER_PYTEST},
+	    {{"python3", "-m", "unittest", "discover", NULL}, RUNNER_UNITTEST},
+	    {{"python3", "-m", "xmlrunner", NULL}, RUNNER_UNITTEST},
+	    {{"python3", "run_tests.py", "-m", "pytest", NULL}, RUNNER_OTHER},
+	    {{"python3", "-W", "-m", "pytest", NULL}, RUNNER_OTHER}, /* -W takes "-m" */
+	    {{"python3.x", "-m", "pytest", NULL}, RUNNER_OTHER},
+	    {{"python3", "-m", NULL}, RUNNER_OTHER},
+	    {{"node", "--test", "t.mjs", NULL}, RUNNER_NODE},
+	    {{"node", "t.mjs", NULL}, RUNNER_OTHER},
+	    {{"java", "-jar", "/usr/share/java/junit-platform-console-standalone.jar", NULL},
+	     RUNNER_JUNIT},
+	    {{"./runner", "{report}", NULL}, RUNNER_OTHER},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(assignment_runner_kind((char *const *)cases[i].argv),
+				 cases[i].want);
+	assert_int_equal(assignment_runner_kind(NULL), RUNNER_OTHER);
+}
+
+static void test_assignment_split_is_the_python_default(void **state)
+{
+	char dir[PATH_MAX];
+	(void)state;
+
+	make_tmp(dir, sizeof(dir), NULL);
+	harness_write_text(dir, "assignment.yaml",
+			   "name: t\nsubmission: {files: [a.py]}\n"
+			   "test: {run: [python3, -m, pytest, t.py]}\n"
+			   "report: {format: junit}\ntests: [{name: t, points: 1}]\n");
+	struct assignment *a = load_ok(dir);
+	assert_int_equal(a->runner, RUNNER_PYTEST);
+	assert_false(a->in_process);
+	assert_true(assignment_split(a));
+	assignment_free(a);
+
+	harness_write_text(dir, "assignment.yaml",
+			   "name: t\nsubmission: {files: [a.py]}\n"
+			   "test: {run: [python3, -m, pytest, t.py], in_process: true}\n"
+			   "report: {format: junit}\ntests: [{name: t, points: 1}]\n");
+	a = load_ok(dir);
+	assert_true(a->in_process);
+	assert_false(assignment_split(a));
+	assignment_free(a);
+
+	/* Only Python runners can run split, so only they can opt out. */
+	harness_write_text(dir, "assignment.yaml",
+			   "name: t\nsubmission: {files: [a.c]}\n"
+			   "test: {run: [./runner], in_process: true}\n"
+			   "report: {format: tap}\ntests: [{name: t, points: 1}]\n");
+	expect_error_in(dir, ":3: test.in_process: only Python runners (python3 -m pytest, "
+			     "python3 -m unittest) run split; this runner always runs in one "
+			     "process");
+	harness_rm_tree(dir);
+}
+
+static void test_split_argv_wraps_the_runner(void **state)
+{
+	(void)state;
+	const char *py[] = {"/usr/bin/python3", "-X", "dev", "-m", "pytest", "-q", "t.py", NULL};
+	const char *script[] = {"pytest", "-q", NULL};
+	const char *ut[] = {"python3", "-m", "unittest", "discover", NULL};
+	char **h = split_harness_argv((char *const *)py, RUNNER_PYTEST);
+	assert_argv(h, 9,
+		    (const char *const[]){"/usr/bin/python3", "-X", "dev", "-m", "proctor_split",
+					  "harness", "pytest", "-q", "t.py", NULL});
+	char **p = split_program_argv(h);
+	assert_argv(
+	    p, 4,
+	    (const char *const[]){"/usr/bin/python3", "-m", "proctor_split", "program", NULL});
+	for (size_t i = 0; h[i]; i++)
+		free(h[i]);
+	free(h);
+	for (size_t i = 0; p[i]; i++)
+		free(p[i]);
+	free(p);
+	h = split_harness_argv((char *const *)script, RUNNER_PYTEST);
+	assert_argv(h, 6,
+		    (const char *const[]){"python3", "-m", "proctor_split", "harness", "pytest",
+					  "-q", NULL});
+	for (size_t i = 0; h[i]; i++)
+		free(h[i]);
+	free(h);
+	h = split_harness_argv((char *const *)ut, RUNNER_UNITTEST);
+	assert_argv(h, 6,
+		    (const char *const[]){"python3", "-m", "proctor_split", "harness", "unittest",
+					  "discover", NULL});
+	for (size_t i = 0; h[i]; i++)
+		free(h[i]);
+	free(h);
+	assert_int_equal(split_call_timeout_s(30000), 10);
+	assert_int_equal(split_call_timeout_s(500), 1);
+	assert_int_equal(split_call_timeout_s(3600000), 60);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -914,6 +1019,9 @@ int main(void)
 	    cmocka_unit_test(test_assignment_rejects_symlink_inside_tests_dir),
 	    cmocka_unit_test(test_assignment_rejects_missing_case_file),
 	    cmocka_unit_test(test_assignment_rejects_expected_output_inside_tests_dir),
+	    cmocka_unit_test(test_assignment_runner_kind_reads_the_test_command),
+	    cmocka_unit_test(test_assignment_split_is_the_python_default),
+	    cmocka_unit_test(test_split_argv_wraps_the_runner),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
