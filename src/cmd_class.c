@@ -371,9 +371,6 @@ static void record_error(struct class_run *c, size_t idx, const char *reason, un
 
 /* ---- workers ------------------------------------------------------------ */
 
-/* The longest a worker may plausibly take for one submission: every step
- * at its wall limit, with room for intake and copies, for each retry the
- * assignment allows, twice over. */
 /* The signal waiting in the signalfd, or 0. */
 static int take_signal(int sig_fd)
 {
