@@ -293,12 +293,10 @@ static void progress_line(struct class_run *c, const struct gradebook_entry *s)
 	char reason[GRADEBOOK_REASON_MAX + 1], points[160] = "", a[64], b[64];
 
 	text_printable(reason, sizeof(reason), r->reason ? r->reason : "", '?');
-	if (r->has_score && strcmp(r->status, "error") != 0) {
-		gradebook_fmt_num(a, sizeof(a), r->score);
-		gradebook_fmt_num(b, sizeof(b), r->max_score);
-		snprintf(points, sizeof(points), " %s%s%s", a, r->has_max ? "/" : "",
-			 r->has_max ? b : "");
-	}
+	if (r->has_score && strcmp(r->status, "error") != 0)
+		snprintf(points, sizeof(points), " %s%s%s",
+			 gradebook_fmt_num(a, sizeof(a), r->score), r->has_max ? "/" : "",
+			 r->has_max ? gradebook_fmt_num(b, sizeof(b), r->max_score) : "");
 	fprintf(stderr, "[%zu/%zu] %s: %s%s%s%s\n", c->done, c->todo, s->name, r->status, points,
 		reason[0] ? ": " : "", reason);
 }
@@ -371,9 +369,6 @@ static void record_error(struct class_run *c, size_t idx, const char *reason, un
 
 /* ---- workers ------------------------------------------------------------ */
 
-/* The longest a worker may plausibly take for one submission: every step
- * at its wall limit, with room for intake and copies, for each retry the
- * assignment allows, twice over. */
 /* The signal waiting in the signalfd, or 0. */
 static int take_signal(int sig_fd)
 {
@@ -600,10 +595,9 @@ static void print_summary(struct class_run *c, int sig)
 		double median = n_scores % 2
 				    ? scores[n_scores / 2]
 				    : (scores[n_scores / 2 - 1] + scores[n_scores / 2]) / 2;
-		gradebook_fmt_num(a, sizeof(a), sum / (double)n_scores);
-		gradebook_fmt_num(b, sizeof(b), median);
-		printf("score (of %s): mean %s, median %s, over %zu submission%s\n", m, a, b,
-		       n_scores, n_scores == 1 ? "" : "s");
+		printf("score (of %s): mean %s, median %s, over %zu submission%s\n", m,
+		       gradebook_fmt_num(a, sizeof(a), sum / (double)n_scores),
+		       gradebook_fmt_num(b, sizeof(b), median), n_scores, n_scores == 1 ? "" : "s");
 	} else {
 		printf("score (of %s): no scored submission\n", m);
 	}

@@ -17,15 +17,15 @@
 
 static const char csv_header[] = "submission,status,score,max_score,passed,total,reason\r\n";
 
-void gradebook_fmt_num(char *buf, size_t len, double x)
+char *gradebook_fmt_num(char *buf, size_t len, double x)
 {
-	if (x > -1e15 && x < 1e15 && x == (double)(long long)x) {
-		snprintf(buf, len, "%lld", (long long)x);
-		return;
-	}
 	if (!(x > -1e15 && x < 1e15)) {
 		snprintf(buf, len, "%.6g", x);
-		return;
+		return buf;
+	}
+	if (x == (double)(long long)x) {
+		snprintf(buf, len, "%lld", (long long)x);
+		return buf;
 	}
 	snprintf(buf, len, "%.4f", x);
 	char *dot = strchr(buf, '.');
@@ -36,6 +36,7 @@ void gradebook_fmt_num(char *buf, size_t len, double x)
 		if (end == dot + 1)
 			*dot = '\0';
 	}
+	return buf;
 }
 
 /* The directory of `path`, with its '/', or "." */
@@ -171,23 +172,16 @@ static void csv_text(FILE *f, const char *s)
 /* The gradebook row of one submission, "\r\n"-terminated; malloc'd. */
 static char *csv_row(const char *name, const struct gradebook_row *r)
 {
-	char *buf = NULL, num[64];
+	char *buf = NULL, score[64], max[64];
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	if (!f)
 		return NULL;
 	csv_text(f, name);
-	fprintf(f, ",%s,", r->status);
-	if (r->has_score) {
-		gradebook_fmt_num(num, sizeof(num), r->score);
-		fputs(num, f);
-	}
-	fputc(',', f);
-	if (r->has_max) {
-		gradebook_fmt_num(num, sizeof(num), r->max_score);
-		fputs(num, f);
-	}
+	fprintf(f, ",%s,%s,%s", r->status,
+		r->has_score ? gradebook_fmt_num(score, sizeof(score), r->score) : "",
+		r->has_max ? gradebook_fmt_num(max, sizeof(max), r->max_score) : "");
 	if (r->has_counts)
 		fprintf(f, ",%lld,%lld,", r->passed, r->total);
 	else
@@ -342,7 +336,7 @@ int gradebook_resume(struct gradebook *g, struct err *e)
 	size_t len = 0, cap = 0;
 	off_t pos = 0, good_end = 0;
 	bool overlong = false;
-	int fd = open(g->jsonl_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int rc = -1, fd = open(g->jsonl_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0)
 		return errno == ENOENT ? 0
@@ -405,13 +399,11 @@ int gradebook_resume(struct gradebook *g, struct err *e)
 			goto out_fail;
 		}
 	}
-	free(line);
-	close(fd);
-	return 0;
+	rc = 0;
 out_fail:
 	free(line);
 	close(fd);
-	return -1;
+	return rc;
 }
 
 int gradebook_rewrite_csv(struct gradebook *g, struct err *e)

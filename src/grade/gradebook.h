@@ -108,7 +108,7 @@ int gradebook_row_from_json(const json_t *j, struct gradebook_row *ret);
 void gradebook_row_clear(struct gradebook_row *r);
 
 /* A number as the CSV and the summary show it: integers without
- * decimals, else up to 4 decimals. */
-void gradebook_fmt_num(char *buf, size_t len, double x);
+ * decimals, else up to 4 decimals.  Returns buf. */
+char *gradebook_fmt_num(char *buf, size_t len, double x);
 
 #endif

@@ -2,7 +2,6 @@
 #include "grade/sched.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,14 +31,13 @@ struct job {
 
 struct worker {
 	pid_t pid; /* 0: not running */
-	int fd;	   /* the owner's end of the socketpair, nonblocking; -1: told to exit */
+	int fd;	   /* the owner's end of the socketpair (MSG_DONTWAIT); -1: told to exit */
 	bool busy;
 	struct job job; /* when busy */
 	uint64_t deadline_ns;
-	unsigned char hdr[8];
-	size_t hdr_got;
-	char *buf; /* the result being received, room for a '\n'; owned */
-	size_t len, got;
+	unsigned char hdr[8]; /* the result's length */
+	char *buf;	      /* the result being received, room for a '\n'; owned */
+	size_t len, got;      /* got: bytes received, the header's included */
 };
 
 /* A FIFO of fixed-size items: the queue of jobs, the events not yet taken. */
@@ -52,7 +50,7 @@ struct sched {
 	struct sched_options o;
 	struct worker workers[SCHED_MAX_WORKERS];
 	struct fifo queue, events;
-	size_t submitted, respawns, busy;
+	size_t submitted, respawns;
 	bool draining, out_of_memory;
 };
 
@@ -111,6 +109,26 @@ static void job_end(struct sched *s, struct job *j, struct sched_result *r)
 	push_event(s, r);
 	free(j->arg);
 	j->arg = NULL;
+}
+
+/* w's job is over: its event; w is idle. */
+static void worker_job_end(struct sched *s, struct worker *w, struct sched_result *r)
+{
+	w->busy = false;
+	job_end(s, &w->job, r);
+}
+
+/* Running and taking jobs (not told to exit). */
+static bool connected(const struct worker *w)
+{
+	return w->pid != 0 && w->fd >= 0;
+}
+
+static void worker_reset_buf(struct worker *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+	w->len = w->got = 0;
 }
 
 static int recv_full(int fd, void *buf, size_t len)
@@ -216,15 +234,6 @@ static int worker_spawn(struct sched *s, struct worker *w, struct err *e)
 		worker_main(s, sv[1], owner);
 	}
 	close(sv[1]);
-	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
-		/* Never happens on a socket; still, a blocking read would
-		 * hang the owner. */
-		int saved = errno;
-		close(sv[0]);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		return err_set(e, saved, "fcntl");
-	}
 	*w = (struct worker){.pid = pid, .fd = sv[0]};
 	return 0;
 }
@@ -247,9 +256,7 @@ static void worker_reap(struct worker *w, char *how, size_t len)
 		snprintf(how, len, "exited with status %d", WEXITSTATUS(st));
 	w->pid = 0;
 	w->fd = xclose(w->fd);
-	free(w->buf);
-	w->buf = NULL;
-	w->hdr_got = w->len = w->got = 0;
+	worker_reset_buf(w);
 }
 
 /* A new worker in w's place; `failed`: w failed, and such replacements are capped. */
@@ -280,19 +287,16 @@ static void worker_lost(struct sched *s, struct worker *w, const char *why)
 
 	worker_reap(w, how, sizeof(how));
 	snprintf(r.why, sizeof(r.why), "%s", why ? why : how);
-	if (w->busy) {
+	if (w->busy && w->job.attempts < s->o.attempts && !s->draining &&
+	    fifo_push(&s->queue, &w->job) == 0) {
 		w->busy = false;
-		s->busy--;
-		if (w->job.attempts < s->o.attempts && !s->draining &&
-		    fifo_push(&s->queue, &w->job) == 0) {
-			r.event = SCHED_RETRY;
-			r.id = w->job.id;
-			r.attempts = w->job.attempts;
-			push_event(s, &r);
-		} else {
-			r.event = s->draining ? SCHED_CANCELLED : SCHED_FAILED;
-			job_end(s, &w->job, &r);
-		}
+		r.event = SCHED_RETRY;
+		r.id = w->job.id;
+		r.attempts = w->job.attempts;
+		push_event(s, &r);
+	} else if (w->busy) {
+		r.event = s->draining ? SCHED_CANCELLED : SCHED_FAILED;
+		worker_job_end(s, w, &r);
 	}
 	worker_replace(s, w, true);
 }
@@ -301,52 +305,46 @@ static void worker_lost(struct sched *s, struct worker *w, const char *why)
  * -1: the worker is gone or broke the protocol (`why` empty: gone). */
 static int worker_receive(struct sched *s, struct worker *w, char *why, size_t why_len)
 {
+	const size_t hdr = sizeof(w->hdr);
+
 	why[0] = '\0';
 	for (;;) {
-		ssize_t n;
-		if (w->hdr_got < sizeof(w->hdr)) {
-			n = recv(w->fd, w->hdr + w->hdr_got, sizeof(w->hdr) - w->hdr_got,
-				 MSG_DONTWAIT);
-		} else {
-			n = recv(w->fd, w->buf + w->got, w->len - w->got, MSG_DONTWAIT);
-		}
+		bool in_hdr = w->got < hdr;
+		ssize_t n = in_hdr ? recv(w->fd, w->hdr + w->got, hdr - w->got, MSG_DONTWAIT)
+				   : recv(w->fd, w->buf + w->got - hdr, hdr + w->len - w->got,
+					  MSG_DONTWAIT);
+		uint64_t len;
+
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
 		if (n <= 0)
 			return -1;
-		if (w->hdr_got < sizeof(w->hdr)) {
-			uint64_t len;
-			w->hdr_got += (size_t)n;
-			if (w->hdr_got < sizeof(w->hdr))
-				continue;
-			memcpy(&len, w->hdr, sizeof(len));
-			if (!w->busy) {
-				snprintf(why, why_len, "sent a result nobody asked for");
-				return -1;
-			}
-			if (len == 0 || len > s->o.result_max) {
-				snprintf(why, why_len,
-					 "sent a result of %llu bytes (the cap is %llu MiB)",
-					 (unsigned long long)len,
-					 (unsigned long long)(s->o.result_max >> 20));
-				return -1;
-			}
-			w->buf = malloc((size_t)len + 1);
-			if (!w->buf) {
-				snprintf(why, why_len, "sent a result too large to hold in memory");
-				return -1;
-			}
-			w->len = (size_t)len;
-			w->got = 0;
-			continue;
-		}
 		w->got += (size_t)n;
-		if (w->got == w->len) {
+		if (!in_hdr && w->got == hdr + w->len) {
 			w->buf[w->len] = '\n';
 			return 1;
 		}
+		if (!in_hdr || w->got < hdr)
+			continue;
+		memcpy(&len, w->hdr, sizeof(len));
+		if (!w->busy) {
+			snprintf(why, why_len, "sent a result nobody asked for");
+			return -1;
+		}
+		if (len == 0 || len > s->o.result_max) {
+			snprintf(why, why_len, "sent a result of %llu bytes (the cap is %llu MiB)",
+				 (unsigned long long)len,
+				 (unsigned long long)(s->o.result_max >> 20));
+			return -1;
+		}
+		w->buf = malloc((size_t)len + 1);
+		if (!w->buf) {
+			snprintf(why, why_len, "sent a result too large to hold in memory");
+			return -1;
+		}
+		w->len = (size_t)len;
 	}
 }
 
@@ -372,10 +370,8 @@ static void worker_result(struct sched *s, struct worker *w)
 	r.line = w->buf;
 	r.len = w->len + 1;
 	w->buf = NULL;
-	w->hdr_got = w->len = w->got = 0;
-	w->busy = false;
-	s->busy--;
-	job_end(s, &w->job, &r);
+	worker_reset_buf(w);
+	worker_job_end(s, w, &r);
 	if (s->draining)
 		w->fd = xclose(w->fd); /* it exits */
 	return;
@@ -389,8 +385,22 @@ static unsigned workers_alive(const struct sched *s)
 	unsigned alive = 0;
 
 	for (unsigned i = 0; i < s->o.workers; i++)
-		alive += s->workers[i].pid != 0 && s->workers[i].fd >= 0;
+		alive += connected(&s->workers[i]);
 	return alive;
+}
+
+/* Reap the workers told to exit that are gone: how many still run. */
+static unsigned reap_exited(struct sched *s)
+{
+	unsigned left = 0;
+
+	for (unsigned i = 0; i < s->o.workers; i++) {
+		struct worker *w = &s->workers[i];
+		if (w->pid != 0 && w->fd < 0 && waitpid(w->pid, NULL, WNOHANG) == w->pid)
+			w->pid = 0;
+		left += w->pid != 0;
+	}
+	return left;
 }
 
 /* Hand one queued job to each idle worker. */
@@ -402,7 +412,7 @@ static void dispatch(struct sched *s)
 		char msg[12 + SCHED_ARG_MAX];
 		uint32_t arg_len = (uint32_t)strlen(j->arg);
 
-		if (w->pid == 0 || w->fd < 0 || w->busy) {
+		if (!connected(w) || w->busy) {
 			i++;
 			continue;
 		}
@@ -421,7 +431,6 @@ static void dispatch(struct sched *s)
 		fifo_pop(&s->queue, &w->job);
 		w->job.attempts++;
 		w->busy = true;
-		s->busy++;
 		w->deadline_ns = now_ns() + w->job.budget_ns;
 	}
 }
@@ -470,7 +479,11 @@ int sched_submit(struct sched *s, const struct sched_job *job, struct err *e)
 
 size_t sched_pending(const struct sched *s)
 {
-	return s->queue.tail - s->queue.head + s->busy + s->events.tail - s->events.head;
+	size_t n = s->queue.tail - s->queue.head + s->events.tail - s->events.head;
+
+	for (unsigned i = 0; i < s->o.workers; i++)
+		n += s->workers[i].busy;
+	return n;
 }
 
 int sched_next_result(struct sched *s, int timeout_ms, struct sched_result *ret, struct err *e)
@@ -488,16 +501,17 @@ int sched_next_result(struct sched *s, int timeout_ms, struct sched_result *ret,
 		return 1;
 	if (workers_alive(s) == 0 && fifo_pop(&s->queue, &j)) {
 		/* Not one worker could be started: what is left fails. */
-		*ret = (struct sched_result){
-		    .event = SCHED_FAILED, .id = j.id, .attempts = j.attempts};
-		snprintf(ret->why, sizeof(ret->why), "no grading worker could be started");
+		*ret = (struct sched_result){.event = SCHED_FAILED,
+					     .id = j.id,
+					     .attempts = j.attempts,
+					     .why = "no grading worker could be started"};
 		free(j.arg);
 		return 1;
 	}
 	if (s->o.wake_fd >= 0)
 		pfd[k++] = (struct pollfd){.fd = s->o.wake_fd, .events = POLLIN};
 	for (unsigned i = 0; i < s->o.workers; i++) {
-		if (s->workers[i].pid == 0 || s->workers[i].fd < 0)
+		if (!connected(&s->workers[i]))
 			continue;
 		owner[k] = &s->workers[i];
 		pfd[k++] = (struct pollfd){.fd = s->workers[i].fd, .events = POLLIN};
@@ -509,7 +523,7 @@ int sched_next_result(struct sched *s, int timeout_ms, struct sched_result *ret,
 		return 0;
 	for (int i = s->o.wake_fd >= 0; r > 0 && i < k; i++) {
 		struct worker *w = owner[i];
-		if (!pfd[i].revents || w->pid == 0 || w->fd < 0)
+		if (!pfd[i].revents || !connected(w))
 			continue;
 		int got = worker_receive(s, w, why, sizeof(why));
 		if (got < 0)
@@ -525,9 +539,8 @@ int sched_next_result(struct sched *s, int timeout_ms, struct sched_result *ret,
 				 (unsigned long long)(w->job.budget_ns / 1000000000ull));
 			worker_lost(s, w, why);
 		}
-		if (w->pid != 0 && w->fd < 0 && waitpid(w->pid, NULL, WNOHANG) == w->pid)
-			w->pid = 0; /* told to exit, and gone */
 	}
+	reap_exited(s);
 	if (s->out_of_memory)
 		return err_set(e, ENOMEM, "keeping the results of the grading workers");
 	return fifo_pop(&s->events, ret) ? 1 : 0;
@@ -552,9 +565,7 @@ int sched_cancel(struct sched *s, uint64_t id)
 		if (w->pid == 0 || !w->busy || w->job.id != id)
 			continue;
 		worker_reap(w, how, sizeof(how)); /* its sandbox dies with it */
-		w->busy = false;
-		s->busy--;
-		job_end(s, &w->job, &r);
+		worker_job_end(s, w, &r);
 		worker_replace(s, w, false);
 		return 0;
 	}
@@ -576,42 +587,23 @@ void sched_drain(struct sched *s)
 
 struct sched *sched_free(struct sched *s)
 {
-	uint64_t deadline;
 	struct timespec ts = {0, 10 * 1000000L};
 	struct sched_result r;
 	struct job j;
 	char how[256];
-	bool left;
 
 	if (!s)
 		return NULL;
-	deadline = now_ns() + STOP_GRACE_NS;
 	for (unsigned i = 0; i < s->o.workers; i++) {
 		struct worker *w = &s->workers[i];
-		if (w->pid == 0)
-			continue;
 		w->fd = xclose(w->fd);
-		if (w->busy)
+		if (w->pid != 0 && w->busy)
 			kill(w->pid, SIGTERM); /* its sandbox dies with it */
 	}
-	do {
-		left = false;
-		for (unsigned i = 0; i < s->o.workers; i++) {
-			struct worker *w = &s->workers[i];
-			if (w->pid == 0)
-				continue;
-			if (waitpid(w->pid, NULL, WNOHANG) == w->pid)
-				w->pid = 0;
-			else
-				left = true;
-		}
-		if (left && now_ns() < deadline)
-			nanosleep(&ts, NULL);
-	} while (left && now_ns() < deadline);
+	for (uint64_t end = now_ns() + STOP_GRACE_NS; reap_exited(s) > 0 && now_ns() < end;)
+		nanosleep(&ts, NULL);
 	for (unsigned i = 0; i < s->o.workers; i++) {
-		if (s->workers[i].pid != 0)
-			worker_reap(&s->workers[i], how, sizeof(how));
-		free(s->workers[i].buf);
+		worker_reap(&s->workers[i], how, sizeof(how)); /* frees its buffer */
 		if (s->workers[i].busy)
 			free(s->workers[i].job.arg);
 	}

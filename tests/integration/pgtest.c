@@ -203,8 +203,8 @@ int pgtest_start(struct pgtest **ret, char *why, size_t why_len)
 	snprintf(initdb, sizeof(initdb), "%s/initdb", pg->bindir);
 	snprintf(pg_ctl, sizeof(pg_ctl), "%s/pg_ctl", pg->bindir);
 	if (access(initdb, X_OK) != 0 || access(pg_ctl, X_OK) != 0) {
-		free(pg);
 		why_set(why, why_len, "no initdb or pg_ctl in %s", pg->bindir);
+		free(pg);
 		return 1;
 	}
 	snprintf(pg->dir, sizeof(pg->dir), "/tmp/proctor-pgtest.XXXXXX");
