@@ -1,0 +1,204 @@
+"""Unit tests of proctor_split.py's wire format: what the harness decodes
+from the program side.  Run by meson (tests/meson.build) with the system
+Python; ends with cmocka's summary lines."""
+import collections
+import datetime
+import decimal
+import fractions
+import json
+import os
+import pathlib
+import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "grade", "py"))
+import proctor_split as ps  # noqa: E402
+
+RESULTS = [0, 0]
+
+
+def check(name, fn):
+    try:
+        fn()
+        RESULTS[0] += 1
+        print("ok   %s" % name)
+    except Exception as e:  # report and go on
+        RESULTS[1] += 1
+        print("FAIL %s: %r" % (name, e))
+
+
+def codec():
+    return ps.Codec(lambda n, info: ("proxy", n), lambda v: {})
+
+
+def roundtrip():
+    c = codec()
+    Point = collections.namedtuple("Point", "x y")
+    values = [None, True, False, 0, -1, 2 ** 200, -(2 ** 70), 1.5, float("inf"), -0.0, 1e-300,
+              3 + 4j, "héllo", b"\x00\xff", [1, [2, [3]]], (1, "a"), {"a": 1, 2: [3]},
+              {1, 2}, frozenset({3}), Point(1, 2), collections.Counter("aab"),
+              collections.OrderedDict(a=1), collections.deque([1, 2]),
+              fractions.Fraction(1, 3), decimal.Decimal("1.10"), datetime.date(2026, 12, 3),
+              datetime.datetime(2026, 12, 3, 13, 0, 1, 5), datetime.time(1, 2),
+              datetime.timedelta(days=1, seconds=5), pathlib.PosixPath("/tmp/x"),
+              range(1, 10, 2), slice(1, None, 2), Ellipsis, {(1, 2): frozenset({"x"})}]
+    for v in values:
+        w = json.loads(json.dumps(c.encode(v)))
+        got = c.decode(w)
+        assert got == v and type(got) is type(v) or isinstance(v, tuple) and got == v, (v, got)
+    nan = c.decode(json.loads(json.dumps(c.encode(float("nan")))))
+    assert nan != nan
+
+
+def subclasses_cross_as_their_value():
+    class AlwaysInt(int):
+        def __eq__(self, o):
+            return True
+
+        def __int__(self):
+            return 99
+
+        __index__ = __int__
+
+    class S(str):
+        def __str__(self):
+            return "lie"
+
+        def __eq__(self, o):
+            return True
+
+    class L(list):
+        def __iter__(self):
+            return iter([42])
+
+    class D(dict):
+        def items(self):
+            return [("lie", 1)]
+
+    c = codec()
+    for v, want in ((AlwaysInt(3), 3), (S("abc"), "abc"), (L([1, 2]), [1, 2]),
+                    (D(a=1), {"a": 1})):
+        got = c.decode(json.loads(json.dumps(c.encode(v))))
+        assert got == want and type(got) is type(want), (v, got)
+
+
+def others_cross_by_reference():
+    class Always:
+        def __eq__(self, o):
+            return True
+
+    c = codec()
+    w = c.encode(Always())
+    assert w[0] == "r" and isinstance(w[1], int)
+    assert c.decode(["r", 7, {}]) == ("proxy", 7)
+
+
+def malformed_is_a_protocol_error():
+    c = codec()
+    bad = [["zz"], ["i"], ["i", 5], ["i", "xyz"], ["f", "nope"], ["b", "!!"], ["l", 1],
+           ["d", [[1]]], ["d", [1]], ["t", "x"], ["T", "date", "not a date"], ["T", "x", "1"],
+           ["F", "1", "0"], ["D", 5], ["o", 12345], ["r", "x", {}], ["td", "a", 0, 0],
+           ["R", 1, 2, 0], {}, 1.5, [], [1], ["nt", "P", ["1bad"], [1]], ["p", 3],
+           ["s", [["l", []]]]]
+    for w in bad:
+        try:
+            c.decode(w)
+        except ps.ProtocolError:
+            continue
+        raise AssertionError("decoded %r" % (w,))
+    deep = ["l", []]
+    for _ in range(200):
+        deep = ["l", [deep]]
+    try:
+        c.decode(deep)
+        raise AssertionError("decoded 200 levels")
+    except ps.ProtocolError:
+        pass
+
+
+def random_junk_never_escapes():
+    """A few thousand mutated messages: decode raises ProtocolError or
+    returns a value, nothing else, and never hangs."""
+    rnd = random.Random(12)
+    c = codec()
+    seeds = [c.encode(v) for v in ([1, "a", (2.5, b"x")], {"k": {1, 2}}, fractions.Fraction(3, 7))]
+    atoms = [None, True, 0, -1, 2 ** 60, "", "i", "r", "o", "nt", "d", "T", [], {}, 1.5]
+
+    def mutate(w, depth=0):
+        if depth > 6 or rnd.random() < 0.2:
+            return rnd.choice(atoms + [w])
+        if isinstance(w, list):
+            w = [mutate(x, depth + 1) for x in w]
+            if w and rnd.random() < 0.3:
+                w.pop(rnd.randrange(len(w)))
+            if rnd.random() < 0.3:
+                w.insert(rnd.randrange(len(w) + 1), rnd.choice(atoms))
+            return w
+        return rnd.choice(atoms + [w])
+
+    for i in range(4000):
+        w = mutate(rnd.choice(seeds))
+        try:
+            c.decode(json.loads(json.dumps(w)))
+        except ps.ProtocolError:
+            pass
+
+
+def exceptions_mirror_the_submissions_classes():
+    m = ps.ExceptionMirror()
+    c = codec()
+
+    class BankError(Exception):
+        pass
+
+    class InsufficientFunds(BankError, ValueError):
+        pass
+
+    d = json.loads(json.dumps(ps._describe_exception(c, InsufficientFunds("only 3"))))
+    exc = m.build(c, d)
+    assert isinstance(exc, ValueError) and str(exc) == "only 3"
+    assert type(exc).__name__ == "InsufficientFunds"
+    base = m.cls(ps._class_info(BankError))
+    assert isinstance(exc, base)
+    assert m.build(c, json.loads(json.dumps(ps._describe_exception(c, SystemExit(3))))).code == 3
+    ki = m.build(c, json.loads(json.dumps(ps._describe_exception(c, KeyboardInterrupt()))))
+    assert type(ki) is RuntimeError
+    ke = m.build(c, json.loads(json.dumps(ps._describe_exception(c, KeyError("k")))))
+    assert type(ke) is KeyError and ke.args == ("k",)
+    for bad in ({}, {"type": 5}, {"type": {"builtin": 3}}, {"type": {"name": "X"}}):
+        try:
+            m.build(c, bad)
+            raise AssertionError("built %r" % (bad,))
+        except ps.ProtocolError:
+            pass
+
+
+def frames_are_bounded():
+    import socket
+    a, b = socket.socketpair()
+    a.sendall((ps._MAX_BYTES + 1).to_bytes(4, "big"))
+    try:
+        ps._recv(b)
+        raise AssertionError("read an oversized frame")
+    except ps.ProtocolError:
+        pass
+    a.sendall((3).to_bytes(4, "big") + b"[1]")
+    try:
+        ps._recv(b)
+        raise AssertionError("read a frame that is not an object")
+    except ps.ProtocolError:
+        pass
+
+
+for name, fn in list(globals().items()):
+    if callable(fn) and name in ("roundtrip", "subclasses_cross_as_their_value",
+                                 "others_cross_by_reference", "malformed_is_a_protocol_error",
+                                 "random_junk_never_escapes",
+                                 "exceptions_mirror_the_submissions_classes",
+                                 "frames_are_bounded"):
+        check(name, fn)
+# cmocka's summary lines, which scripts/test.sh counts.
+print("[  PASSED  ] %d test(s)." % RESULTS[0])
+if RESULTS[1]:
+    print("[  FAILED  ] %d test(s)." % RESULTS[1])
+sys.exit(1 if RESULTS[1] else 0)
