@@ -53,12 +53,12 @@ static int copy_fd(int in, int out, uint64_t max, const char *what, enum err_kin
 }
 
 /*
- * Create the parents of `rel`.  For a protected put (uid 0) every parent
- * below the top is also taken by root and made sticky (mode 1777): the
- * program keeps creating files there, but a directory it made earlier can
- * no longer be used to delete or rename the root-owned file put into it.
+ * Create the parents of `rel`.  For a put that is not the program's every
+ * parent below the top is also taken by root and made sticky (mode 1777):
+ * the program keeps creating files there, but a directory it made earlier
+ * can no longer be used to delete or rename the file put into it.
  */
-static int parent_dirs(int scratch_fd, const char *rel, uid_t uid, gid_t gid, struct err *e)
+static int parent_dirs(int scratch_fd, const char *rel, const struct put_owner *o, struct err *e)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(rel, '/');
@@ -66,11 +66,12 @@ static int parent_dirs(int scratch_fd, const char *rel, uid_t uid, gid_t gid, st
 	if (!slash)
 		return 0;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
-	if (mkdir_p_at(scratch_fd, dir, 0755, uid, gid, e) < 0)
+	if (mkdir_p_at(scratch_fd, dir, 0755, o->protect ? 0 : o->uid, o->protect ? 0 : o->gid, e) <
+	    0)
 		return -1;
-	if (uid != 0)
+	if (!o->protect)
 		return 0;
-	for (char *p = strchr(dir, '/'); ; p = strchr(p + 1, '/')) {
+	for (char *p = strchr(dir, '/');; p = strchr(p + 1, '/')) {
 		if (p)
 			*p = '\0';
 		if (strchr(dir, '/')) { /* below "work" or "tmp" themselves */
@@ -89,18 +90,17 @@ static int parent_dirs(int scratch_fd, const char *rel, uid_t uid, gid_t gid, st
 	return 0;
 }
 
-/* Where a put's entries go in the jail: below the scratch tree, owned by uid/gid. */
+/* Where a put's entries go in the jail: below the scratch tree, owned as o says. */
 struct jail_sink {
 	int scratch_fd;
-	uid_t uid;
-	gid_t gid;
+	const struct put_owner *o;
 };
 
 static int sink_parents(void *ctx, const char *rel, struct err *e)
 {
 	struct jail_sink *k = ctx;
 
-	if (parent_dirs(k->scratch_fd, rel, k->uid, k->gid, e) < 0)
+	if (parent_dirs(k->scratch_fd, rel, k->o, e) < 0)
 		return put_dst_theirs(e->errnum) ? err_classify(e, ERR_INPUT) : -1;
 	return 0;
 }
@@ -108,20 +108,31 @@ static int sink_parents(void *ctx, const char *rel, struct err *e)
 static int sink_dir(void *ctx, const char *rel, struct err *e)
 {
 	struct jail_sink *k = ctx;
+	const struct put_owner *o = k->o;
+	mode_t mode = 0755 & o->dir_mask;
 
-	if (mkdir_p_at(k->scratch_fd, rel, 0755, k->uid, k->gid, e) < 0)
+	if (mkdir_p_at(k->scratch_fd, rel, mode, o->uid, o->gid, e) < 0)
 		return put_dst_theirs(e->errnum) ? err_classify(e, ERR_INPUT) : -1;
-	if (k->uid == 0 && strchr(rel, '/')) {
-		/* A protected tree landing in a directory the program made:
-		 * take it back (see parent_dirs). */
+	if (o->protect && strchr(rel, '/')) {
+		/* A protected tree (root's, mode kept) landing in a directory
+		 * the program made takes it back as a parent (see parent_dirs);
+		 * a harness tree's directories are exactly its owner's. */
+		bool harness = o->uid != 0 || o->gid != 0;
 		struct stat st;
 		int fd = open_beneath(k->scratch_fd, rel, O_RDONLY | O_DIRECTORY, 0);
-		if (fd < 0 || fstat(fd, &st) < 0 ||
-		    (st.st_uid != 0 && (fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0))) {
+		if (fd < 0 || fstat(fd, &st) < 0) {
 			xclose(fd);
 			return err_set(e, errno, "protect '%s'", rel);
 		}
+		int rc = 0;
+		if (harness)
+			rc = fchown(fd, o->uid, o->gid) < 0 || fchmod(fd, mode) < 0;
+		else if (st.st_uid != 0)
+			rc = fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0;
+		int saved = errno;
 		close(fd);
+		if (rc)
+			return err_set(e, saved, "protect '%s'", rel);
 	}
 	return 0;
 }
@@ -130,22 +141,24 @@ static int sink_file(void *ctx, int src, const char *host_path, const char *rel,
 		     struct err *e)
 {
 	struct jail_sink *k = ctx;
-	int dst = open_beneath(k->scratch_fd, rel, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	const struct put_owner *o = k->o;
+	int dst = open_beneath(k->scratch_fd, rel, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
+	mode &= o->file_mask;
 	if (dst < 0)
 		return err_setk(e, put_dst_theirs(errno) ? ERR_INPUT : ERR_INTERNAL, errno,
 				"create '%s' in the sandbox", rel);
 	int rc = copy_fd(src, dst, UINT64_MAX, host_path, ERR_INPUT, e);
-	if (rc == 0 && (fchown(dst, k->uid, k->gid) < 0 || fchmod(dst, mode) < 0))
+	if (rc == 0 && (fchown(dst, o->uid, o->gid) < 0 || fchmod(dst, mode) < 0))
 		rc = err_set(e, errno, "set owner of '%s'", rel);
 	close(dst);
 	return rc;
 }
 
-int files_put(int scratch_fd, const char *host_path, const char *rel, uid_t uid, gid_t gid,
+int files_put(int scratch_fd, const char *host_path, const char *rel, const struct put_owner *o,
 	      struct err *e)
 {
-	struct jail_sink k = {.scratch_fd = scratch_fd, .uid = uid, .gid = gid};
+	struct jail_sink k = {.scratch_fd = scratch_fd, .o = o};
 	const struct tree_sink sink = {
 	    .ctx = &k, .parents = sink_parents, .dir = sink_dir, .file = sink_file};
 
@@ -180,14 +193,15 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if ((size_t)snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path, de->d_name) >=
-			    sizeof(sub_host) ||
+			sizeof(sub_host) ||
 		    (size_t)snprintf(sub_shown, sizeof(sub_shown), "%s/%s", shown, de->d_name) >=
-			    sizeof(sub_shown)) {
+			sizeof(sub_shown)) {
 			rc = err_set(e, ENAMETOOLONG, "path below '%s'", shown);
 			break;
 		}
 		/* O_NOFOLLOW: a symlink the program left is skipped, never followed. */
-		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		int fd =
+		    openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		if (fstat(fd, &st) < 0) {
@@ -199,15 +213,17 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 			continue;
 		}
 		if (S_ISREG(st.st_mode)) {
-			int dst = open(sub_host, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-				       (st.st_mode & 0111) ? 0755 : 0644);
+			int dst =
+			    open(sub_host, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+				 (st.st_mode & 0111) ? 0755 : 0644);
 			if (dst < 0)
 				rc = err_set(e, errno, "'%s'", sub_host);
 			else {
 				rc = copy_fd(fd, dst, *budget, sub_shown, ERR_INTERNAL, e);
 				if (rc == 0)
-					*budget -= (uint64_t)st.st_size < *budget ? (uint64_t)st.st_size
-										   : *budget;
+					*budget -= (uint64_t)st.st_size < *budget
+						       ? (uint64_t)st.st_size
+						       : *budget;
 				close(dst);
 			}
 		}

@@ -13,6 +13,17 @@
  *     v
  *   program (slot uid, no capabilities, no_new_privs, seccomp, rlimits)
  *
+ * A split run (run_spec.peer_argv) has two programs below init, started
+ * one after the other from the same containment: argv as the harness
+ * (slot uid + SANDBOX_HARNESS_UID_OFFSET, which alone can read files put
+ * with SANDBOX_PUT_HARNESS and write those put SANDBOX_PUT_HARNESS_OWNED)
+ * and peer_argv as the slot uid, stdin /dev/null.  Init makes a connected
+ * AF_UNIX stream pair and each program gets one end as fd
+ * SANDBOX_CHANNEL_FD (3), which is then the only descriptor either holds
+ * besides stdio.  The two uids differ, so neither can signal, ptrace or
+ * (hidepid) see the other; init waits for the harness alone, and the peer
+ * dies with the rest of the namespace.
+ *
  * The supervisor first moves into a private mount namespace (jail_prepare),
  * then leases a slot (uid, cgroups, scratch dir), mounts the slot's
  * size-capped scratch tmpfs (/work, /tmp, /dev/shm), prepares the
@@ -52,6 +63,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -106,7 +118,7 @@ struct exec_report {
 struct child_ctx {
 	struct jail *j;
 	const struct run_spec *spec;
-	char **envp;
+	char **envp, **peer_envp; /* peer_envp: a split run's peer, else NULL */
 	int out_w, err_w, stdin_fd, msg_w, life_r;
 	int cg_fds[CGROUP_MAX_JOIN];
 	size_t n_cg;
@@ -116,14 +128,18 @@ static const char *const base_env[] = {
     "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8", "PWD=/work",
 };
 
-/* ---- the program: containment, in order ---------------------------------- */
+/* One program of a run: what it executes and as whom.  A run has one; a
+ * split run two, the harness (argv) and the peer (peer_argv). */
+struct program {
+	char *const *argv;
+	char **envp;
+	uid_t uid;
+	gid_t gid;
+	bool own_stdin; /* the run's stdin; else /dev/null (a split run's peer) */
+	int channel;	/* its end of a split run's channel, or -1 */
+};
 
-static void close_all_except(int keep)
-{
-	if (keep > 3)
-		syscall(SYS_close_range, 3, keep - 1, 0);
-	syscall(SYS_close_range, keep + 1, ~0U, 0);
-}
+/* ---- the program: containment, in order ---------------------------------- */
 
 static _Noreturn void exec_fail(int fd, int setup_failed, int errnum, const char *text)
 {
@@ -163,15 +179,16 @@ static int exec_search(char *const *argv, char **envp)
 	return last;
 }
 
-static _Noreturn void contain_program(struct child_ctx *c, int report_fd)
+static _Noreturn void contain_program(struct child_ctx *c, const struct program *p, int report_fd)
 {
 	const struct run_spec *spec = c->spec;
 	struct err e;
 	sigset_t none;
-	int in;
+	int in, chan = -1, moved;
 
 	/* 1. Join the run's cgroups (memory, cpu, pids, kill) before anything
-	 *    of the program runs, so every byte and fork is accounted. */
+	 *    of the program runs, so every byte and fork is accounted.  Both
+	 *    programs of a split run join the same groups: one budget. */
 	for (size_t i = 0; i < c->n_cg; i++)
 		if (write(c->cg_fds[i], "0", 1) != 1)
 			exec_fail(report_fd, 1, errno, "join cgroup");
@@ -186,40 +203,56 @@ static _Noreturn void contain_program(struct child_ctx *c, int report_fd)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* 5. stdio: the capped pipes and the declared stdin; every other
-	 *    inherited descriptor is closed. */
-	if (c->stdin_fd >= 0)
+	/* 5. Descriptors: the capped pipes and the declared stdin (/dev/null
+	 *    for a split run's peer); in a split run its end of the channel as
+	 *    SANDBOX_CHANNEL_FD, without CLOEXEC; the exec report right above
+	 *    (CLOEXEC).  Every other inherited descriptor is closed, so the
+	 *    peer never holds the harness's end, nor the harness the peer's.
+	 *    The report and the channel move above 4 first, so that placing
+	 *    one cannot overwrite the other. */
+	if ((moved = fcntl(report_fd, F_DUPFD_CLOEXEC, 5)) < 0)
+		exec_fail(report_fd, 1, errno, "move report fd");
+	report_fd = moved;
+	if (p->channel >= 0 && (chan = fcntl(p->channel, F_DUPFD_CLOEXEC, 5)) < 0)
+		exec_fail(report_fd, 1, errno, "move the channel");
+	if (!p->own_stdin)
+		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	else if (c->stdin_fd >= 0)
 		in = c->stdin_fd;
 	else if (spec->stdin_path)
 		in = open(spec->stdin_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	else
 		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (in >= 0 && spec->stdin_path && fcntl(in, F_SETFL, 0) < 0)
+	if (in >= 0 && p->own_stdin && spec->stdin_path && fcntl(in, F_SETFL, 0) < 0)
 		in = -1;
 	if (in < 0 || dup2(in, 0) < 0 || dup2(c->out_w, 1) < 0 || dup2(c->err_w, 2) < 0)
 		exec_fail(report_fd, 1, errno, "set up stdio");
-	if (report_fd != 3) {
-		if (dup3(report_fd, 3, O_CLOEXEC) < 0)
-			exec_fail(report_fd, 1, errno, "move report fd");
-		report_fd = 3;
-	}
-	close_all_except(report_fd);
+	/* dup2() clears CLOEXEC: the program inherits the channel. */
+	if (chan >= 0 && dup2(chan, SANDBOX_CHANNEL_FD) < 0)
+		exec_fail(report_fd, 1, errno, "place the channel");
+	int report_at = chan >= 0 ? SANDBOX_CHANNEL_FD + 1 : 3;
+	if (dup3(report_fd, report_at, O_CLOEXEC) < 0)
+		exec_fail(report_fd, 1, errno, "move report fd");
+	report_fd = report_at;
+	syscall(SYS_close_range, report_at + 1, ~0U, 0);
 	if (chdir("/work") < 0)
 		exec_fail(report_fd, 1, errno, "chdir /work");
 	/* 6. Per-process limits, while still allowed to set hard limits. */
 	if (creds_set_rlimits(&spec->limits, &e) < 0)
 		exec_fail(report_fd, 1, e.errnum, e.msg);
-	/* 7. SECURITY: the slot's own uid/gid, no capabilities, no_new_privs. */
-	if (creds_drop(c->j->slot.uid, c->j->slot.gid, &e) < 0)
+	/* 7. SECURITY: its own uid/gid (the slot's; a split run's harness the
+	 *    slot's plus SANDBOX_HARNESS_UID_OFFSET), no capabilities,
+	 *    no_new_privs. */
+	if (creds_drop(p->uid, p->gid, &e) < 0)
 		exec_fail(report_fd, 1, e.errnum, e.msg);
 	/* 8. SECURITY: the seccomp filter, last, so it also binds execve. */
 	struct sock_fprog filter;
 	seccomp_default_program(&filter);
 	if (seccomp_install(&filter, &e) < 0)
 		exec_fail(report_fd, 1, e.errnum, e.msg);
-	int errnum = exec_search(spec->argv, c->envp);
+	int errnum = exec_search(p->argv, p->envp);
 	char text[300];
-	snprintf(text, sizeof(text), "cannot execute '%s': %s", spec->argv[0], strerror(errnum));
+	snprintf(text, sizeof(text), "cannot execute '%s': %s", p->argv[0], strerror(errnum));
 	exec_fail(report_fd, 0, errnum, text);
 }
 
@@ -227,15 +260,16 @@ static _Noreturn void contain_program(struct child_ctx *c, int report_fd)
 
 struct program_arg {
 	struct child_ctx *c;
+	const struct program *p;
 	int report_fd, report_r;
 };
 
-static int program_entry(void *p)
+static int program_entry(void *arg)
 {
-	struct program_arg *a = p;
+	struct program_arg *a = arg;
 
 	close(a->report_r);
-	contain_program(a->c, a->report_fd);
+	contain_program(a->c, a->p, a->report_fd);
 }
 
 static _Noreturn void init_fail(int msg_fd, const char *text)
@@ -247,20 +281,53 @@ static _Noreturn void init_fail(int msg_fd, const char *text)
 	_exit(1);
 }
 
+/*
+ * Start one program like posix_spawn: sharing init's memory until it execs
+ * (CLONE_VM|CLONE_VFORK), so no page tables are copied; init is suspended
+ * meanwhile, and contain_program() only makes system calls and formats
+ * into its own stack.  When clone() returns the program has exec'd or
+ * failed, so its report pipe has no writer left: *failed says whether
+ * there is a report, in *rep.  The pid, or -1.
+ */
+static pid_t start_program(struct child_ctx *c, const struct program *p, char *stack_top,
+			   struct exec_report *rep, bool *failed)
+{
+	int report[2];
+	pid_t pid;
+
+	*failed = false;
+	if (pipe2(report, O_CLOEXEC) < 0)
+		return -1;
+	struct program_arg arg = {.c = c, .p = p, .report_fd = report[1], .report_r = report[0]};
+	pid = clone(program_entry, stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, &arg);
+	close(report[1]);
+	if (pid > 0 && read(report[0], rep, sizeof(*rep)) == (ssize_t)sizeof(*rep)) {
+		rep->text[sizeof(rep->text) - 1] = '\0';
+		*failed = true;
+	}
+	close(report[0]);
+	return pid;
+}
+
 static _Noreturn void init_main(struct child_ctx *c)
 {
 	struct pollfd life = {.fd = c->life_r, .events = POLLIN};
+	const struct run_spec *spec = c->spec;
+	struct jail *j = c->j;
 	struct mount_plan plan = {
-	    .root_dir = c->j->root,
-	    .scratch_dir = c->j->scratch,
-	    .system_dir = c->j->opts.system_dir ? c->j->opts.system_dir : "/",
-	    .uid = c->j->slot.uid,
-	    .gid = c->j->slot.gid,
+	    .root_dir = j->root,
+	    .scratch_dir = j->scratch,
+	    .system_dir = j->opts.system_dir ? j->opts.system_dir : "/",
+	    .uid = j->slot.uid,
+	    .gid = j->slot.gid,
+	    .harness_uid = j->slot.uid + SANDBOX_HARNESS_UID_OFFSET,
+	    .harness_gid = j->slot.gid + SANDBOX_HARNESS_UID_OFFSET,
 	};
 	struct init_msg m = {.type = MSG_STARTED};
-	struct exec_report rep;
+	struct exec_report rep, peer_rep;
 	struct err e;
-	int report[2], st = 0;
+	int chan[2] = {-1, -1}, st = 0;
+	bool split = spec->peer_argv != NULL, failed = false, peer_failed = false;
 	pid_t pid, w;
 
 	/* SECURITY: the sandbox dies with its supervisor; if the supervisor
@@ -272,26 +339,46 @@ static _Noreturn void init_main(struct child_ctx *c)
 		init_fail(c->msg_w, "sethostname failed");
 	if (mount_build_root(&plan, &e) < 0)
 		init_fail(c->msg_w, e.msg);
-	if (pipe2(report, O_CLOEXEC) < 0)
-		init_fail(c->msg_w, "pipe failed");
+	if (split && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
+		init_fail(c->msg_w, "socketpair for the split run's channel failed");
 
-	/* The program starts like posix_spawn: sharing init's memory until it
-	 * execs (CLONE_VM|CLONE_VFORK), so no page tables are copied; init is
-	 * suspended meanwhile.  contain_program() only makes system calls and
-	 * formats into its own stack. */
+	/* A plain run: argv as the slot uid.  A split run: argv as the
+	 * harness, then peer_argv as the slot uid, each with one end of the
+	 * channel. */
+	const struct program prog = {
+	    .argv = spec->argv,
+	    .envp = c->envp,
+	    .uid = split ? plan.harness_uid : plan.uid,
+	    .gid = split ? plan.harness_gid : plan.gid,
+	    .own_stdin = true,
+	    .channel = chan[0],
+	};
+	const struct program peer = {
+	    .argv = spec->peer_argv,
+	    .envp = c->peer_envp,
+	    .uid = plan.uid,
+	    .gid = plan.gid,
+	    .own_stdin = false,
+	    .channel = chan[1],
+	};
+	/* A stack for each program: one a program started on is never
+	 * reused (a sanitizer build keeps its poisoned frames). */
 	size_t stack_size = 256 * 1024;
-	void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
+	char *stack = mmap(NULL, 2 * stack_size, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
 		init_fail(c->msg_w, "no memory for the program's stack");
-	struct program_arg arg = {.c = c, .report_fd = report[1], .report_r = report[0]};
 	m.t_ns = now_ns();
-	pid = clone(program_entry, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD,
-		    &arg);
+	pid = start_program(c, &prog, stack + stack_size, &rep, &failed);
 	if (pid < 0)
 		init_fail(c->msg_w, "clone of the program failed");
-	munmap(stack, stack_size);
-	close(report[1]);
+	/* A harness that could not start has no use for its peer. */
+	if (split && !failed &&
+	    start_program(c, &peer, stack + 2 * stack_size, &peer_rep, &peer_failed) < 0)
+		init_fail(c->msg_w, "clone of the peer failed");
+	munmap(stack, 2 * stack_size);
+	xclose(chan[0]);
+	xclose(chan[1]);
 	close(c->out_w);
 	close(c->err_w);
 	xclose(c->stdin_fd);
@@ -299,8 +386,25 @@ static _Noreturn void init_main(struct child_ctx *c)
 		close(c->cg_fds[i]);
 	(void)!write(c->msg_w, &m, sizeof(m));
 
-	/* Reap orphans that reparent to us until the program itself exits;
-	 * its daemons are not waited for. */
+	if (failed && rep.setup_failed)
+		init_fail(c->msg_w, rep.text);
+	if (peer_failed) {
+		/* The run could not start: reported like a program that could
+		 * not be executed (exit 127), naming the peer.  Init's exit
+		 * then kills the harness. */
+		char text[sizeof(peer_rep.text) + 8];
+		snprintf(text, sizeof(text), "peer: %s", peer_rep.text);
+		if (peer_rep.setup_failed)
+			init_fail(c->msg_w, text);
+		m = (struct init_msg){.type = MSG_EXITED, .wstatus = 127 << 8, .t_ns = now_ns()};
+		m.exec_errno = peer_rep.errnum ? peer_rep.errnum : ENOEXEC;
+		snprintf(m.text, sizeof(m.text), "%s", text);
+		(void)!write(c->msg_w, &m, sizeof(m));
+		_exit(0);
+	}
+
+	/* Reap orphans that reparent to us until the program (a split run's
+	 * harness) itself exits; its daemons, and the peer, are not waited for. */
 	do {
 		w = waitpid(-1, &st, 0);
 	} while (w != pid && (w >= 0 || errno == EINTR));
@@ -308,10 +412,7 @@ static _Noreturn void init_main(struct child_ctx *c)
 		init_fail(c->msg_w, "lost the program's exit status");
 
 	m = (struct init_msg){.type = MSG_EXITED, .wstatus = st, .t_ns = now_ns()};
-	if (read(report[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep)) {
-		rep.text[sizeof(rep.text) - 1] = '\0';
-		if (rep.setup_failed)
-			init_fail(c->msg_w, rep.text);
+	if (failed) {
 		m.exec_errno = rep.errnum ? rep.errnum : ENOEXEC;
 		snprintf(m.text, sizeof(m.text), "%s", rep.text);
 	}
@@ -321,17 +422,18 @@ static _Noreturn void init_main(struct child_ctx *c)
 
 /* ---- supervisor ------------------------------------------------------------ */
 
-static char **build_env(const struct run_spec *spec)
+/* The fixed base environment with `extra` (NAME=VALUE) added or replacing. */
+static char **build_env(char *const *extra, size_t count)
 {
 	size_t nbase = sizeof(base_env) / sizeof(base_env[0]), n = 0;
-	char **env = calloc(nbase + spec->env_count + 1, sizeof(char *));
+	char **env = calloc(nbase + count + 1, sizeof(char *));
 
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < nbase; i++)
 		env[n++] = (char *)base_env[i];
-	for (size_t i = 0; i < spec->env_count; i++) {
-		const char *kv = spec->env[i];
+	for (size_t i = 0; i < count; i++) {
+		const char *kv = extra[i];
 		size_t klen = strcspn(kv, "=");
 		size_t k = 0;
 		for (; k < n; k++)
@@ -484,10 +586,8 @@ static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, in
 	uint64_t now = now_ns();
 	uint64_t deadline = now + wall_ns + SETUP_SLACK_NS, next_sample = now + SAMPLE_NS;
 	struct pollfd p[5] = {
-	    {.fd = out_r, .events = POLLIN},
-	    {.fd = err_r, .events = POLLIN},
-	    {.fd = msg_r, .events = POLLIN},
-	    {.fd = pidfd, .events = POLLIN},
+	    {.fd = out_r, .events = POLLIN}, {.fd = err_r, .events = POLLIN},
+	    {.fd = msg_r, .events = POLLIN}, {.fd = pidfd, .events = POLLIN},
 	    {.fd = -1, .events = POLLIN}, /* the memory threshold (cgroup_watch_memory) */
 	};
 
@@ -595,9 +695,16 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 			       "the jail never runs a program as root (--privileged is for "
 			       "microVMs only)");
 
-	c.envp = build_env(spec);
-	if (!c.envp)
+	if (spec->peer_argv && !spec->peer_argv[0])
+		return err_set(e, EINVAL, "a split run's peer_argv is empty");
+	c.envp = build_env(spec->env, spec->env_count);
+	if (spec->peer_argv)
+		c.peer_envp = build_env(spec->peer_env, spec->peer_env_count);
+	if (!c.envp || (spec->peer_argv && !c.peer_envp)) {
+		free(c.envp);
+		free(c.peer_envp);
 		return err_set(e, ENOMEM, "environment");
+	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(msg, O_CLOEXEC) < 0 ||
 	    pipe2(life, O_CLOEXEC) < 0) {
 		err_set(e, errno, "pipe");
@@ -688,6 +795,7 @@ out_close:
 	xclose(life[0]);
 	xclose(life[1]);
 	free(c.envp);
+	free(c.peer_envp);
 	return rc;
 }
 
@@ -753,12 +861,19 @@ static int jail_put(struct sandbox *sb, const char *host_path, const char *sandb
 {
 	struct jail *j = (struct jail *)sb;
 	char rel[PATH_MAX];
-	bool protect = flags & SANDBOX_PUT_PROTECTED;
+	uid_t harness_uid = j->slot.uid + SANDBOX_HARNESS_UID_OFFSET;
+	gid_t harness_gid = j->slot.gid + SANDBOX_HARNESS_UID_OFFSET;
+	struct put_owner o = {.uid = j->slot.uid, .gid = j->slot.gid, 0777, 0777, false};
 
+	if (flags & SANDBOX_PUT_HARNESS_OWNED)
+		o = (struct put_owner){harness_uid, harness_gid, 0777, 0777, true};
+	else if (flags & SANDBOX_PUT_HARNESS)
+		o = (struct put_owner){0, harness_gid, 0640, 0750, true};
+	else if (flags & SANDBOX_PUT_PROTECTED)
+		o = (struct put_owner){0, 0, 0777, 0777, true};
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
-	return files_put(j->scratch_fd, host_path, rel, protect ? 0 : j->slot.uid,
-			 protect ? 0 : j->slot.gid, e);
+	return files_put(j->scratch_fd, host_path, rel, &o, e);
 }
 
 static int jail_get(struct sandbox *sb, const char *sandbox_path, const char *host_path,

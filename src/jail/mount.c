@@ -112,12 +112,14 @@ static int build_etc(const struct mount_plan *p, const char *sys_etc, const char
 	snprintf(text, sizeof(text),
 		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
 		 "student:x:%u:%u:Proctor sandbox:/work:/bin/sh\n"
+		 "harness:x:%u:%u:Proctor test harness:/work:/bin/sh\n"
 		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-		 (unsigned)p->uid, (unsigned)p->gid);
+		 (unsigned)p->uid, (unsigned)p->gid, (unsigned)p->harness_uid,
+		 (unsigned)p->harness_gid);
 	if (join(dst, sizeof(dst), etc, "passwd", e) < 0 || write_text(dst, text, e) < 0)
 		return -1;
-	snprintf(text, sizeof(text), "root:x:0:\nstudent:x:%u:\nnogroup:x:65534:\n",
-		 (unsigned)p->gid);
+	snprintf(text, sizeof(text), "root:x:0:\nstudent:x:%u:\nharness:x:%u:\nnogroup:x:65534:\n",
+		 (unsigned)p->gid, (unsigned)p->harness_gid);
 	if (join(dst, sizeof(dst), etc, "group", e) < 0 || write_text(dst, text, e) < 0)
 		return -1;
 	if (join(dst, sizeof(dst), etc, "hosts", e) < 0 ||
@@ -220,7 +222,8 @@ int mount_build_root(const struct mount_plan *p, struct err *e)
 
 	/* SECURITY: a proc of the new pid namespace: host processes are not in
 	 * it, and hidepid=invisible hides processes of other uids (the root
-	 * init) so their environ and cmdline cannot even be listed. */
+	 * init; in a split run the harness from the peer and the other way
+	 * round) so their environ and cmdline cannot even be listed. */
 	if (join(dst, sizeof(dst), root, "proc", e) < 0 || mkdir(dst, 0555) < 0)
 		return err_set(e, errno, "mkdir /proc");
 	if (mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") <

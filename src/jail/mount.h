@@ -7,11 +7,13 @@
 #include "err.h"
 
 struct mount_plan {
-	const char *root_dir;    /* empty directory to build the new root on */
+	const char *root_dir;	 /* empty directory to build the new root on */
 	const char *scratch_dir; /* the slot's writable tmpfs: work/, tmp/, shm/ */
-	const char *system_dir;  /* read-only system tree: "/" = the host's /usr and friends */
-	uid_t uid;
+	const char *system_dir;	 /* read-only system tree: "/" = the host's /usr and friends */
+	uid_t uid;		 /* the program's ("student" in /etc/passwd and /etc/group) */
 	gid_t gid;
+	uid_t harness_uid; /* a split run's harness ("harness") */
+	gid_t harness_gid;
 };
 
 /*
@@ -26,7 +28,6 @@ int mount_build_root(const struct mount_plan *p, struct err *e);
 
 /* Mount the scratch tmpfs of `bytes` on `dir` in the host namespace and
  * create work/, tmp/ and shm/ in it, owned by the slot's uid. */
-int mount_scratch(const char *dir, unsigned long long bytes, uid_t uid, gid_t gid,
-		  struct err *e);
+int mount_scratch(const char *dir, unsigned long long bytes, uid_t uid, gid_t gid, struct err *e);
 
 #endif
