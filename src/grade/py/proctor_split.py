@@ -1133,6 +1133,11 @@ def harness_main(argv):
         import pytest
         sys.argv = ["pytest"] + argv[1:]
         return int(pytest.main(argv[1:], plugins=[sys.modules["proctor_split"]]))
+    # `python -m` would have put the working directory first; the hidden
+    # tests are found there, last (the finder keeps the program's files
+    # out whatever the order).
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     sys.argv = ["python -m " + argv[0]] + argv[1:]
     runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
     return 0
