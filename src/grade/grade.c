@@ -16,6 +16,7 @@
 
 #include "capbuf.h"
 #include "grade/compare.h"
+#include "grade/guards.h"
 #include "grade/opener.h"
 #include "grade/pytest_guard.h"
 #include "grade/report.h"
@@ -823,14 +824,8 @@ static int guard_prepare(struct attempt *at, const char *key, bool split, struct
 		snprintf(dst, sizeof(dst), "%s/guard.json", at->report_dir);
 		guard_env_add(g, "PROCTOR_GUARD_OUT", dst);
 	}
-	if (split) {
-		double f = at->time_factor > 1.0 ? at->time_factor : 1.0;
+	if (split)
 		guard_env_add(g, "PROCTOR_SPLIT", "1");
-		snprintf(dst, sizeof(dst), "%u",
-			 split_call_timeout_s(
-			     (unsigned long long)((double)at->a->test.limits.wall_ms * f)));
-		guard_env_add(g, "PROCTOR_SPLIT_TIMEOUT", dst);
-	}
 	return 0;
 }
 
@@ -849,8 +844,11 @@ static bool fetch_small(struct attempt *at, const char *sandbox_path, const char
 	return read_whole_at(AT_FDCWD, host, O_NOFOLLOW, cap, ret, ret_len, &ignored) == 0;
 }
 
-/* The guard's summary, verified with the key, parsed as the report. */
-static int read_guard(struct attempt *at, const char key[65], struct report *ret, struct err *e)
+/* A guard's summary `name` in the report directory, verified with the key
+ * (name.sig: its HMAC-SHA256 in hex), parsed as the report in format fmt;
+ * `what` names the guard in verdicts.  1: verdict set. */
+static int read_signed(struct attempt *at, const char key[65], const char *name,
+		       enum report_format fmt, const char *what, struct report *ret, struct err *e)
 {
 	char path[PATH_MAX], host[PATH_MAX + 32], *body = NULL, *sig = NULL;
 	size_t body_len = 0, sig_len = 0;
@@ -859,16 +857,17 @@ static int read_guard(struct attempt *at, const char key[65], struct report *ret
 	char hex[2 * SHA256_DIGEST_SIZE + 1];
 	int rc = 1;
 
-	snprintf(path, sizeof(path), "%s/guard.json", at->report_dir);
-	if (!fetch_small(at, path, "guard.json", at->a->report_max_bytes, &body, &body_len)) {
+	snprintf(path, sizeof(path), "%s/%s", at->report_dir, name);
+	if (!fetch_small(at, path, name, at->a->report_max_bytes, &body, &body_len)) {
 		set_verdict(at, "crashed",
-			    "no signed pytest summary: the test run did not finish "
-			    "normally (exited early, or its report was forged)");
+			    "no signed %s summary: the test run did not finish normally (exited "
+			    "early, or its report was forged)",
+			    what);
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/guard.json.sig", at->report_dir);
+	snprintf(path, sizeof(path), "%s/%s.sig", at->report_dir, name);
 	if (!fetch_small(at, path, "guard.sig", 128, &sig, &sig_len)) {
-		set_verdict(at, "crashed", "the pytest summary is not signed");
+		set_verdict(at, "crashed", "the %s summary is not signed", what);
 		goto out;
 	}
 	hmac_sha256_set_key(&ctx, 64, (const uint8_t *)key);
@@ -882,15 +881,21 @@ static int read_guard(struct attempt *at, const char key[65], struct report *ret
 	for (size_t i = 0; i < 64 && i < sig_len; i++)
 		diff |= (unsigned)(hex[i] ^ sig[i]);
 	if (diff) {
-		set_verdict(at, "crashed", "the pytest summary's signature does not verify");
+		set_verdict(at, "crashed", "the %s summary's signature does not verify", what);
 		goto out;
 	}
-	snprintf(host, sizeof(host), "%s/guard.json", at->staging);
-	rc = parse_report_file(at, host, REPORT_GRADESCOPE, ret, e);
+	snprintf(host, sizeof(host), "%s/%s", at->staging, name);
+	rc = parse_report_file(at, host, fmt, ret, e);
 out:
 	free(body);
 	free(sig);
 	return rc;
+}
+
+/* The pytest guard's summary (guard_prepare()). */
+static int read_guard(struct attempt *at, const char key[65], struct report *ret, struct err *e)
+{
+	return read_signed(at, key, "guard.json", REPORT_GRADESCOPE, "pytest", ret, e);
 }
 
 static int runner_mode(struct attempt *at, struct err *e)
@@ -900,6 +905,9 @@ static int runner_mode(struct attempt *at, struct err *e)
 	struct run_result r;
 	char **argv, **peer = NULL, key[65] = "";
 	struct guard_env g;
+	char *env[2];
+	struct runner_guard rg = {0};
+	bool rguard = !a->pytest_guard && runner_guard_applies(a);
 
 	if (make_report_dir(at, split ? SANDBOX_PUT_HARNESS_OWNED : 0, e) < 0)
 		return -1;
@@ -925,6 +933,20 @@ static int runner_mode(struct attempt *at, struct err *e)
 	}
 	if (!argv)
 		return err_set(e, ENOMEM, "test argv");
+	if (rguard) { /* node --test, JUnit: by default (grade/guards.h) */
+		int arm = runner_guard_arm(at->sb, at->staging, at->report_dir, a->runner, argv, &rg, e);
+		free_argv(argv);
+		if (arm < 0) {
+			runner_guard_free(&rg);
+			return -1;
+		}
+		argv = rg.argv;
+		rg.argv = NULL;
+		env[0] = rg.env[0];
+		env[1] = rg.env[1];
+		at->extra_env = env;
+		at->n_extra_env = 2;
+	}
 	at->student_ran = true;
 	int rc =
 	    run_step(at, "test", argv, &a->test.limits, -1, a->test.limits.output_bytes, &r, e);
@@ -943,6 +965,10 @@ static int runner_mode(struct attempt *at, struct err *e)
 	else if (r.status == RUN_SIGNALED)
 		set_verdict(at, "crashed", "the test runner was killed by signal %d (%s)", r.signal,
 			    strsignal(r.signal));
+	else if (split && r.exit_code == SPLIT_ABORT_STATUS)
+		set_verdict(at, "crashed",
+			    "the submission's process ended during a call from the tests, or broke "
+			    "the split protocol (the test step's output says which)");
 	else if (!ok_exit(a, r.exit_code))
 		set_verdict(at, "crashed",
 			    "the test runner's exit status %d is not a normal finish", r.exit_code);
@@ -951,7 +977,10 @@ static int runner_mode(struct attempt *at, struct err *e)
 		return 0;
 
 	struct report rep = {0};
-	rc = a->pytest_guard ? read_guard(at, key, &rep, e) : read_report(at, &rep, e);
+	rc = a->pytest_guard ? read_guard(at, key, &rep, e)
+	     : rguard	     ? read_signed(at, rg.key, RUNNER_GUARD_SUMMARY, REPORT_JUNIT,
+				   a->runner == RUNNER_NODE ? "node --test" : "JUnit", &rep, e)
+			     : read_report(at, &rep, e);
 	if (rc < 0)
 		return -1;
 	if (rc == 0) {

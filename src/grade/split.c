@@ -62,10 +62,3 @@ char **split_program_argv(char *const *harness_argv)
 
 	return strv_dup(v, 4);
 }
-
-unsigned split_call_timeout_s(unsigned long long wall_ms)
-{
-	unsigned long long s = wall_ms / 3000;
-
-	return s < 1 ? 1 : s > 60 ? 60 : (unsigned)s;
-}

@@ -35,8 +35,8 @@ char **split_harness_argv(char *const *argv, enum runner_kind kind);
  * harness's interpreter.  NULL when out of memory. */
 char **split_program_argv(char *const *harness_argv);
 
-/* The per-call bound the harness puts on the program, in seconds, for a
- * test step whose wall-clock limit is wall_ms: a third of it, 1 to 60. */
-unsigned split_call_timeout_s(unsigned long long wall_ms);
+/* The harness's exit status when the program side ended during a call or
+ * broke the protocol (proctor_split.py's ABORT_STATUS): the run is crashed. */
+#define SPLIT_ABORT_STATUS 70
 
 #endif

@@ -34,10 +34,11 @@ where capsys sees it.  Callables and iterators of the tests that are
 passed to the submission stay in the harness and are called back; the
 worker may not read their attributes beyond public names.
 
-Every wait for the worker is bounded (PROCTOR_SPLIT_TIMEOUT seconds) and
-every message is bounded (PROCTOR_SPLIT_MAX_BYTES); past either, the
-worker is killed, the call fails, and the next use starts a fresh worker
-(the submission imported again).  So does a worker that exits.
+A call into the worker is bounded by the test step's own limits (its
+wall-clock and CPU time, memory and processes, shared by both sides), and
+every message by PROCTOR_SPLIT_MAX_BYTES.  When the worker ends (exits,
+crashes, is killed) or breaks the protocol, the harness ends the run with
+status 70 and no report, as a runner the code under test crashed would.
 """
 
 import base64
@@ -46,15 +47,12 @@ import decimal
 import fractions
 import importlib.abc
 import importlib.machinery
-import importlib.util
 import io
 import json
 import operator
 import os
 import pathlib
-import signal
 import socket
-import stat
 import struct
 import sys
 import types
@@ -63,16 +61,11 @@ import weakref
 CHANNEL_FD = 3
 WORK = os.environ.get("PROCTOR_SPLIT_WORK", "/work")
 _MAX_BYTES = int(os.environ.get("PROCTOR_SPLIT_MAX_BYTES", str(16 << 20)))
-_TIMEOUT = float(os.environ.get("PROCTOR_SPLIT_TIMEOUT", "10"))
 _MAX_DEPTH = 100
 
 
 class ProtocolError(Exception):
     """The other side sent something that is not a message of ours."""
-
-
-class WorkerGone(RuntimeError):
-    """The submission's process ended, or was ended, during a call."""
 
 
 # ---- framing ------------------------------------------------------------------
@@ -437,7 +430,7 @@ class Endpoint:
         try:
             value = self.handle(m)
             reply = {"re": n, "ok": self.codec.encode(value)}
-        except (ProtocolError, EOFError, WorkerGone, socket.timeout):
+        except (ProtocolError, EOFError):
             raise
         except BaseException as e:  # the callee's exception is the answer
             reply = {"re": n, "exc": _describe_exception(self.codec, e)}
@@ -615,157 +608,58 @@ class Worker:
 
 
 def program_main():
-    """The zygote: forks a worker per 'spawn', hands its socket over, kills
-    and reaps on request.  Imports nothing of the submission itself."""
-    ctl = socket.socket(fileno=CHANNEL_FD)
-    ctl.set_inheritable(False)
+    """The program side: the worker, on the channel.  It imports nothing of
+    the submission's until the harness asks."""
+    sock = socket.socket(fileno=CHANNEL_FD)
+    sock.set_inheritable(False)
     os.chdir(WORK)
     sys.path.insert(0, WORK)
     sys.dont_write_bytecode = True
-    pid = 0
-    while True:
-        try:
-            m = _recv(ctl)
-        except EOFError:
-            if pid:
-                _kill(pid)
-            return 0
-        op = m.get("op")
-        if op == "spawn":
-            if pid:
-                _kill(pid)
-            a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            pid = os.fork()
-            if pid == 0:
-                ctl.close()
-                a.close()
-                try:
-                    Worker(b).serve()
-                except BaseException as e:  # its protocol broke: end, the harness sees EOF
-                    os.write(2, ("proctor_split worker: %r\n" % e).encode())
-                os._exit(70)
-            b.close()
-            _send(ctl, {"re": m.get("n"), "pid": pid})
-            socket.send_fds(ctl, [b"f"], [a.fileno()])
-            a.close()
-        elif op in ("kill", "wait"):
-            status = None
-            if pid:
-                status = _kill(pid) if op == "kill" else _reap(pid, 1.0)
-            pid = 0
-            _send(ctl, {"re": m.get("n"), "status": status})
-        else:
-            return 2
-
-
-def _reap(pid, timeout):
-    import time
-    end = time.monotonic() + float(timeout)
-    while time.monotonic() < end:
-        done, st = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return _status_text(st)
-        time.sleep(0.01)
-    return _kill(pid)
-
-
-def _kill(pid):
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        _, st = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return "gone"
-    return _status_text(st)
-
-
-def _status_text(st):
-    if os.WIFSIGNALED(st):
-        sig = os.WTERMSIG(st)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = str(sig)
-        return "killed by signal %d (%s)" % (sig, name)
-    return "exited with status %d" % os.WEXITSTATUS(st)
+    Worker(sock).serve()
 
 
 # ---- the harness side: proxies ---------------------------------------------------
 
+# The harness's exit status when the program side is gone: not a normal
+# finish of any runner (grade.c says "crashed" with this reason).
+ABORT_STATUS = 70
+
+
+def _abort(why):
+    """The submission's process ended, or stopped speaking the protocol:
+    as when the code under test crashes a runner it shares a process with,
+    the run ends here, with no report."""
+    try:
+        sys.__stderr__.write("proctor_split: %s; the test run cannot go on\n" % why)
+        sys.__stderr__.flush()
+    finally:
+        os._exit(ABORT_STATUS)
+
+
 class Session:
-    """The harness's link to the program side: one worker at a time."""
+    """The harness's link to the program side."""
 
     def __init__(self):
-        self.ctl = socket.socket(fileno=CHANNEL_FD)
-        self.ctl.set_inheritable(False)  # not the tests' child processes'
-        self.ep = None
-        self.generation = 0
+        sock = socket.socket(fileno=CHANNEL_FD)
+        sock.set_inheritable(False)  # not the tests' child processes'
         self.proxies = weakref.WeakValueDictionary()
         self.classes = {}
         self.mirror = ExceptionMirror()
-        self.ctl_seq = 0
-
-    def _ctl(self, op, **kw):
-        self.ctl_seq += 1
-        msg = {"op": op, "n": self.ctl_seq}
-        msg.update(kw)
-        _send(self.ctl, msg)
-        self.ctl.settimeout(max(_TIMEOUT, 5.0))
-        try:
-            return _recv(self.ctl)
-        finally:
-            self.ctl.settimeout(None)
-
-    def endpoint(self):
-        if self.ep is None:
-            self._ctl("spawn")
-            self.ctl.settimeout(max(_TIMEOUT, 5.0))
-            try:
-                _, fds, _, _ = socket.recv_fds(self.ctl, 1, 1)
-            finally:
-                self.ctl.settimeout(None)
-            if len(fds) != 1:
-                raise WorkerGone("the submission's process could not be started")
-            self.proxies = weakref.WeakValueDictionary()
-            codec = Codec(self.make_proxy, lambda v: {})
-            self.ep = Endpoint(socket.socket(fileno=fds[0]), codec,
-                               lambda m: _harness_object_op(codec, m), _TIMEOUT, _write_output)
-            self.ep.mirror = self.mirror
-        return self.ep
+        codec = Codec(self.make_proxy, lambda v: {})
+        self.ep = Endpoint(sock, codec, lambda m: _harness_object_op(codec, m), None,
+                           _write_output)
+        self.ep.mirror = self.mirror
 
     def request(self, op, **kw):
-        ep = self.endpoint()
         try:
-            return ep.request(op, **kw)
-        except socket.timeout:
-            status = self.end("kill")
-            raise TimeoutError("the submission did not answer within %g s (%s)"
-                               % (_TIMEOUT, status)) from None
-        except EOFError:
-            status = self.end("wait")
-            raise WorkerGone("the submission's process ended during the call (%s); "
-                             "the next call starts it again" % status) from None
+            return self.ep.request(op, **kw)
+        except (EOFError, OSError):
+            _abort("the submission's process ended during a call")
         except ProtocolError as e:
-            status = self.end("kill")
-            raise WorkerGone("the submission's process broke the protocol (%s); it was "
-                             "ended (%s)" % (e, status)) from None
-
-    def end(self, how):
-        """End the worker; its objects are gone with it (a new generation)."""
-        self.generation += 1
-        ep, self.ep = self.ep, None
-        if ep is not None:
-            ep.sock.close()
-        try:
-            return self._ctl(how).get("status")
-        except (OSError, EOFError, ProtocolError) as e:
-            return "unknown (%s)" % e
+            _abort("the submission's process broke the protocol (%s)" % e)
 
     def make_proxy(self, n, info):
-        key = (self.generation, n)
-        p = self.proxies.get(key)
+        p = self.proxies.get(n)
         if p is not None:
             return p
         if type(info) is not dict:
@@ -773,54 +667,38 @@ class Session:
         kind = info.get("kind")
         if kind == "class":
             if info.get("exception"):
-                cls = self.mirror.cls(info.get("class"))
-                return cls
-            p = self.remote_class(n, info.get("class"))
+                return self.mirror.cls(info.get("class"))
+            p = self.instance_class(info.get("class"))
+            type.__setattr__(p, "_proctor_class_ref", n)
         elif kind == "module":
-            p = ProxyModule(_str(info.get("name")), self, n)
+            p = ProxyModule(_str(info.get("name")), n)
         else:
             cls = self.instance_class(info.get("class"))
             p = cls.__new__(cls)
             object.__setattr__(p, "_proctor_id", n)
-            object.__setattr__(p, "_proctor_gen", self.generation)
-        try:
-            self.proxies[key] = p
-        except TypeError:
-            pass
+        self.proxies[n] = p
         return p
-
-    def _class_key(self, info):
-        if type(info) is not dict:
-            raise ProtocolError("bad class description")
-        if "builtin" in info:
-            return ("builtins", _str(info["builtin"]))
-        return (_str(info.get("module")), _str(info.get("qualname")))
 
     def instance_class(self, info, depth=0):
         """The harness class of the worker's class `info` (its instances'
-        proxies are of it), one per (module, qualname) across workers."""
-        key = self._class_key(info)
+        proxies are of it), one per (module, qualname); calling it
+        constructs in the worker once the worker has named it."""
+        if type(info) is not dict:
+            raise ProtocolError("bad class description")
+        key = (("builtins", _str(info["builtin"])) if "builtin" in info
+               else (_str(info.get("module")), _str(info.get("qualname"))))
         cls = self.classes.get(key)
         if cls is None:
-            if key[0] == "builtins" or depth > 20:
-                bases = (RemoteObject,)
-            else:
+            bases = (RemoteObject,)
+            if key[0] != "builtins" and depth < 20:
                 bases = tuple(self.instance_class(b, depth + 1) for b in _list(info.get("bases")))
                 bases = tuple(b for i, b in enumerate(bases) if b not in bases[:i]) or (RemoteObject,)
+            ns = {"__module__": key[0], "__qualname__": key[1], "__slots__": ()}
             try:
-                cls = RemoteMeta(key[1].rpartition(".")[2], bases,
-                                 {"__module__": key[0], "__qualname__": key[1], "__slots__": ()})
+                cls = RemoteMeta(key[1].rpartition(".")[2], bases, ns)
             except TypeError:
-                cls = RemoteMeta(key[1].rpartition(".")[2], (RemoteObject,),
-                                 {"__module__": key[0], "__qualname__": key[1], "__slots__": ()})
+                cls = RemoteMeta(key[1].rpartition(".")[2], (RemoteObject,), ns)
             self.classes[key] = cls
-        return cls
-
-    def remote_class(self, n, info):
-        """The stand-in for a class of the worker's: calling it constructs
-        there, its attributes are the class's there, isinstance works."""
-        cls = self.instance_class(info)
-        type.__setattr__(cls, "_proctor_class_ref", (self.generation, n))
         return cls
 
 
@@ -842,19 +720,11 @@ def _session():
 
 
 def _codec():
-    return _session().endpoint().codec
-
-
-def _ref_of(p):
-    gen = object.__getattribute__(p, "_proctor_gen")
-    if gen != _session().generation:
-        raise WorkerGone("this object belonged to a process of the submission that has "
-                         "ended; it is gone")
-    return object.__getattribute__(p, "_proctor_id")
+    return _session().ep.codec
 
 
 def _remote(p, op, **kw):
-    return _session().request(op, target=_ref_of(p), **kw)
+    return _session().request(op, target=object.__getattribute__(p, "_proctor_id"), **kw)
 
 
 def _call_args(args, kwargs):
@@ -888,21 +758,10 @@ class RemoteMeta(type):
     class attributes (constants, class and static methods) come from it."""
 
     def _proctor_encode(cls):
-        """The class's number in the current worker: a class the tests
-        hold from before the worker was replaced is found there again by
-        its module and qualified name."""
         ref = cls.__dict__.get("_proctor_class_ref")
         if ref is None:
             raise TypeError("%s is not a class of the submission's" % cls.__qualname__)
-        s = _session()
-        if ref[0] != s.generation:
-            obj = s.request("import", name=cls.__module__)
-            for part in cls.__qualname__.split("."):
-                obj = getattr(obj, part)
-            ref = cls.__dict__.get("_proctor_class_ref")
-            if obj is not cls or ref[0] != s.generation:
-                raise WorkerGone("class %s is no longer in the submission" % cls.__qualname__)
-        return ref[1]
+        return ref
 
     def __call__(cls, *args, **kwargs):
         target = RemoteMeta._proctor_encode(cls)
@@ -917,10 +776,10 @@ class RemoteMeta(type):
 class RemoteObject:
     """A proxy to an object of the submission's, in its worker."""
 
-    __slots__ = ("_proctor_id", "_proctor_gen", "__weakref__")
+    __slots__ = ("_proctor_id", "__weakref__")
 
     def _proctor_encode(self):
-        return _ref_of(self)
+        return object.__getattribute__(self, "_proctor_id")
 
     def __getattr__(self, name):
         return _remote(self, "getattr", name=name)
@@ -991,39 +850,29 @@ class ProxyModule(types.ModuleType):
     """The stand-in for a module of the submission's: every attribute is
     read from (and set in) the worker's module of that name."""
 
-    def __init__(self, name, session, n):
+    def __init__(self, name, n):
         super().__init__(name)
-        self.__dict__["_proctor_ref"] = (session.generation, n)
+        self.__dict__["_proctor_ref"] = n
 
     def _proctor_encode(self):
-        return self._proctor_target()
-
-    def _proctor_target(self):
-        s = _session()
-        ref = self.__dict__["_proctor_ref"]
-        if ref[0] != s.generation:
-            # The worker was replaced: import the module there again.
-            mod = s.request("import", name=self.__name__)
-            ref = mod.__dict__["_proctor_ref"] if isinstance(mod, ProxyModule) else ref
-            self.__dict__["_proctor_ref"] = ref
-        return ref[1]
+        return self.__dict__["_proctor_ref"]
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__") and name not in ("__all__", "__version__"):
             raise AttributeError(name)
-        return _session().request("getattr", target=self._proctor_target(), name=name)
+        return _session().request("getattr", target=self.__dict__["_proctor_ref"], name=name)
 
     def __setattr__(self, name, value):
         if name.startswith("__") and name.endswith("__"):
             return super().__setattr__(name, value)
-        _session().request("setattr", target=self._proctor_target(), name=name,
+        _session().request("setattr", target=self.__dict__["_proctor_ref"], name=name,
                            value=_codec().encode(value))
 
     def __delattr__(self, name):
-        _session().request("delattr", target=self._proctor_target(), name=name)
+        _session().request("delattr", target=self.__dict__["_proctor_ref"], name=name)
 
     def __dir__(self):
-        v = _session().request("unary", target=self._proctor_target(), name="dir")
+        v = _session().request("unary", target=self.__dict__["_proctor_ref"], name="dir")
         return [x for x in v if type(x) is str] if type(v) is list else []
 
 
@@ -1091,10 +940,25 @@ class SubmissionFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(name, trusted)
         if spec is not None:
             return spec
+        # The pytest guard's rule (docs/grading.md): what the program wrote
+        # never stands in for a hidden module, nor makes a package of them.
         for entry in work:
             hidden = os.path.join(entry or ".", name + ".py")
-            if os.path.isfile(hidden) and not _program_wrote(hidden):
-                return importlib.util.spec_from_file_location(name, hidden)
+            if hidden != where and os.path.isfile(hidden) and not _program_wrote(hidden):
+                raise ImportError("proctor_split: import %s would run %s, which the program "
+                                  "wrote, instead of the hidden %s" % (name, where, hidden),
+                                  name=name)
+        if os.path.basename(where) == "__init__.py":
+            folder = os.path.dirname(where)
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                names = []
+            if any(n.endswith(".py") and not _program_wrote(os.path.join(folder, n))
+                   for n in names):
+                raise ImportError("proctor_split: import %s would run %s, which the program "
+                                  "wrote, for a directory of hidden modules" % (name, where),
+                                  name=name)
         return importlib.machinery.ModuleSpec(name, _ProxyLoader(),
                                               is_package=found.submodule_search_locations
                                               is not None)
