@@ -53,6 +53,7 @@
 #include <sys/prctl.h>
 #include <sys/reboot.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -70,6 +71,7 @@
 
 #define AGENT_VERSION "proctor-agent 0.1.0"
 #define STUDENT_ID    1000
+#define HARNESS_ID    1001 /* a split run's harness (run_spec.peer_argv in src/sandbox.h) */
 #define CG	      "/sys/fs/cgroup"
 #define ROOT	      "/newroot"
 #define TICK_MS	      10
@@ -437,11 +439,13 @@ static void add_account(void)
 
 	if (fd >= 0) {
 		dprintf(fd, "student:x:%d:%d:student:/work:/bin/sh\n", STUDENT_ID, STUDENT_ID);
+		dprintf(fd, "harness:x:%d:%d:Proctor test harness:/work:/bin/sh\n", HARNESS_ID,
+			HARNESS_ID);
 		close(fd);
 	}
 	fd = open(ROOT "/etc/group", O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd >= 0) {
-		dprintf(fd, "student:x:%d:\n", STUDENT_ID);
+		dprintf(fd, "student:x:%d:\nharness:x:%d:\n", STUDENT_ID, HARNESS_ID);
 		close(fd);
 	}
 }
@@ -527,7 +531,13 @@ static void do_setup(uint32_t len)
 
 static void chown_for(int fd, uint32_t flags, mode_t mode)
 {
-	if (flags & PROTO_PUT_PROTECTED) {
+	if (flags & PROTO_PUT_HARNESS_OWNED) {
+		fchown(fd, HARNESS_ID, HARNESS_ID);
+		fchmod(fd, mode & 0777);
+	} else if (flags & PROTO_PUT_HARNESS) {
+		fchown(fd, 0, HARNESS_ID);
+		fchmod(fd, mode & 0640);
+	} else if (flags & PROTO_PUT_PROTECTED) {
 		fchown(fd, 0, 0);
 		fchmod(fd, mode & 0755);
 	} else {
@@ -544,7 +554,9 @@ static void chown_for(int fd, uint32_t flags, mode_t mode)
  * directory is left as it is, except under a protected put: one the
  * program owns is taken back (root, 01777), so it cannot be used to delete
  * or rename what is put in it, and a parent (mode with the sticky bit)
- * becomes root's 01777 whoever made it.
+ * becomes root's 01777 whoever made it.  A directory of a harness put
+ * (the host sends its parents as protected) gets exactly its owner and
+ * mode, created or not: root:1001 mode & 0750, or 1001:1001 mode & 0777.
  */
 static void do_mkdir(uint32_t len)
 {
@@ -576,7 +588,11 @@ static void do_mkdir(uint32_t len)
 			close(fd);
 		return send_err("mkdir %s: %s", path, strerror(saved));
 	}
-	if (!(flags & PROTO_PUT_PROTECTED)) {
+	if (flags & PROTO_PUT_HARNESS_OWNED) {
+		rc = fchown(fd, HARNESS_ID, HARNESS_ID) < 0 || fchmod(fd, mode & 0777) < 0;
+	} else if (flags & PROTO_PUT_HARNESS) {
+		rc = fchown(fd, 0, HARNESS_ID) < 0 || fchmod(fd, mode & 0750) < 0;
+	} else if (!(flags & PROTO_PUT_PROTECTED)) {
 		if (created)
 			rc = fchown(fd, STUDENT_ID, STUDENT_ID) < 0 || fchmod(fd, mode & 0777) < 0;
 	} else if (created) {
@@ -742,69 +758,14 @@ static void do_quiesce(void)
 
 /* ---- runs ---- */
 
-struct run_req {
-	char *argv[PROTO_MAX_ARGS + 1];
-	char *env[PROTO_MAX_ENV + 1];
-	char stdin_path[PROTO_MAX_STR];
-	struct proto_run_limits l;
-};
-
-static char *dup_field(struct preader *r)
-{
-	size_t n;
-	const unsigned char *p = preader_bytes(r, PROTO_MAX_STR, &n);
-	char *s;
-
-	if (!p || memchr(p, '\0', n) || !(s = malloc(n + 1)))
-		return NULL;
-	memcpy(s, p, n);
-	s[n] = '\0';
-	return s;
-}
-
-static int parse_run(uint32_t len, struct run_req *q)
-{
-	struct preader r;
-	uint32_t argc, envc;
-
-	memset(q, 0, sizeof(*q));
-	preader_init(&r, ib, len);
-	argc = preader_u32(&r);
-	if (argc < 1 || argc > PROTO_MAX_ARGS)
-		return -1;
-	for (uint32_t i = 0; i < argc; i++)
-		if (!(q->argv[i] = dup_field(&r)))
-			return -1;
-	envc = preader_u32(&r);
-	if (envc > PROTO_MAX_ENV)
-		return -1;
-	for (uint32_t i = 0; i < envc; i++)
-		if (!(q->env[i] = dup_field(&r)))
-			return -1;
-	preader_str(&r, q->stdin_path, sizeof(q->stdin_path));
-	q->l.cpu_ms = preader_u64(&r);
-	q->l.wall_ms = preader_u64(&r);
-	q->l.memory_bytes = preader_u64(&r);
-	q->l.pids = preader_u64(&r);
-	q->l.fsize_bytes = preader_u64(&r);
-	q->l.nofile = preader_u64(&r);
-	q->l.output_bytes = preader_u64(&r);
-	q->l.flags = preader_u32(&r);
-	if (preader_end(&r) < 0 || (q->l.flags & ~PROTO_RUN_PRIVILEGED) ||
-	    (q->stdin_path[0] && !proto_path_ok(q->stdin_path)))
-		return -1;
-	return 0;
-}
-
-static void free_run(struct run_req *q)
-{
-	for (size_t i = 0; q->argv[i]; i++)
-		free(q->argv[i]);
-	for (size_t i = 0; q->env[i]; i++)
-		free(q->env[i]);
-}
-
-static _Noreturn void child(const struct run_req *q, int out, int err, int in, int errfd)
+/*
+ * One program of a run: argv with env, as `id` (a split run's harness
+ * HARNESS_ID, else STUDENT_ID), stdin `in`, and in a split run its end of
+ * the channel as fd 3 (SANDBOX_CHANNEL_FD of src/sandbox.h), inherited.
+ * errfd (CLOEXEC) receives errno if execve is not reached.
+ */
+static _Noreturn void child(const struct proto_run *q, char *const *argv, char *const *env,
+			    uid_t id, int out, int err, int in, int errfd, int chanfd)
 {
 	struct rlimit rl;
 	int e;
@@ -813,6 +774,13 @@ static _Noreturn void child(const struct run_req *q, int out, int err, int in, i
 		goto fail;
 	setsid();
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	/* The exec report moves out of the way of fd 3; the channel goes
+	 * there without CLOEXEC (dup2 clears it; already there, cleared). */
+	if ((e = fcntl(errfd, F_DUPFD_CLOEXEC, 10)) < 0)
+		goto fail;
+	errfd = e;
+	if (chanfd >= 0 && (chanfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(chanfd, 3)) < 0)
 		goto fail;
 	write_str("/proc/self/oom_score_adj", "0");
 	setpriority(PRIO_PROCESS, 0, 0);
@@ -835,8 +803,7 @@ static _Noreturn void child(const struct run_req *q, int out, int err, int in, i
 	setrlimit(RLIMIT_MEMLOCK, &rl);
 	setrlimit(RLIMIT_MSGQUEUE, &rl);
 	if (!(q->l.flags & PROTO_RUN_PRIVILEGED) &&
-	    (setgroups(0, NULL) < 0 || setresgid(STUDENT_ID, STUDENT_ID, STUDENT_ID) < 0 ||
-	     setresuid(STUDENT_ID, STUDENT_ID, STUDENT_ID) < 0 ||
+	    (setgroups(0, NULL) < 0 || setresgid(id, id, id) < 0 || setresuid(id, id, id) < 0 ||
 	     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0))
 		goto fail;
 	/* SECURITY: the jail's system-call filter (src/host/seccomp.c), last
@@ -855,8 +822,8 @@ static _Noreturn void child(const struct run_req *q, int out, int err, int in, i
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	environ = (char **)q->env;
-	execvp(q->argv[0], q->argv);
+	environ = (char **)env;
+	execvp(argv[0], argv);
 fail:
 	e = errno;
 	if (write(errfd, &e, sizeof(e)) < 0) {
@@ -974,16 +941,19 @@ static int drain(int fd, unsigned stream, uint64_t *total, uint64_t cap)
 
 static void do_run(uint32_t len)
 {
-	struct run_req q;
+	static struct proto_run q;
 	struct proto_exit x = {.exit_code = -1};
 	int po[2] = {-1, -1}, pe[2] = {-1, -1}, px[2] = {-1, -1}, in = -1;
-	pid_t pid;
+	int ch[2] = {-1, -1}, ppx[2] = {-1, -1}, nul = -1; /* a split run's channel, peer report */
+	pid_t pid, peer = -1;
+	bool peer_failed = false;
 	uint64_t t0, t_end = 0, peak_pids = 0;
 	bool exited = false, killed = false, out_open = true, err_open = true;
 	int status = 0;
 
-	if (parse_run(len, &q) < 0 || treefd < 0) {
-		free_run(&q);
+	bool split;
+	if (proto_parse_run(ib, len, &q) < 0 || treefd < 0) {
+		proto_run_free(&q);
 		return send_err("malformed RUN");
 	}
 	/* A fresh run cgroup: peaks and event counters start at zero. */
@@ -1018,6 +988,18 @@ static void do_run(uint32_t len)
 		snprintf(x.message, sizeof(x.message), "pipe: %s", strerror(errno));
 		goto send;
 	}
+	/* A split run: the harness (argv, HARNESS_ID) and the peer
+	 * (peer_argv, STUDENT_ID, stdin /dev/null), one end each of a
+	 * connected stream pair as fd 3; the run is the harness's. */
+	split = q.peer_argv[0] != NULL;
+	if (split &&
+	    (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0 ||
+	     pipe2(ppx, O_CLOEXEC) < 0 || (nul = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)) {
+		x.flags = PROTO_EXIT_NOT_STARTED;
+		snprintf(x.message, sizeof(x.message), "the split run's channel: %s",
+			 strerror(errno));
+		goto send;
+	}
 	/* The run's group is new: nothing of the tree is charged to it yet. */
 	bool tree_full;
 	run_files_uncharged = tree_used(&tree_full);
@@ -1029,7 +1011,27 @@ static void do_run(uint32_t len)
 		goto send;
 	}
 	if (pid == 0)
-		child(&q, po[1], pe[1], in, px[1]);
+		child(&q, q.argv, q.env, split ? HARNESS_ID : STUDENT_ID, po[1], pe[1], in, px[1],
+		      ch[0]);
+	if (split) {
+		peer = fork();
+		if (peer == 0)
+			child(&q, q.peer_argv, q.peer_env, STUDENT_ID, po[1], pe[1], nul, ppx[1],
+			      ch[1]);
+		if (peer < 0) {
+			kill_run();
+			x.flags = PROTO_EXIT_NOT_STARTED;
+			snprintf(x.message, sizeof(x.message), "fork the peer: %s",
+				 strerror(errno));
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			goto send;
+		}
+		close(ch[0]);
+		close(ch[1]);
+		close(ppx[1]);
+		ch[0] = ch[1] = ppx[1] = -1;
+	}
 	close(po[1]);
 	close(pe[1]);
 	close(px[1]);
@@ -1052,10 +1054,25 @@ static void do_run(uint32_t len)
 			pid_t w = waitpid(-1, &st, WNOHANG);
 			if (w <= 0)
 				break;
-			if (w == pid) {
+			if (w == pid && !exited) {
 				exited = true;
 				status = st;
 				t_end = now_ns() / 1000000;
+			}
+			/* A peer that could not be executed ends the run as a
+			 * program that could not be: exit 127, naming it. */
+			int pe_errno;
+			if (w == peer && !exited &&
+			    read(ppx[0], &pe_errno, sizeof(pe_errno)) ==
+				(ssize_t)sizeof(pe_errno)) {
+				peer_failed = true;
+				exited = true;
+				status = 127 << 8;
+				t_end = now_ns() / 1000000;
+				x.flags |= PROTO_EXIT_EXEC_FAILED;
+				snprintf(x.message, sizeof(x.message),
+					 "peer: cannot execute '%s': %s", q.peer_argv[0],
+					 strerror(pe_errno));
 			}
 		}
 		uint64_t now = now_ns() / 1000000;
@@ -1085,7 +1102,7 @@ static void do_run(uint32_t len)
 		}
 	}
 	int e;
-	if (read(px[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+	if (!peer_failed && read(px[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
 		x.flags |= PROTO_EXIT_EXEC_FAILED;
 		snprintf(x.message, sizeof(x.message), "cannot execute '%s': %s", q.argv[0],
 			 strerror(e));
@@ -1117,10 +1134,16 @@ send:
 			close(pe[i]);
 		if (px[i] >= 0)
 			close(px[i]);
+		if (ch[i] >= 0)
+			close(ch[i]);
+		if (ppx[i] >= 0)
+			close(ppx[i]);
 	}
 	if (in >= 0)
 		close(in);
-	free_run(&q);
+	if (nul >= 0)
+		close(nul);
+	proto_run_free(&q);
 	pbuf_start(&ob, P_EXIT);
 	pbuf_u32(&ob, x.flags);
 	pbuf_u32(&ob, x.killed_for);

@@ -295,3 +295,72 @@ int proto_parse_err(const void *payload, size_t len, char *msg, size_t cap)
 	clean_line(msg);
 	return 0;
 }
+
+/* A string field of at most PROTO_MAX_STR bytes, malloc'd; NULL when bad. */
+static char *dup_field(struct preader *r)
+{
+	size_t n;
+	const unsigned char *p = preader_bytes(r, PROTO_MAX_STR, &n);
+	char *s;
+
+	if (!p || memchr(p, '\0', n) || !(s = malloc(n + 1))) {
+		r->bad = true;
+		return NULL;
+	}
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* A count (at most max, at least min) and that many strings into list. */
+static int read_list(struct preader *r, char **list, uint32_t min, uint32_t max)
+{
+	uint32_t n = preader_u32(r);
+
+	if (r->bad || n < min || n > max)
+		return -1;
+	for (uint32_t i = 0; i < n; i++)
+		if (!(list[i] = dup_field(r)))
+			return -1;
+	return 0;
+}
+
+int proto_parse_run(const void *payload, size_t len, struct proto_run *q)
+{
+	struct preader r;
+
+	memset(q, 0, sizeof(*q));
+	preader_init(&r, payload, len);
+	if (read_list(&r, q->argv, 1, PROTO_MAX_ARGS) < 0 ||
+	    read_list(&r, q->env, 0, PROTO_MAX_ENV) < 0)
+		return -1;
+	preader_str(&r, q->stdin_path, sizeof(q->stdin_path));
+	q->l.cpu_ms = preader_u64(&r);
+	q->l.wall_ms = preader_u64(&r);
+	q->l.memory_bytes = preader_u64(&r);
+	q->l.pids = preader_u64(&r);
+	q->l.fsize_bytes = preader_u64(&r);
+	q->l.nofile = preader_u64(&r);
+	q->l.output_bytes = preader_u64(&r);
+	q->l.flags = preader_u32(&r);
+	/* Version 3: the peer of a split run (count 0: none). */
+	if (read_list(&r, q->peer_argv, 0, PROTO_MAX_ARGS) < 0 ||
+	    read_list(&r, q->peer_env, 0, PROTO_MAX_ENV) < 0)
+		return -1;
+	if (preader_end(&r) < 0 || (q->l.flags & ~PROTO_RUN_PRIVILEGED) ||
+	    (q->stdin_path[0] && !proto_path_ok(q->stdin_path)) ||
+	    (!q->peer_argv[0] && q->peer_env[0]))
+		return -1;
+	return 0;
+}
+
+void proto_run_free(struct proto_run *q)
+{
+	char **lists[] = {q->argv, q->env, q->peer_argv, q->peer_env};
+
+	for (size_t k = 0; k < 4; k++)
+		for (size_t i = 0; lists[k][i]; i++) {
+			free(lists[k][i]);
+			lists[k][i] = NULL;
+		}
+}

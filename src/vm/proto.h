@@ -24,7 +24,7 @@
  * feeds.
  */
 
-#define PROTO_VERSION	  1
+#define PROTO_VERSION	  3
 #define PROTO_HEADER	  8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 /* File data travels in chunks of at most this many bytes. */
@@ -55,8 +55,12 @@ enum proto_type {
 	P_FILE_END = 26,
 };
 
-/* Flags of P_PUT and P_MKDIR. */
-#define PROTO_PUT_PROTECTED 1u
+/* Flags of P_PUT and P_MKDIR (one at most): the put flags of sandbox.h.
+ * PROTECTED: root's; HARNESS: root:1001, files & 0640, directories &
+ * 0750; HARNESS_OWNED: 1001:1001 (a split run's harness), modes kept. */
+#define PROTO_PUT_PROTECTED	1u
+#define PROTO_PUT_HARNESS	2u
+#define PROTO_PUT_HARNESS_OWNED 4u
 
 /* Flags of P_RUN.  PRIVILEGED runs the program as the guest's root (still
  * chrooted, in the run cgroup, with /sys and cgroup2 mounted): only for
@@ -87,6 +91,17 @@ struct proto_exit {
 struct proto_run_limits {
 	uint64_t cpu_ms, wall_ms, memory_bytes, pids, fsize_bytes, nofile, output_bytes;
 	uint32_t flags; /* PROTO_RUN_* */
+};
+
+/* A P_RUN request as the agent parses it; strings are malloc'd
+ * (proto_run_free).  peer_argv[0] is NULL unless it is a split run. */
+struct proto_run {
+	char *argv[PROTO_MAX_ARGS + 1];
+	char *env[PROTO_MAX_ENV + 1];
+	char *peer_argv[PROTO_MAX_ARGS + 1];
+	char *peer_env[PROTO_MAX_ENV + 1];
+	char stdin_path[PROTO_MAX_STR];
+	struct proto_run_limits l;
 };
 
 struct proto_hello {
@@ -147,6 +162,13 @@ int proto_parse_file(const void *payload, size_t len, char *path, size_t cap, ui
 		     uint64_t *size);
 /* P_ERR: the agent's one-line message, with control characters replaced. */
 int proto_parse_err(const void *payload, size_t len, char *msg, size_t cap);
+
+/* P_RUN, parsed by the agent: 0, or -1 (malformed: counts out of range, a
+ * string over its cap or holding a NUL, unknown flags, a stdin path that
+ * is not proto_path_ok, bytes left over).  Free with proto_run_free()
+ * either way. */
+int proto_parse_run(const void *payload, size_t len, struct proto_run *q);
+void proto_run_free(struct proto_run *q);
 
 /* A relative path of one or more components, none empty, "." or "..". */
 bool proto_path_ok(const char *p);

@@ -1020,14 +1020,29 @@ fail:
 	return -1;
 }
 
-/* Make the directory rel: mode 0755, or 01777 for the parents of a
- * protected put (the agent's do_mkdir() keeps the jail's rule). */
+/* The one PROTO_PUT_* flag of a put's SANDBOX_PUT_* flags (the jail's
+ * order: a harness-owned put is not also root's). */
+static uint32_t put_flags(unsigned flags)
+{
+	if (flags & SANDBOX_PUT_HARNESS_OWNED)
+		return PROTO_PUT_HARNESS_OWNED;
+	if (flags & SANDBOX_PUT_HARNESS)
+		return PROTO_PUT_HARNESS;
+	return flags & SANDBOX_PUT_PROTECTED ? PROTO_PUT_PROTECTED : 0;
+}
+
+/* Every put that is not the program's: its parents are root's, 01777. */
+#define PUT_NOT_THE_PROGRAMS                                                                       \
+	(SANDBOX_PUT_PROTECTED | SANDBOX_PUT_HARNESS | SANDBOX_PUT_HARNESS_OWNED)
+
+/* Make the directory rel: mode 0755, or 01777 for the parents of a put
+ * that is not the program's (the agent's do_mkdir() keeps the jail's rule). */
 static int send_mkdir(struct vm *v, const char *rel, mode_t mode, unsigned flags, struct err *e)
 {
 	pbuf_start(&v->ob, P_MKDIR);
 	pbuf_str(&v->ob, rel);
 	pbuf_u32(&v->ob, mode);
-	pbuf_u32(&v->ob, flags & SANDBOX_PUT_PROTECTED ? PROTO_PUT_PROTECTED : 0);
+	pbuf_u32(&v->ob, put_flags(flags));
 	if (chan_send(v, e) < 0)
 		return -1;
 	return expect_ok(v, REQUEST_TIMEOUT_MS, "mkdir", e);
@@ -1041,8 +1056,9 @@ static int send_parents(struct vm *v, const char *rel, unsigned flags, struct er
 	snprintf(dir, sizeof(dir), "%s", rel);
 	for (char *p = strchr(dir, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
-		if (strchr(dir, '/') &&
-		    send_mkdir(v, dir, flags & SANDBOX_PUT_PROTECTED ? 01777 : 0755, flags, e) < 0)
+		bool theirs = flags & PUT_NOT_THE_PROGRAMS;
+		if (strchr(dir, '/') && send_mkdir(v, dir, theirs ? 01777 : 0755,
+						   theirs ? SANDBOX_PUT_PROTECTED : 0, e) < 0)
 			return -1;
 		*p = '/';
 	}
@@ -1057,7 +1073,7 @@ static int send_file(struct vm *v, int fd, const char *host_path, const char *re
 	pbuf_start(&v->ob, P_PUT);
 	pbuf_str(&v->ob, rel);
 	pbuf_u32(&v->ob, mode);
-	pbuf_u32(&v->ob, flags & SANDBOX_PUT_PROTECTED ? PROTO_PUT_PROTECTED : 0);
+	pbuf_u32(&v->ob, put_flags(flags));
 	if (chan_send(v, e) < 0)
 		return -1;
 	for (;;) {
@@ -1135,13 +1151,37 @@ static const char *const base_env[] = {
     "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8", "PWD=/work",
 };
 
+/* argv (argc entries) and env (env_total with the base entries, whose
+ * own are not checked) within the protocol's caps. */
+static int check_strings(char *const *argv, size_t argc, char *const *env, size_t env_total,
+			 const char *whose, struct err *e)
+{
+	size_t nbase = sizeof(base_env) / sizeof(base_env[0]);
+
+	if (argc == 0 || argc > PROTO_MAX_ARGS || env_total > PROTO_MAX_ENV)
+		return err_set(e, E2BIG,
+			       "microVM: %s%zu arguments and %zu environment entries "
+			       "(at most %u and %u)",
+			       whose, argc, env_total, PROTO_MAX_ARGS, PROTO_MAX_ENV);
+	for (size_t i = 0; i < argc; i++)
+		if (strlen(argv[i]) > PROTO_MAX_STR)
+			return err_set(e, E2BIG, "microVM: %sargument %zu is longer than %u bytes",
+				       whose, i, PROTO_MAX_STR);
+	for (size_t i = 0; i + nbase < env_total; i++)
+		if (strlen(env[i]) > PROTO_MAX_STR)
+			return err_set(e, E2BIG,
+				       "microVM: %senvironment entry %zu is longer than %u bytes",
+				       whose, i, PROTO_MAX_STR);
+	return 0;
+}
+
 static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
 		  struct err *e)
 {
 	struct vm *v = (struct vm *)sb;
 	const struct limits *l = &spec->limits;
 	char stdin_rel[PATH_MAX] = "";
-	size_t argc = 0, envc = sizeof(base_env) / sizeof(base_env[0]);
+	size_t argc = 0, peer_argc = 0, envc = sizeof(base_env) / sizeof(base_env[0]);
 	struct proto_exit x;
 	uint64_t deadline;
 
@@ -1162,20 +1202,14 @@ static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_re
 		return -1;
 	while (spec->argv[argc])
 		argc++;
-	if (argc == 0 || argc > PROTO_MAX_ARGS || spec->env_count + envc > PROTO_MAX_ENV)
-		return err_set(e, E2BIG,
-			       "microVM: %zu arguments and %zu environment entries "
-			       "(at most %u and %u)",
-			       argc, spec->env_count + envc, PROTO_MAX_ARGS, PROTO_MAX_ENV);
-	for (size_t i = 0; i < argc; i++)
-		if (strlen(spec->argv[i]) > PROTO_MAX_STR)
-			return err_set(e, E2BIG, "microVM: argument %zu is longer than %u bytes", i,
-				       PROTO_MAX_STR);
-	for (size_t i = 0; i < spec->env_count; i++)
-		if (strlen(spec->env[i]) > PROTO_MAX_STR)
-			return err_set(e, E2BIG,
-				       "microVM: environment entry %zu is longer than %u bytes", i,
-				       PROTO_MAX_STR);
+	while (spec->peer_argv && spec->peer_argv[peer_argc])
+		peer_argc++;
+	if (spec->peer_argv && peer_argc == 0)
+		return err_set(e, EINVAL, "a split run's peer_argv is empty");
+	if (check_strings(spec->argv, argc, spec->env, spec->env_count + envc, "", e) < 0 ||
+	    (spec->peer_argv && check_strings(spec->peer_argv, peer_argc, spec->peer_env,
+					      spec->peer_env_count + envc, "peer ", e) < 0))
+		return -1;
 	pbuf_start(&v->ob, P_RUN);
 	pbuf_u32(&v->ob, (uint32_t)argc);
 	for (size_t i = 0; i < argc; i++)
@@ -1194,6 +1228,15 @@ static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_re
 	pbuf_u64(&v->ob, l->nofile);
 	pbuf_u64(&v->ob, l->output_bytes);
 	pbuf_u32(&v->ob, spec->privileged ? PROTO_RUN_PRIVILEGED : 0);
+	/* The peer of a split run, with the same base environment. */
+	pbuf_u32(&v->ob, (uint32_t)peer_argc);
+	for (size_t i = 0; i < peer_argc; i++)
+		pbuf_str(&v->ob, spec->peer_argv[i]);
+	pbuf_u32(&v->ob, peer_argc ? (uint32_t)(envc + spec->peer_env_count) : 0);
+	for (size_t i = 0; peer_argc && i < envc; i++)
+		pbuf_str(&v->ob, base_env[i]);
+	for (size_t i = 0; peer_argc && i < spec->peer_env_count; i++)
+		pbuf_str(&v->ob, spec->peer_env[i]);
 	if (chan_send(v, e) < 0)
 		return -1;
 	/* The hard limit: the guest has the wall clock (and CPU, which cannot

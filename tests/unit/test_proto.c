@@ -934,6 +934,89 @@ static void test_path_ok_table(void **state)
 				 cases[i].ok ? "true" : "false");
 }
 
+/* A P_RUN as vm_run() lays it out: argv, env, stdin path, the limits, the
+ * flags, then (version 3) the peer's argv and env. */
+static const unsigned char *build_run(struct pbuf *b, size_t npeer, size_t npeer_env,
+				      uint32_t flags, size_t *len)
+{
+	pbuf_start(b, P_RUN);
+	pbuf_u32(b, 2);
+	pbuf_str(b, "sh");
+	pbuf_str(b, "-c");
+	pbuf_u32(b, 1);
+	pbuf_str(b, "PATH=/bin");
+	pbuf_str(b, "tmp/.proctor-stdin");
+	for (int i = 0; i < 7; i++)
+		pbuf_u64(b, 1000u + (unsigned)i);
+	pbuf_u32(b, flags);
+	pbuf_u32(b, (uint32_t)npeer);
+	for (size_t i = 0; i < npeer; i++)
+		pbuf_str(b, i ? "1000" : "sleep");
+	pbuf_u32(b, (uint32_t)npeer_env);
+	for (size_t i = 0; i < npeer_env; i++)
+		pbuf_str(b, "WHO=peer");
+	return payload_of(b, len);
+}
+
+static void test_run_parses_the_peer_of_a_split_run(void **state)
+{
+	struct pbuf b = {0};
+	struct proto_run *q = calloc(1, sizeof(*q));
+	const unsigned char *p;
+	size_t len;
+
+	assert_non_null(q);
+	p = build_run(&b, 2, 1, 0, &len);
+	assert_int_equal(proto_parse_run(p, len, q), 0);
+	assert_string_equal(q->argv[0], "sh");
+	assert_string_equal(q->argv[1], "-c");
+	assert_null(q->argv[2]);
+	assert_string_equal(q->env[0], "PATH=/bin");
+	assert_string_equal(q->stdin_path, "tmp/.proctor-stdin");
+	assert_true(q->l.cpu_ms == 1000 && q->l.output_bytes == 1006);
+	assert_string_equal(q->peer_argv[0], "sleep");
+	assert_string_equal(q->peer_argv[1], "1000");
+	assert_null(q->peer_argv[2]);
+	assert_string_equal(q->peer_env[0], "WHO=peer");
+	assert_null(q->peer_env[1]);
+	proto_run_free(q);
+	assert_null(q->argv[0]);
+
+	/* No peer: a plain run. */
+	p = build_run(&b, 0, 0, PROTO_RUN_PRIVILEGED, &len);
+	assert_int_equal(proto_parse_run(p, len, q), 0);
+	assert_null(q->peer_argv[0]);
+	assert_int_equal(q->l.flags, PROTO_RUN_PRIVILEGED);
+	proto_run_free(q);
+
+	/* A peer environment without a peer, unknown flags, a cut peer list
+	 * and a trailing byte are malformed. */
+	p = build_run(&b, 0, 1, 0, &len);
+	assert_int_equal(proto_parse_run(p, len, q), -1);
+	proto_run_free(q);
+	p = build_run(&b, 1, 0, 2, &len);
+	assert_int_equal(proto_parse_run(p, len, q), -1);
+	proto_run_free(q);
+	p = build_run(&b, 2, 1, 0, &len);
+	assert_int_equal(proto_parse_run(p, len - 1, q), -1);
+	proto_run_free(q);
+	p = build_run(&b, 1, 0, 0, &len);
+	pbuf_u32(&b, 0);
+	p = payload_of(&b, &len);
+	assert_int_equal(proto_parse_run(p, len, q), -1);
+	proto_run_free(q);
+	/* A peer count over the cap. */
+	p = build_run(&b, 0, 0, 0, &len);
+	b.len -= 8;
+	pbuf_u32(&b, PROTO_MAX_ARGS + 1);
+	pbuf_u32(&b, 0);
+	p = payload_of(&b, &len);
+	assert_int_equal(proto_parse_run(p, len, q), -1);
+	proto_run_free(q);
+	free(q);
+	pbuf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -972,6 +1055,7 @@ int main(void)
 	    cmocka_unit_test(test_err_parses_and_replaces_control_characters),
 	    cmocka_unit_test(test_err_refuses_nul_and_over_cap),
 	    cmocka_unit_test(test_path_ok_table),
+	    cmocka_unit_test(test_run_parses_the_peer_of_a_split_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
