@@ -52,6 +52,7 @@ import json
 import operator
 import os
 import pathlib
+import signal
 import socket
 import struct
 import sys
@@ -608,14 +609,37 @@ class Worker:
 
 
 def program_main():
-    """The program side: the worker, on the channel.  It imports nothing of
-    the submission's until the harness asks."""
-    sock = socket.socket(fileno=CHANNEL_FD)
-    sock.set_inheritable(False)
+    """The program side: a parent that forks the worker, hands the harness
+    the worker's end of a new socket over fd 3, and reports how the worker
+    ended (the harness ends the same way).  Neither imports anything of the
+    submission's until the harness asks the worker."""
+    ctl = socket.socket(fileno=CHANNEL_FD)
+    ctl.set_inheritable(False)
     os.chdir(WORK)
     sys.path.insert(0, WORK)
     sys.dont_write_bytecode = True
-    Worker(sock).serve()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        ctl.close()
+        theirs.close()
+        try:
+            Worker(ours).serve()
+        except BaseException as e:  # the protocol broke: end; the harness sees EOF
+            os.write(2, ("proctor_split worker: %r\n" % (e,)).encode())
+        os._exit(ABORT_STATUS)
+    ours.close()
+    socket.send_fds(ctl, [b"w"], [theirs.fileno()])
+    theirs.close()
+    _, st = os.waitpid(pid, 0)
+    sig = os.WTERMSIG(st) if os.WIFSIGNALED(st) else 0
+    _send(ctl, {"signal": sig, "code": os.WEXITSTATUS(st) if not sig else None})
+    ctl.settimeout(60)
+    try:
+        ctl.recv(1)  # until the harness is done with us
+    except OSError:
+        pass
+    return 0
 
 
 # ---- the harness side: proxies ---------------------------------------------------
@@ -623,16 +647,34 @@ def program_main():
 # The harness's exit status when the program side is gone: not a normal
 # finish of any runner (grade.c says "crashed" with this reason).
 ABORT_STATUS = 70
+_STDERR_FD = -1
 
 
-def _abort(why):
+def _abort(why, ctl=None):
     """The submission's process ended, or stopped speaking the protocol:
     as when the code under test crashes a runner it shares a process with,
-    the run ends here, with no report."""
+    the run ends here, with no report, and by the signal that ended the
+    submission's process if one did (the program side reports it)."""
+    sig = 0
+    if ctl is not None:
+        try:
+            ctl.settimeout(5)
+            m = _recv(ctl)
+            if type(m.get("signal")) is int and 0 < m["signal"] < 65:
+                sig = m["signal"]
+                why += " (killed by signal %d)" % sig
+            elif type(m.get("code")) is int:
+                why += " (exit status %d)" % m["code"]
+        except (OSError, EOFError, ProtocolError):
+            pass
     try:
-        sys.__stderr__.write("proctor_split: %s; the test run cannot go on\n" % why)
-        sys.__stderr__.flush()
+        # The step's own stderr, kept before the runner captured fd 2.
+        os.write(_STDERR_FD if _STDERR_FD >= 0 else 2,
+                 ("proctor_split: %s; the test run cannot go on\n" % why).encode())
     finally:
+        if sig and sig not in (signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
         os._exit(ABORT_STATUS)
 
 
@@ -640,8 +682,17 @@ class Session:
     """The harness's link to the program side."""
 
     def __init__(self):
-        sock = socket.socket(fileno=CHANNEL_FD)
-        sock.set_inheritable(False)  # not the tests' child processes'
+        global _STDERR_FD
+        _STDERR_FD = os.dup(2)  # close-on-exec: not the tests' children's
+        self.ctl = socket.socket(fileno=CHANNEL_FD)
+        self.ctl.set_inheritable(False)  # not the tests' child processes'
+        try:
+            _, fds, _, _ = socket.recv_fds(self.ctl, 1, 1)
+        except OSError:
+            fds = []
+        if len(fds) != 1:
+            _abort("the submission's process did not start", self.ctl)
+        sock = socket.socket(fileno=fds[0])
         self.proxies = weakref.WeakValueDictionary()
         self.classes = {}
         self.mirror = ExceptionMirror()
@@ -654,7 +705,7 @@ class Session:
         try:
             return self.ep.request(op, **kw)
         except (EOFError, OSError):
-            _abort("the submission's process ended during a call")
+            _abort("the submission's process ended during a call", self.ctl)
         except ProtocolError as e:
             _abort("the submission's process broke the protocol (%s)" % e)
 
@@ -968,11 +1019,15 @@ _FINDER = SubmissionFinder()
 
 
 def _first_on_meta_path():
-    if sys.meta_path and sys.meta_path[0] is _FINDER:
-        return
+    """Ours first, ahead of pytest's assertion rewriter; only the pytest
+    guard's finder goes before it, so its refusals keep their words."""
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    guard = [f for f in sys.meta_path if getattr(f, "__name__", "") == "_KeepHiddenModules"]
     sys.meta_path.insert(0, _FINDER)
+    for f in guard:
+        sys.meta_path.remove(f)
+        sys.meta_path.insert(0, f)
 
 
 def pytest_configure(config):
