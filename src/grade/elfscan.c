@@ -1,4 +1,5 @@
-/* Reading a compiled object's header, sections and global symbols (libelf): proctor-helper's side of build.objects. */
+/* Reading a compiled object's header, sections and global symbols (libelf): proctor-helper's side
+ * of build.objects. */
 #include "grade/elfscan.h"
 
 #include <elf.h>
@@ -66,8 +67,8 @@ static int scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, json_t *syms
 		if (!name)
 			return -1;
 		if (append(syms,
-			   json_pack("{s:s, s:i, s:i, s:I}", "name", name, "bind", (int)bind, "type",
-				     (int)type, "shndx", (json_int_t)s.st_shndx),
+			   json_pack("{s:s, s:i, s:i, s:I}", "name", name, "bind", (int)bind,
+				     "type", (int)type, "shndx", (json_int_t)s.st_shndx),
 			   e) < 0)
 			return -1;
 	}
@@ -89,7 +90,10 @@ static int scan(Elf *elf, json_t *out, struct err *e)
 	if (!gelf_getehdr(elf, &eh))
 		return err_set(e, 0, "the ELF header is unreadable (%s)", elf_errmsg(-1));
 	int cls = gelf_getclass(elf);
-	json_object_set_new(out, "class", json_integer(cls == ELFCLASS64 ? 64 : cls == ELFCLASS32 ? 32 : 0));
+	json_object_set_new(out, "class",
+			    json_integer(cls == ELFCLASS64   ? 64
+					 : cls == ELFCLASS32 ? 32
+							     : 0));
 	json_object_set_new(out, "data", json_integer(eh.e_ident[EI_DATA]));
 	json_object_set_new(out, "type", json_integer(eh.e_type));
 	json_object_set_new(out, "machine", json_integer(eh.e_machine));
@@ -102,13 +106,15 @@ static int scan(Elf *elf, json_t *out, struct err *e)
 		GElf_Shdr sh;
 		if (!scn || !gelf_getshdr(scn, &sh))
 			return err_set(e, 0, "section %zu is unreadable (%s)", i, elf_errmsg(-1));
-		const char *name = i == 0 ? "" : name_at(elf, shstrndx, sh.sh_name, "section", i, e);
+		const char *name =
+		    i == 0 ? "" : name_at(elf, shstrndx, sh.sh_name, "section", i, e);
 		if (!name)
 			return -1;
 		if (append(secs,
-			   json_pack("{s:s, s:I, s:I, s:I}", "name", name, "type", (json_int_t)sh.sh_type,
-				     "flags", (json_int_t)(sh.sh_flags & 0x7fffffffffffffffull),
-				     "info", (json_int_t)sh.sh_info),
+			   json_pack("{s:s, s:I, s:I, s:I}", "name", name, "type",
+				     (json_int_t)sh.sh_type, "flags",
+				     (json_int_t)(sh.sh_flags & 0x7fffffffffffffffull), "info",
+				     (json_int_t)sh.sh_info),
 			   e) < 0)
 			return -1;
 		if (sh.sh_type == SHT_SYMTAB && scan_symtab(elf, scn, &sh, syms, &n_syms, e) < 0)

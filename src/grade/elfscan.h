@@ -1,4 +1,5 @@
-/* Reading a compiled object's header, sections and global symbols (libelf): proctor-helper's side of build.objects. */
+/* Reading a compiled object's header, sections and global symbols (libelf): proctor-helper's side
+ * of build.objects. */
 #ifndef PROCTOR_GRADE_ELFSCAN_H
 #define PROCTOR_GRADE_ELFSCAN_H
 

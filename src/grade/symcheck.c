@@ -1,4 +1,5 @@
-/* build.objects: the objects a submission's build made define only the symbols the assignment allows. */
+/* build.objects: the objects a submission's build made define only the symbols the assignment
+ * allows. */
 #include "grade/symcheck.h"
 
 #include <elf.h>
@@ -71,24 +72,24 @@ static const struct {
 	const char *prefix;
 	const char *why;
 } special_sections[] = {
-	{".init", "code run before main()"},
-	{".preinit_array", "code run before main()"},
-	{".ctors", "code run before main()"},
-	{".fini", "code run after main()"},
-	{".dtors", "code run after main()"},
-	{".gnu.lto_", "compiler bytecode, compiled only at the link (build without -flto)"},
-	{".gnu.linkonce", "a one-of-many definition the linker picks"},
-	{".interp", "the program's loader"},
-	{".dynamic", "dynamic linking"},
-	{".dynsym", "dynamic linking"},
-	{".dynstr", "dynamic linking"},
-	{".got", "dynamic linking"},
-	{".plt", "dynamic linking"},
-	{".jcr", "class registration at start-up"},
-	{".tm_clone_table", "transactional memory registration at start-up"},
-	{".gnu.version", "symbol versions"},
-	{".hash", "dynamic linking"},
-	{".gnu.hash", "dynamic linking"},
+    {".init", "code run before main()"},
+    {".preinit_array", "code run before main()"},
+    {".ctors", "code run before main()"},
+    {".fini", "code run after main()"},
+    {".dtors", "code run after main()"},
+    {".gnu.lto_", "compiler bytecode, compiled only at the link (build without -flto)"},
+    {".gnu.linkonce", "a one-of-many definition the linker picks"},
+    {".interp", "the program's loader"},
+    {".dynamic", "dynamic linking"},
+    {".dynsym", "dynamic linking"},
+    {".dynstr", "dynamic linking"},
+    {".got", "dynamic linking"},
+    {".plt", "dynamic linking"},
+    {".jcr", "class registration at start-up"},
+    {".tm_clone_table", "transactional memory registration at start-up"},
+    {".gnu.version", "symbol versions"},
+    {".hash", "dynamic linking"},
+    {".gnu.hash", "dynamic linking"},
 };
 
 /* Why section `name` of type `type` may not be linked, or NULL. */
@@ -99,13 +100,14 @@ static const char *special_section(const char *name, uint64_t type)
 	if (type == SHT_FINI_ARRAY)
 		return "code run after main()";
 	for (size_t i = 0; i < sizeof(special_sections) / sizeof(special_sections[0]); i++)
-		if (strncmp(name, special_sections[i].prefix, strlen(special_sections[i].prefix)) == 0)
+		if (strncmp(name, special_sections[i].prefix, strlen(special_sections[i].prefix)) ==
+		    0)
 			return special_sections[i].why;
 	return NULL;
 }
 
 static int refuse(char *why, size_t why_len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int refuse(char *why, size_t why_len, const char *fmt, ...)
 {
 	va_list ap;
@@ -143,9 +145,10 @@ static int check_sections(const json_t *secs, const char *object, char *why, siz
 			return bad_answer(e, object, "a section");
 		const char *special = special_section(name, (uint64_t)type);
 		if (special)
-			return refuse(why, why_len,
-				      "%s has a section '%s' (%s), which build.objects never allows",
-				      object, name, special);
+			return refuse(
+			    why, why_len,
+			    "%s has a section '%s' (%s), which build.objects never allows", object,
+			    name, special);
 		if (!known_type((uint64_t)type))
 			return refuse(why, why_len,
 				      "%s has a section '%s' of type %#llx, which build.objects "
@@ -238,13 +241,14 @@ static int check_one(const struct build_objects *o, const char *object, const ch
 	int fd = open(host, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		xclose(fd);
-		return refuse(why, why_len, "the build's '%s' is not a regular file (build.objects)",
-			      object);
+		return refuse(why, why_len,
+			      "the build's '%s' is not a regular file (build.objects)", object);
 	}
 	if ((uint64_t)st.st_size > ELFSCAN_MAX_BYTES) {
 		close(fd);
-		return refuse(why, why_len, "the build's '%s' is larger than %llu MiB (build.objects)",
-			      object, ELFSCAN_MAX_BYTES >> 20);
+		return refuse(why, why_len,
+			      "the build's '%s' is larger than %llu MiB (build.objects)", object,
+			      ELFSCAN_MAX_BYTES >> 20);
 	}
 	c.argv = argv;
 	c.stdin_fd = fd;
@@ -255,8 +259,8 @@ static int check_one(const struct build_objects *o, const char *object, const ch
 	if (rc < 0)
 		return err_set(e, 0, "object helper on '%s': %s", object, herr.msg);
 	if (rc > 0)
-		return refuse(why, why_len, "%s is not an object build.objects can read: %s", object,
-			      herr.msg);
+		return refuse(why, why_len, "%s is not an object build.objects can read: %s",
+			      object, herr.msg);
 	rc = symcheck_classify(json_object_get(ans, "object"), object, o, why, why_len, e);
 	json_decref(ans);
 	return rc;

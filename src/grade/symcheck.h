@@ -1,4 +1,5 @@
-/* build.objects: the objects a submission's build made define only the symbols the assignment allows. */
+/* build.objects: the objects a submission's build made define only the symbols the assignment
+ * allows. */
 #ifndef PROCTOR_GRADE_SYMCHECK_H
 #define PROCTOR_GRADE_SYMCHECK_H
 
