@@ -163,10 +163,9 @@ static int intake(void)
 	struct err e;
 	size_t i;
 
-	if (!req ||
-	    json_unpack(req, "{s:o, s:o, s:I, s:I, s:I}", "globs", &g, "required", &r, "max_bytes",
-			&max_bytes, "max_entries", &max_entries, "max_expanded",
-			&max_expanded) < 0 ||
+	if (!req || json_unpack(req, "{s:o, s:o, s:I, s:I, s:I}", "globs", &g, "required", &r,
+				"max_bytes", &max_bytes, "max_entries", &max_entries,
+				"max_expanded", &max_expanded) < 0 ||
 	    !json_is_array(g) || !json_is_array(r) || json_array_size(g) > 256 ||
 	    json_array_size(r) > 256) {
 		json_decref(req);
@@ -194,9 +193,9 @@ static int intake(void)
 		return our_failure(e.msg);
 	}
 	json_decref(req);
-	json_t *out = json_pack("{s:b, s:s, s:o, s:o, s:I, s:s}", "rejected", res.rejected,
-				"reason", res.reason, "taken", string_list(res.taken, res.n_taken),
-				"ignored", string_list(res.ignored, res.n_ignored), "bytes_taken",
+	json_t *out = json_pack("{s:b, s:s, s:o, s:o, s:I, s:s}", "rejected", res.rejected, "reason",
+				res.reason, "taken", string_list(res.taken, res.n_taken), "ignored",
+				string_list(res.ignored, res.n_ignored), "bytes_taken",
 				(json_int_t)res.bytes_taken, "digest", res.digest);
 	intake_result_free(&res);
 	return out ? emit(out) : our_failure("out of memory");

@@ -574,10 +574,9 @@ static int parse_runner(struct yaml_ctx *c, const struct yaml_field *root, struc
 		if (get_enum(c, &io, bool_names, &v) < 0)
 			return -1;
 		if (v == 1 && a->runner != RUNNER_PYTEST && a->runner != RUNNER_UNITTEST)
-			return yaml_fail(
-			    c, io.line, io.path,
-			    "only Python runners (python3 -m pytest, python3 -m "
-			    "unittest) run split; this runner always runs in one process");
+			return yaml_fail(c, io.line, io.path,
+					 "only Python runners (python3 -m pytest, python3 -m "
+					 "unittest) run split; this runner always runs in one process");
 		a->in_process = v == 1;
 	}
 	in_test = yaml_lookup(&test, "ok_exit", &test_ok);
@@ -822,8 +821,7 @@ static int parse_root(struct yaml_ctx *c, struct fy_node *node, struct assignmen
 	step_limits_default(&base);
 	if ((yaml_lookup(&root, "setup", &f) &&
 	     parse_step(c, &f, step_keys, &base, &a->setup) < 0) ||
-	    (yaml_lookup(&root, "build", &f) &&
-	     parse_step(c, &f, build_keys, &base, &a->build) < 0))
+	    (yaml_lookup(&root, "build", &f) && parse_step(c, &f, build_keys, &base, &a->build) < 0))
 		return -1;
 	if (a->build.present && yaml_lookup(&f, "objects", &obj) &&
 	    parse_objects(c, &obj, &a->objects) < 0)

@@ -16,10 +16,10 @@ enum grade_mode { GRADE_MODE_RUNNER = 0, GRADE_MODE_IO = 1 };
  * (assignment_runner_kind()): what decides the tamper-proof defaults. */
 enum runner_kind {
 	RUNNER_OTHER = 0,
-	RUNNER_PYTEST,	 /* python3 -m pytest ..., pytest ... */
+	RUNNER_PYTEST,   /* python3 -m pytest ..., pytest ... */
 	RUNNER_UNITTEST, /* python3 -m unittest ... */
-	RUNNER_NODE,	 /* node --test ... */
-	RUNNER_JUNIT,	 /* java ... junit-platform-console-standalone ... */
+	RUNNER_NODE,     /* node --test ... */
+	RUNNER_JUNIT,    /* java ... junit-platform-console-standalone ... */
 };
 /* Gradescope's vocabulary. */
 enum visibility {
@@ -52,7 +52,7 @@ struct io_case {
 	char *name;
 	char *stdin_path;    /* NULL: empty input */
 	char *expected_path; /* required */
-	char **args;	     /* extra argv appended to io.run; NULL-terminated */
+	char **args;         /* extra argv appended to io.run; NULL-terminated */
 	size_t n_args;
 	double points;
 	enum visibility visibility;
@@ -78,13 +78,13 @@ enum assignment_isolation {
 };
 
 struct assignment {
-	char *dir;  /* absolute path of the assignment directory */
-	char *file; /* absolute path of assignment.yaml */
+	char *dir;        /* absolute path of the assignment directory */
+	char *file;       /* absolute path of assignment.yaml */
 	char *name;
-	char *image; /* "host", "NAME@VERSION" or "sha256:HEX" (src/image/image.h) */
+	char *image;      /* "host", "NAME@VERSION" or "sha256:HEX" (src/image/image.h) */
 	enum assignment_isolation isolation; /* default any */
 	/* submission: */
-	char **files; /* globs */
+	char **files;     /* globs */
 	size_t n_files;
 	char **required;
 	size_t n_required;
@@ -94,11 +94,11 @@ struct assignment {
 	struct step setup, build, test;
 	struct build_objects objects; /* build.objects */
 	int ok_exit[32];
-	size_t n_ok_exit; /* default {0} */
+	size_t n_ok_exit;     /* default {0} */
 	enum report_format report_format;
-	char *report_path;	   /* report.path, may use {report_dir}; NULL: {report} */
+	char *report_path;    /* report.path, may use {report_dir}; NULL: {report} */
 	uint64_t report_max_bytes; /* default 8 MiB */
-	bool pytest_guard; /* report.pytest_guard: verdicts from Proctor's signed pytest summary */
+	bool pytest_guard;    /* report.pytest_guard: verdicts from Proctor's signed pytest summary */
 	enum runner_kind runner; /* what test.run starts */
 	/* test.in_process: the tests and the submission share one process, as
 	 * before tamper-proof runs (Python runners only; default false). */
@@ -107,16 +107,16 @@ struct assignment {
 	size_t n_tests;
 	enum grade_mode mode;
 	/* io mode: */
-	struct step io_run; /* the program run once per case (argv; limits = case default) */
+	struct step io_run;   /* the program run once per case (argv; limits = case default) */
 	struct io_case *cases;
 	size_t n_cases;
 	enum compare_mode compare;
 	double float_tolerance; /* absolute and relative, default 1e-6 */
-	struct step checker; /* optional: argv gets input, expected, output file paths appended */
+	struct step checker;    /* optional: argv gets input, expected, output file paths appended */
 	uint64_t io_output_max; /* bytes of program output compared, default 16 MiB */
-	unsigned retries;	/* infrastructure retries per submission, default 2 */
-	double max_score;	/* sum of points */
-	char digest[65]; /* SHA-256 over assignment.yaml and every file of tests_dir and cases */
+	unsigned retries;       /* infrastructure retries per submission, default 2 */
+	double max_score;       /* sum of points */
+	char digest[65];        /* SHA-256 over assignment.yaml and every file of tests_dir and cases */
 };
 
 /*

@@ -2,9 +2,9 @@
 #include "grade/grade.h"
 
 #include <errno.h>
+#include <nettle/hmac.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <nettle/hmac.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,35 +14,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "capbuf.h"
 #include "grade/compare.h"
 #include "grade/opener.h"
 #include "grade/pytest_guard.h"
 #include "grade/report.h"
 #include "grade/symcheck.h"
 #include "grade/unpriv.h"
-#include "host/statedir.h"
 #include "image/image.h"
 #include "result.h"
+#include "capbuf.h"
+#include "host/statedir.h"
 #include "util.h"
 
 #ifndef PROCTOR_VERSION
 #define PROCTOR_VERSION "0.1.0"
 #endif
 
-#define DISPLAY_CAP	 (64u << 10) /* output kept per stream in a result */
+#define DISPLAY_CAP (64u << 10) /* output kept per stream in a result */
 #define HELPER_TIMEOUT_S 60
 
 /* Fixed environment of every graded run, on top of the sandbox's own, so
  * nothing incidental (hash seeds, time zone, bytecode caches, plugins a
  * submission could smuggle in) varies between two gradings. */
 static char *const grade_env[] = {
-    (char *)"PYTHONHASHSEED=0",
-    (char *)"PYTHONDONTWRITEBYTECODE=1",
-    (char *)"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
-    (char *)"TZ=UTC",
-    (char *)"LC_ALL=C.UTF-8",
-    (char *)"SOURCE_DATE_EPOCH=0",
+	(char *)"PYTHONHASHSEED=0",          (char *)"PYTHONDONTWRITEBYTECODE=1",
+	(char *)"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", (char *)"TZ=UTC",
+	(char *)"LC_ALL=C.UTF-8",            (char *)"SOURCE_DATE_EPOCH=0",
 };
 
 /* Everything one attempt builds up; the result document is made from it. */
@@ -55,7 +52,7 @@ struct attempt {
 	const struct opener_id *seen; /* class mode: what the scan found there */
 	struct sandbox *sb;
 	char staging[PATH_MAX];
-	int staging_fd;	     /* the staging directory, flock'ed while this attempt lives; -1 */
+	int staging_fd; /* the staging directory, flock'ed while this attempt lives; -1 */
 	char report_dir[64]; /* in the sandbox, with a per-attempt nonce */
 	json_t *steps, *tests, *sub;
 	char *const *extra_env; /* added to grade_env for the test step (the pytest guard) */
@@ -66,14 +63,14 @@ struct attempt {
 	char reason[1024];
 	double score;
 	size_t passed;
-	bool student_ran;   /* the submission's code has run in this attempt */
+	bool student_ran; /* the submission's code has run in this attempt */
 	bool create_failed; /* a sandbox could not be made (no free slot, the host): never
 			       the submission's doing, whatever ran before */
 	double time_factor; /* the backend's slowdown: time limits are scaled by it */
 };
 
-int grade_prepare(const char *isolation, const struct assignment *a, const struct sandbox_ops **ret,
-		  char *why, size_t why_len, struct err *e)
+int grade_prepare(const char *isolation, const struct assignment *a,
+		  const struct sandbox_ops **ret, char *why, size_t why_len, struct err *e)
 {
 	static const char *const names[] = {"any", "jail", "vm"};
 	const char *want = isolation;
@@ -173,7 +170,7 @@ fail:
 }
 
 static void set_verdict(struct attempt *at, const char *status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 static void set_verdict(struct attempt *at, const char *status, const char *fmt, ...)
 {
 	va_list ap;
@@ -188,9 +185,7 @@ static void set_verdict(struct attempt *at, const char *status, const char *fmt,
 	 * and wherever the cap cuts, it is valid UTF-8, so it can always go
 	 * into the result document. */
 	utf8_fix_into(at->reason, sizeof(at->reason), raw,
-		      n < 0			? 0
-		      : (size_t)n < sizeof(raw) ? (size_t)n
-						: sizeof(raw) - 1);
+		      n < 0 ? 0 : (size_t)n < sizeof(raw) ? (size_t)n : sizeof(raw) - 1);
 }
 
 /* A JSON string of text that may hold any bytes (a path, a message
@@ -327,8 +322,8 @@ static void staging_remove(struct attempt *at)
 }
 
 /* A subdirectory of staging; `owner` may write it (the untrusted uid). */
-static int staging_dir(struct attempt *at, const char *name, uid_t owner, char *path, size_t len,
-		       struct err *e)
+static int staging_dir(struct attempt *at, const char *name, uid_t owner, char *path,
+		       size_t len, struct err *e)
 {
 	snprintf(path, len, "%s/%s", at->staging, name);
 	if (mkdir(path, 0700) < 0)
@@ -355,8 +350,9 @@ static void scale_times(struct limits *l, double factor)
  * Returns 0 with the result in *res (caller frees), or -1 when the sandbox
  * itself failed (Proctor's side, or a sandbox the program broke).
  */
-static int run_step(struct attempt *at, const char *name, char **argv, const struct limits *limits,
-		    int stdin_fd, size_t output_cap, struct run_result *res, struct err *e)
+static int run_step(struct attempt *at, const char *name, char **argv,
+		    const struct limits *limits, int stdin_fd, size_t output_cap,
+		    struct run_result *res, struct err *e)
 {
 	char *env[32];
 	size_t n = 0;
@@ -366,12 +362,12 @@ static int run_step(struct attempt *at, const char *name, char **argv, const str
 	for (size_t i = 0; i < at->n_extra_env && n < 32; i++)
 		env[n++] = at->extra_env[i];
 	struct run_spec spec = {
-	    .argv = argv,
-	    .env = env,
-	    .env_count = n,
-	    .stdin_fd = stdin_fd,
-	    .stdin_path = at->stdin_path,
-	    .limits = *limits,
+		.argv = argv,
+		.env = env,
+		.env_count = n,
+		.stdin_fd = stdin_fd,
+		.stdin_path = at->stdin_path,
+		.limits = *limits,
 	};
 	scale_times(&spec.limits, at->time_factor);
 
@@ -399,8 +395,8 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
 		set_verdict(at, "memory_limit", "build: %s", r->message);
 		return false;
 	case RUN_SIGNALED:
-		set_verdict(at, "compile_error", "the build was killed by signal %d (%s)",
-			    r->signal, strsignal(r->signal));
+		set_verdict(at, "compile_error", "the build was killed by signal %d (%s)", r->signal,
+			    strsignal(r->signal));
 		return false;
 	default:
 		set_verdict(at, "compile_error", "the build failed with exit status %d",
@@ -610,8 +606,7 @@ static int read_report(struct attempt *at, struct report *ret, struct err *e)
 	struct err gerr;
 	struct stat st;
 
-	path = a->report_path ? subst(a->report_path, at->report_dir)
-			      : subst("{report}", at->report_dir);
+	path = a->report_path ? subst(a->report_path, at->report_dir) : subst("{report}", at->report_dir);
 	if (!path)
 		return err_set(e, ENOMEM, "report path");
 	snprintf(host, sizeof(host), "%s/report", at->staging);
@@ -746,8 +741,7 @@ static int guard_prepare(struct attempt *at, char key[65], char env[GUARD_ENV][2
 	if (random_name(key, 65, "", 32, e) < 0 ||
 	    random_name(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
 		return -1;
-	if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path, sizeof(path), e) <
-	    0)
+	if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path, sizeof(path), e) < 0)
 		return -1;
 	snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
 	if (sandbox_put(at->sb, path, dst, 0, e) < 0)
@@ -805,9 +799,8 @@ static int read_guard(struct attempt *at, const char key[65], struct report *ret
 
 	snprintf(path, sizeof(path), "%s/guard.json", at->report_dir);
 	if (!fetch_small(at, path, "guard.json", at->a->report_max_bytes, &body, &body_len)) {
-		set_verdict(at, "crashed",
-			    "no signed pytest summary: the test run did not finish "
-			    "normally (exited early, or its report was forged)");
+		set_verdict(at, "crashed", "no signed pytest summary: the test run did not finish "
+					   "normally (exited early, or its report was forged)");
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/guard.json.sig", at->report_dir);
@@ -858,8 +851,7 @@ static int runner_mode(struct attempt *at, struct err *e)
 	if (!argv)
 		return err_set(e, ENOMEM, "test argv");
 	at->student_ran = true;
-	int rc =
-	    run_step(at, "test", argv, &a->test.limits, -1, a->test.limits.output_bytes, &r, e);
+	int rc = run_step(at, "test", argv, &a->test.limits, -1, a->test.limits.output_bytes, &r, e);
 	at->extra_env = NULL;
 	at->n_extra_env = 0;
 	free_argv(argv);
@@ -937,12 +929,9 @@ static int run_checker(struct attempt *at, const struct io_case *c, const char *
 	so.disk_bytes = a->checker.limits.disk_bytes;
 	if (attempt_create(at, &so, &sb, e) < 0)
 		return -1;
-	if ((a->tests_dir &&
-	     sandbox_put(sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0) ||
-	    (c->stdin_path &&
-	     sandbox_put(sb, c->stdin_path, "/work/.case/input", SANDBOX_PUT_PROTECTED, e) < 0) ||
-	    sandbox_put(sb, c->expected_path, "/work/.case/expected", SANDBOX_PUT_PROTECTED, e) <
-		0 ||
+	if ((a->tests_dir && sandbox_put(sb, a->tests_dir, "/work", SANDBOX_PUT_PROTECTED, e) < 0) ||
+	    (c->stdin_path && sandbox_put(sb, c->stdin_path, "/work/.case/input", SANDBOX_PUT_PROTECTED, e) < 0) ||
+	    sandbox_put(sb, c->expected_path, "/work/.case/expected", SANDBOX_PUT_PROTECTED, e) < 0 ||
 	    sandbox_put(sb, out_path, "/work/.case/output", SANDBOX_PUT_PROTECTED, e) < 0)
 		goto out;
 	char *extra[] = {(char *)(c->stdin_path ? "/work/.case/input" : "/dev/null"),
@@ -952,11 +941,9 @@ static int run_checker(struct attempt *at, const struct io_case *c, const char *
 		err_set(e, ENOMEM, "checker argv");
 		goto out;
 	}
-	struct run_spec spec = {.argv = argv,
-				.env = grade_env,
+	struct run_spec spec = {.argv = argv, .env = grade_env,
 				.env_count = sizeof(grade_env) / sizeof(grade_env[0]),
-				.stdin_fd = -1,
-				.limits = a->checker.limits};
+				.stdin_fd = -1, .limits = a->checker.limits};
 	scale_times(&spec.limits, at->time_factor);
 	if (run_result_init(&r, DISPLAY_CAP) == 0) {
 		if (sandbox_run(sb, &spec, &r, e) == 0) {
@@ -1032,8 +1019,7 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 		case_record(at, c, "failed", "memory_limit", r.message);
 	else if (r.status == RUN_SIGNALED || r.status == RUN_NONZERO_EXIT)
 		case_record(at, c, "failed", "runtime_error",
-			    r.status == RUN_SIGNALED ? strsignal(r.signal)
-						     : "non-zero exit status");
+			    r.status == RUN_SIGNALED ? strsignal(r.signal) : "non-zero exit status");
 	else if (r.out.truncated)
 		case_record(at, c, "failed", "output_limit", "the output is larger than the cap");
 	else {
@@ -1063,15 +1049,14 @@ static int io_case(struct attempt *at, const char *built, const struct io_case *
 			if (ok < 0)
 				case_record(at, c, "error", "checker_error", cerr.msg);
 		} else {
-			ok = compare_output(a->compare, a->float_tolerance, r.out.data, r.out.len,
-					    exp, exp_len);
+			ok = compare_output(a->compare, a->float_tolerance, r.out.data, r.out.len, exp,
+					    exp_len);
 		}
 		free(exp);
 		if (ok == 1)
 			case_record(at, c, "passed", "accepted", NULL);
 		else if (ok == 0)
-			case_record(at, c, "failed", "wrong_answer",
-				    "the output differs from the expected output");
+			case_record(at, c, "failed", "wrong_answer", "the output differs from the expected output");
 	}
 	run_result_free(&r);
 	rc = 0;
@@ -1239,8 +1224,7 @@ static json_t *document(struct attempt *at, unsigned attempts)
 		/* Not graded: keep the tests listed, none of them scored. */
 		size_t i;
 		json_t *t;
-		json_array_foreach(at->tests, i, t)
-		{
+		json_array_foreach(at->tests, i, t) {
 			json_object_set_new(t, "score", json_real(0));
 			if (strcmp(json_string_value(json_object_get(t, "status")), "passed") == 0)
 				json_object_set_new(t, "status", json_string("missing"));
