@@ -821,7 +821,8 @@ static int parse_root(struct yaml_ctx *c, struct fy_node *node, struct assignmen
 	step_limits_default(&base);
 	if ((yaml_lookup(&root, "setup", &f) &&
 	     parse_step(c, &f, step_keys, &base, &a->setup) < 0) ||
-	    (yaml_lookup(&root, "build", &f) && parse_step(c, &f, build_keys, &base, &a->build) < 0))
+	    (yaml_lookup(&root, "build", &f) &&
+	     parse_step(c, &f, build_keys, &base, &a->build) < 0))
 		return -1;
 	if (a->build.present && yaml_lookup(&f, "objects", &obj) &&
 	    parse_objects(c, &obj, &a->objects) < 0)
