@@ -198,7 +198,8 @@ static int check_symbols(const json_t *syms, const char *object, const struct bu
 		if (!allowed(o, name))
 			return refuse(why, why_len,
 				      "%s defines '%s', which the assignment does not allow "
-				      "(build.objects.allow)",
+				      "(build.objects.allow); a function or variable of your own "
+				      "can be made static",
 				      object, name);
 	}
 	return 0;
