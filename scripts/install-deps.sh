@@ -7,6 +7,7 @@ packages=(
 	build-essential meson ninja-build pkg-config   # build
 	libjansson-dev libseccomp-dev                  # runtime libraries (JSON, seccomp)
 	libxml2-dev libarchive-dev libfyaml-dev nettle-dev  # reports, submissions, assignments, digests
+	libelf-dev                                     # build.objects: a C/C++ build's objects (helper only)
 	liblz4-dev                                     # the microVM's guest kernel (LZ4-compressed)
 	libcmocka-dev                                  # unit and integration tests
 	clang libclang-rt-14-dev                       # libFuzzer targets

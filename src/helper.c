@@ -2,15 +2,17 @@
 
 /*
  * proctor runs this program as a sandbox slot's uid, with no capabilities,
- * no_new_privs and tight rlimits (src/grade/unpriv.c), for the two jobs
- * that read untrusted structure: unpacking a submission (libarchive) and
- * parsing a test report (libxml2, TAP, JSON).  It writes one JSON document
+ * no_new_privs and tight rlimits (src/grade/unpriv.c), for the jobs
+ * that read untrusted structure: unpacking a submission (libarchive),
+ * parsing a test report (libxml2, TAP, JSON) and reading the objects a
+ * submission's build made (libelf).  It writes one JSON document
  * on stdout; proctor validates it (report_from_json) before using it.  A
  * crash or a hang here is a verdict about the input, never a privilege.
  *
  *   proctor-helper parse-report junit|tap|gradescope   < report   > report.json
  *   proctor-helper intake   (request JSON on stdin; fd 3: destination dir;
  *                            fd 4: the submission) > result.json
+ *   proctor-helper scan-object  < object.o  > facts.json  (libelf: build.objects)
  *
  * The submission comes as a descriptor proctor opened, never as a path
  * (this uid may not be able to reach it): an archive's open file, or a
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "capbuf.h"
+#include "grade/elfscan.h"
 #include "grade/intake.h"
 #include "grade/report.h"
 
@@ -198,13 +201,40 @@ static int intake(void)
 	return out ? emit(out) : our_failure("out of memory");
 }
 
+/* The header, sections and non-local symbols of a compiled object
+ * (grade/elfscan.h), as {"object": facts}; proctor decides what they mean
+ * (grade/symcheck.h). */
+static int scan_object(void)
+{
+	size_t len;
+	bool over;
+	json_t *facts;
+	struct err e;
+
+	char *buf = read_all(0, ELFSCAN_MAX_BYTES, &len, &over);
+	if (!buf)
+		return our_failure("out of memory");
+	if (over) {
+		free(buf);
+		return fail("the object is larger than the cap");
+	}
+	int rc = elfscan_object(buf, len, &facts, &e);
+	free(buf);
+	if (rc < 0)
+		return e.errnum == ENOMEM ? our_failure(e.msg) : fail(e.msg);
+	return emit(json_pack("{s:o}", "object", facts));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "parse-report") == 0)
 		return parse_report(argv[2]);
 	if (argc == 2 && strcmp(argv[1], "intake") == 0)
 		return intake();
-	fprintf(stderr, "usage: proctor-helper parse-report FORMAT | proctor-helper intake\n"
+	if (argc == 2 && strcmp(argv[1], "scan-object") == 0)
+		return scan_object();
+	fprintf(stderr, "usage: proctor-helper parse-report FORMAT | proctor-helper intake | "
+			"proctor-helper scan-object\n"
 			"(run by proctor, unprivileged; not meant to be run by hand)\n");
 	return 2;
 }

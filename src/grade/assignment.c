@@ -58,6 +58,8 @@ static const char *const top_keys[] = {"name",	"image", "mode",    "submission",
 				       "tests", "io",	 "retries", "isolation",  NULL};
 static const char *const submission_keys[] = {"files", "required", "max_bytes", "max_files", NULL};
 static const char *const step_keys[] = {"run", "limits", NULL};
+static const char *const build_keys[] = {"run", "limits", "objects", NULL};
+static const char *const objects_keys[] = {"files", "allow", NULL};
 static const char *const test_step_keys[] = {"run", "limits", "ok_exit", "in_process", NULL};
 static const char *const report_keys[] = {"format", "path", "max_kb", "pytest_guard", NULL};
 static const char *const bool_names[] = {"false", "true", NULL};
@@ -373,6 +375,49 @@ static int check_submission_paths(struct yaml_ctx *c, const struct yaml_field *l
 			return yaml_fail(
 			    c, item.line, item.path,
 			    "'%s' matches none of submission.files, so it can never be taken", b);
+	}
+	return 0;
+}
+
+/*
+ * build.objects: files are paths below /work (relative, no "..", no glob
+ * characters: each names one file the build makes); allow is a list of
+ * fnmatch(3) globs, possibly empty (an object that may define nothing).
+ */
+static int parse_objects(struct yaml_ctx *c, const struct yaml_field *f, struct build_objects *o)
+{
+	struct yaml_field files, allow, item;
+	void *it = NULL;
+	char b[128];
+
+	if (yaml_check_keys(c, f, objects_keys) < 0)
+		return -1;
+	if (!yaml_lookup(f, "files", &files))
+		return missing(c, &files, "");
+	if (!yaml_lookup(f, "allow", &allow))
+		return missing(c, &allow, " (the symbols the objects may define; [] for none)");
+	if (get_strings(c, &files, true, &o->files, &o->n_files) < 0 ||
+	    get_strings(c, &allow, false, &o->allow, &o->n_allow) < 0)
+		return -1;
+	for (size_t i = 0; i < o->n_files; i++) {
+		const char *p = o->files[i];
+		yaml_next_item(&files, &it, i, &item);
+		yaml_shown(p, strlen(p), b, sizeof(b));
+		if (!*p || yaml_has_control(p) || p[0] == '/' || yaml_has_dotdot(p) ||
+		    strpbrk(p, "*?[") || strlen(p) > 1024)
+			return yaml_fail(c, item.line, item.path,
+					 "'%s' must be a file's path relative to /work, without "
+					 "'..', glob characters or control characters",
+					 b);
+	}
+	it = NULL;
+	for (size_t i = 0; i < o->n_allow; i++) {
+		const char *g = o->allow[i];
+		yaml_next_item(&allow, &it, i, &item);
+		if (!*g || yaml_has_control(g) || strlen(g) > 4096)
+			return yaml_fail(c, item.line, item.path,
+					 "must be a non-empty symbol name or glob, without control "
+					 "characters");
 	}
 	return 0;
 }
@@ -729,7 +774,7 @@ static bool valid_id(const char *s)
 static int parse_root(struct yaml_ctx *c, struct fy_node *node, struct assignment *a,
 		      int *ret_tests_dir_line)
 {
-	struct yaml_field root = {.v = node, .line = 0, .path = ""}, f;
+	struct yaml_field root = {.v = node, .line = 0, .path = ""}, f, obj;
 	struct limits base;
 	uint64_t retries;
 	int mode = GRADE_MODE_RUNNER;
@@ -777,7 +822,11 @@ static int parse_root(struct yaml_ctx *c, struct fy_node *node, struct assignmen
 	step_limits_default(&base);
 	if ((yaml_lookup(&root, "setup", &f) &&
 	     parse_step(c, &f, step_keys, &base, &a->setup) < 0) ||
-	    (yaml_lookup(&root, "build", &f) && parse_step(c, &f, step_keys, &base, &a->build) < 0))
+	    (yaml_lookup(&root, "build", &f) &&
+	     parse_step(c, &f, build_keys, &base, &a->build) < 0))
+		return -1;
+	if (a->build.present && yaml_lookup(&f, "objects", &obj) &&
+	    parse_objects(c, &obj, &a->objects) < 0)
 		return -1;
 	if (yaml_lookup(&root, "retries", &f)) {
 		if (get_uint(c, &f, 0, 10, &retries) < 0)
@@ -1025,6 +1074,8 @@ void assignment_free(struct assignment *a)
 	free(a->tests_dir);
 	yaml_free_strv(a->setup.argv);
 	yaml_free_strv(a->build.argv);
+	yaml_free_strv(a->objects.files);
+	yaml_free_strv(a->objects.allow);
 	yaml_free_strv(a->test.argv);
 	free(a->report_path);
 	for (size_t i = 0; i < a->n_tests; i++) {

@@ -59,6 +59,16 @@ struct io_case {
 	struct limits limits;
 };
 
+/* build.objects: the object files the build makes from the submission
+ * and the only global symbols they may define (grade/symcheck.h).  No
+ * files: no check. */
+struct build_objects {
+	char **files; /* paths relative to /work, NULL-terminated */
+	size_t n_files;
+	char **allow; /* fnmatch(3) globs over symbol names, NULL-terminated */
+	size_t n_allow;
+};
+
 /* isolation: which backend may grade it, so a mixed fleet never grades one
  * assignment two ways. */
 enum assignment_isolation {
@@ -82,6 +92,7 @@ struct assignment {
 	uint64_t max_entries; /* default 10000 */
 	char *tests_dir;      /* absolute, or NULL */
 	struct step setup, build, test;
+	struct build_objects objects; /* build.objects */
 	int ok_exit[32];
 	size_t n_ok_exit;     /* default {0} */
 	enum report_format report_format;

@@ -21,6 +21,7 @@
 #include "grade/pytest_guard.h"
 #include "grade/report.h"
 #include "grade/split.h"
+#include "grade/symcheck.h"
 #include "grade/unpriv.h"
 #include "host/statedir.h"
 #include "image/image.h"
@@ -1249,6 +1250,25 @@ uint64_t grade_max_memory(const struct assignment *a)
 	return m;
 }
 
+/* build.objects (grade/symcheck.h): the objects the build made define only
+ * what the assignment allows, else a compile_error.  -1: Proctor's. */
+static int check_objects(struct attempt *at, struct err *e)
+{
+	char helper[PATH_MAX], slots_dir[PATH_MAX], why[sizeof(at->reason)];
+
+	if (grade_helper_path(at->o, helper, sizeof(helper), e) < 0)
+		return -1;
+	snprintf(slots_dir, sizeof(slots_dir), "%s/slots", at->o->sandbox.state_dir);
+	struct unpriv_call c = {.helper = helper,
+				.uid = at->sb->untrusted_uid,
+				.timeout_s = HELPER_TIMEOUT_S,
+				.hide_dir = slots_dir};
+	int rc = symcheck_objects(&at->a->objects, at->sb, at->staging, &c, why, sizeof(why), e);
+	if (rc > 0)
+		set_verdict(at, "compile_error", "%s", why);
+	return rc < 0 ? -1 : 0;
+}
+
 static int attempt_run(struct attempt *at, struct err *e)
 {
 	const struct assignment *a = at->a;
@@ -1295,6 +1315,10 @@ static int attempt_run(struct attempt *at, struct err *e)
 		bool ok = build_verdict(at, &r);
 		run_result_free(&r);
 		if (!ok)
+			return 0;
+		if (a->objects.n_files && check_objects(at, e) < 0)
+			return -1;
+		if (at->status) /* refused by build.objects */
 			return 0;
 	}
 	return a->mode == GRADE_MODE_IO ? io_mode(at, e) : runner_mode(at, e);

@@ -958,9 +958,62 @@ static void test_split_argv_wraps_the_runner(void **state)
 	free(h);
 }
 
+/* build.objects: every key read; absent, there is no check. */
+static void test_assignment_reads_build_objects(void **state)
+{
+	(void)state;
+	struct assignment *a = load_fixture("objects_full");
+
+	assert_int_equal(a->objects.n_files, 2);
+	assert_string_equal(a->objects.files[0], "solution.o");
+	assert_string_equal(a->objects.files[1], "lib/extra.o");
+	assert_null(a->objects.files[2]);
+	assert_int_equal(a->objects.n_allow, 2);
+	assert_string_equal(a->objects.allow[1], "helper_*");
+	assignment_free(a);
+	a = load_fixture("full_runner");
+	assert_int_equal(a->objects.n_files, 0);
+	assert_null(a->objects.files);
+	assignment_free(a);
+}
+
+static void test_assignment_rejects_build_objects_without_allow(void **state)
+{
+	(void)state;
+	expect_error("objects_missing_allow",
+		     ":12: build.objects.allow: missing required key (the symbols the objects may "
+		     "define; [] for none)");
+}
+
+static void test_assignment_rejects_build_objects_path_outside_work(void **state)
+{
+	(void)state;
+	expect_error("objects_bad_file",
+		     ":13: build.objects.files[1]: '../etc/x.o' must be a file's path relative to "
+		     "/work, without '..', glob characters or control characters");
+}
+
+static void test_assignment_rejects_unknown_key_in_build_objects(void **state)
+{
+	(void)state;
+	expect_error("objects_unknown_key",
+		     ":14: build.objects.allowed: unknown key (expected files, allow)");
+}
+
+static void test_assignment_rejects_objects_outside_build(void **state)
+{
+	(void)state;
+	expect_error("objects_in_setup", ":12: setup.objects: unknown key (expected run, limits)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_assignment_reads_build_objects),
+	    cmocka_unit_test(test_assignment_rejects_build_objects_without_allow),
+	    cmocka_unit_test(test_assignment_rejects_build_objects_path_outside_work),
+	    cmocka_unit_test(test_assignment_rejects_unknown_key_in_build_objects),
+	    cmocka_unit_test(test_assignment_rejects_objects_outside_build),
 	    cmocka_unit_test(test_assignment_full_runner_reads_every_key),
 	    cmocka_unit_test(test_assignment_minimal_gets_every_default),
 	    cmocka_unit_test(test_assignment_io_mode_reads_cases_and_inherits_limits),

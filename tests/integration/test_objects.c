@@ -1,0 +1,184 @@
+/* Integration tests: build.objects refuses C submissions that tamper with the test driver from
+ * inside its process. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#ifndef EXAMPLES_DIR
+#error "EXAMPLES_DIR must point at examples/"
+#endif
+#ifndef TEST_DATA
+#error "TEST_DATA must point at tests/data/"
+#endif
+
+#define CASES TEST_DATA "/c-objects"
+
+struct row {
+	char name[128], status[64], reason_has[128], without[64];
+};
+
+/* tests/data/c-objects/cases.tsv: case, expected_status, a text the
+ * reason must hold, the verdict without the check (STATUS:SCORE), what the
+ * case does. */
+static size_t read_cases(struct row *rows, size_t cap)
+{
+	char line[4096];
+	size_t n = 0;
+	FILE *f = fopen(CASES "/cases.tsv", "r");
+
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f)); /* header */
+	while (n < cap && fgets(line, sizeof(line), f)) {
+		struct row *r = &rows[n];
+		if (sscanf(line, "%127[^\t]\t%63[^\t]\t%127[^\t]\t%63[^\t]", r->name, r->status,
+			   r->reason_has, r->without) == 4)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static json_t *grade(const char *assignment, const char *submission)
+{
+	char *args[] = {"grade", "--json", (char *)assignment, (char *)submission, NULL};
+	struct proc_out o;
+
+	harness_run(&o, NULL, 600, args);
+	if (o.exit_status != 0 || !o.json)
+		fail_msg("grade %s: exit %d, no result document\nstderr: %.2000s", submission,
+			 o.exit_status, o.err);
+	json_t *doc = json_incref(o.json);
+	proc_out_free(&o);
+	harness_assert_clean();
+	return doc;
+}
+
+static const char *status_of(json_t *doc)
+{
+	return json_string_value(json_object_get(doc, "status"));
+}
+
+static const char *reason_of(json_t *doc)
+{
+	const char *r = json_string_value(json_object_get(doc, "reason"));
+	return r ? r : "";
+}
+
+/*
+ * Every hostile case against examples/c-tap as it ships (build.objects
+ * on): the verdict of cases.tsv (the submission's, never "error"), a
+ * reason naming what was refused, and no point.
+ */
+static void test_tampering_objects_score_nothing(void **state)
+{
+	(void)state;
+	struct row rows[64];
+	size_t n = read_cases(rows, 64);
+	char sub[PATH_MAX];
+
+	harness_require_root("grading");
+	assert_true(n >= 8);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", CASES, rows[i].name);
+		json_t *doc = grade(EXAMPLES_DIR "/c-tap", sub);
+		print_message("[  CASE    ] %s: %s, %s\n", rows[i].name, status_of(doc),
+			      reason_of(doc));
+		if (strcmp(status_of(doc), rows[i].status) != 0)
+			fail_msg("%s: status %s, expected %s (reason: %s)", rows[i].name,
+				 status_of(doc), rows[i].status, reason_of(doc));
+		if (!strstr(reason_of(doc), rows[i].reason_has))
+			fail_msg("%s: reason '%s' does not mention %s", rows[i].name,
+				 reason_of(doc), rows[i].reason_has);
+		assert_true(json_number_value(json_object_get(doc, "score")) == 0.0);
+		assert_int_equal(json_integer_value(json_object_get(doc, "passed")), 0);
+		json_decref(doc);
+	}
+}
+
+/* examples/c-tap copied to `dir` with its build.objects block taken out. */
+static void copy_without_check(const char *dir)
+{
+	static const char *const files[] = {"tests/Makefile", "tests/arrays.h",
+					    "tests/test_driver.c"};
+	char path[PATH_MAX];
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/tests", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/c-tap/%s", EXAMPLES_DIR, files[i]);
+		char *text = harness_read(path, &len);
+		harness_write(dir, files[i], text, len);
+		free(text);
+	}
+	snprintf(path, sizeof(path), "%s/c-tap/assignment.yaml", EXAMPLES_DIR);
+	char *yaml = harness_read(path, &len);
+	char *start = strstr(yaml, "  objects:\n"), *allow = start ? strstr(start, "allow:") : NULL;
+	assert_non_null(allow);
+	char *end = strchr(allow, '\n') + 1;
+	memmove(start, end, strlen(end) + 1);
+	assert_null(strstr(yaml, "objects"));
+	harness_write_text(dir, "assignment.yaml", yaml);
+	free(yaml);
+}
+
+/*
+ * The same cases with the check taken out of the assignment: each attack
+ * works (the verdict of cases.tsv's without_check column, full marks for
+ * wrong code), so the test above shows the check, not a broken attack,
+ * scoring them 0.  Run in the sandbox like any submission.
+ */
+static void test_the_attacks_work_without_the_check(void **state)
+{
+	(void)state;
+	struct row rows[64];
+	size_t n = read_cases(rows, 64);
+	char *tmp = harness_tmpdir(), sub[PATH_MAX], dir[PATH_MAX];
+
+	harness_require_root("grading");
+	assert_int_equal(chmod(tmp, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/c-tap", tmp);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	copy_without_check(dir);
+	for (size_t i = 0; i < n; i++) {
+		char want[64];
+		double score;
+		if (sscanf(rows[i].without, "%63[^:]:%lf", want, &score) != 2)
+			fail_msg("%s: without_check '%s' is not STATUS:SCORE", rows[i].name,
+				 rows[i].without);
+		snprintf(sub, sizeof(sub), "%s/%s", CASES, rows[i].name);
+		json_t *doc = grade(dir, sub);
+		double got = json_number_value(json_object_get(doc, "score"));
+		print_message("[  CASE    ] %s without the check: %s %g\n", rows[i].name,
+			      status_of(doc), got);
+		if (strcmp(status_of(doc), want) != 0 || got != score)
+			fail_msg("%s without the check: %s %g, expected %s %g (reason: %s)",
+				 rows[i].name, status_of(doc), got, want, score, reason_of(doc));
+		json_decref(doc);
+	}
+	harness_rm_tree(tmp);
+	free(tmp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_tampering_objects_score_nothing, harness_setup_root),
+	    cmocka_unit_test_setup(test_the_attacks_work_without_the_check, harness_setup_root),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
