@@ -1,6 +1,7 @@
 """Reference solution of py_compat: must get full marks in every mode."""
 import cmath
 import math
+import random
 import sys
 from dataclasses import dataclass
 
@@ -313,3 +314,41 @@ def is_palindrome(s):
 
 def reverse(s):
     return s[::-1]
+
+
+def ask_sum():
+    a = int(input("a? "))
+    b = int(input("b? "))
+    return a + b
+
+
+def sum_stdin():
+    return sum(int(x) for x in sys.stdin.read().split())
+
+
+def roll():
+    return random.randint(1, 6)
+
+
+def roll_twice():
+    return roll() + roll()
+
+
+def roll_dice(n):
+    return [random.randint(1, 6) for _ in range(n)]
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+        self.closed = False
+
+    def __call__(self, x):
+        self.calls.append(x)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.closed = True
+        return False

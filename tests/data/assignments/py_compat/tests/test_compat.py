@@ -1,8 +1,10 @@
 """Hidden tests of the shapes real pytest suites have (issue 12): each must
 pass against the reference solution whether the submission runs in the
 tests' process (test.in_process: true) or in a process of its own."""
+import io
 import itertools
 import math
+import random
 
 import pytest
 
@@ -416,6 +418,42 @@ def test_fixture_built_object(funded_account):
     assert funded_account.balance == 60
     funded_account.deposit(1)
     assert funded_account.history[-1] == ("deposit", 1)
+
+
+# ---- the tests steer the submission's environment ----
+# Common in introductory courses; each needs more than values crossing: the
+# harness's builtins.input, sys.stdin, random state or a patched module
+# attribute must be what the submission's code sees.
+
+def test_input_builtin_monkeypatched(monkeypatch):
+    answers = iter(["3", "4"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    assert solution.ask_sum() == 7
+
+
+def test_stdin_replaced(monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("1 2 3\n4\n"))
+    assert solution.sum_stdin() == 10
+
+
+def test_monkeypatch_submission_attribute(monkeypatch):
+    monkeypatch.setattr(solution, "roll", lambda: 6)
+    assert solution.roll_twice() == 12
+
+
+def test_random_seed_in_tests():
+    random.seed(7)
+    expected = [random.randint(1, 6) for _ in range(5)]
+    random.seed(7)
+    assert solution.roll_dice(5) == expected
+
+
+def test_context_manager_and_callable_instance():
+    with solution.Recorder() as rec:
+        rec("a")
+        rec("b")
+    assert rec.calls == ["a", "b"]
+    assert rec.closed
 
 
 def test_hidden_word_lengths():

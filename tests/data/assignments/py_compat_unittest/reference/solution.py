@@ -100,3 +100,16 @@ def word_count(text):
     for w in text.split():
         out[w] = out.get(w, 0) + 1
     return out
+
+
+def ask_product():
+    return int(input("x? ")) * int(input("y? "))
+
+
+def today():
+    import datetime
+    return datetime.date.today().isoformat()
+
+
+def is_leap_day():
+    return today().endswith("-02-29")

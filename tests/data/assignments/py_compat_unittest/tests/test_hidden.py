@@ -6,6 +6,7 @@ import io
 import itertools
 import math
 import unittest
+from unittest import mock
 
 import solution
 from solution import Inventory, Item, OutOfStock
@@ -91,6 +92,16 @@ class FunctionsTest(unittest.TestCase):
         self.assertEqual(solution.first_even([1, 4]), 4)
         self.assertEqual(solution.xor_bytes(b"\x0f\xf0", b"\xff\xff"), b"\xf0\x0f")
         self.assertEqual(solution.square(10**30), 10**60)
+
+    # The tests steer the submission's environment: the harness's
+    # builtins.input and a patched module attribute must be what it sees.
+    def test_input_mock_patch(self):
+        with mock.patch("builtins.input", side_effect=["2", "5"]):
+            self.assertEqual(solution.ask_product(), 10)
+
+    def test_mock_patch_object_on_submission(self):
+        with mock.patch.object(solution, "today", return_value="2024-02-29"):
+            self.assertTrue(solution.is_leap_day())
 
     def test_hidden_word_count(self):
         self.assertEqual(solution.word_count("a b  a"), {"a": 2, "b": 1})
