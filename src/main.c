@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_assignment.h"
 #include "cmd_class.h"
 #include "cmd_doctor.h"
 #include "cmd_grade.h"
@@ -28,6 +29,7 @@ static const struct command commands[] = {
 	{"run", cmd_run, "run one program in a fresh sandbox with limits"},
 	{"grade", cmd_grade, "grade one submission against an assignment"},
 	{"class", cmd_class, "grade every submission in a directory, in parallel"},
+	{"assignment", cmd_assignment, "check an assignment before students see it"},
 	{"doctor", cmd_doctor, "say what this host supports and which isolation 'auto' uses"},
 	{"image", cmd_image, "build, list and remove system images (docs/images.md)"},
 };
@@ -62,16 +64,16 @@ static void usage(FILE *f)
 	fprintf(f, "usage: proctor COMMAND [OPTIONS]\n\n"
 		   "Proctor grades untrusted programs inside throwaway sandboxes.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\nthe grading service (docs/service.md):\n");
 	for (size_t i = 0; i < sizeof(service_commands) / sizeof(service_commands[0]); i++)
-		fprintf(f, "  %-8s %s\n", service_commands[i].name, service_commands[i].summary);
+		fprintf(f, "  %-10s %s\n", service_commands[i].name, service_commands[i].summary);
 	fprintf(f, "\n'proctor COMMAND --help' describes a command; 'man proctor' has the rest.\n\n"
 		   "EXIT STATUS\n"
 		   "  0  run: the program succeeded; grade: a verdict was produced;\n"
 		   "     doctor: some isolation works\n"
 		   "  1  the program failed or hit a limit (doctor: no isolation works;\n"
-		   "     image build: the build failed)\n"
+		   "     image build: the build failed; assignment check: a check failed)\n"
 		   "  2  usage error: bad option, value or path\n"
 		   "  3  Proctor's own failure (class: a submission ended in status \"error\")\n"
 		   "  4  results: the submission has no verdict yet\n"

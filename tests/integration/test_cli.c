@@ -18,8 +18,9 @@
 #include "harness.h"
 
 /* Every command and command word, as typed. */
-static const char *const commands[] = {"run",	      "grade",	  "class",      "doctor",
-				       "image build", "image ls", "image show", "image rm"};
+static const char *const commands[] = {"run",	  "grade",	 "class",    "assignment check",
+				       "doctor",  "image build", "image ls", "image show",
+				       "image rm"};
 
 #define MAX_OPTS 64
 
@@ -239,11 +240,17 @@ static void test_isolation_nobody_has_or_the_assignment_forbids_is_exit_2(void *
 	expect_usage_error("grade", grade, unknown);
 	char *class[] = {"class", "--isolation", "bogus", any, subs, NULL};
 	expect_usage_error("class", class, unknown);
+	char *check[] = {"assignment",	"check", "--isolation", "bogus",
+			 "--reference", sub,	 any,		NULL};
+	expect_usage_error("assignment check", check, unknown);
 
 	char *grade_jail[] = {"grade", "--isolation", "jail", vm, sub, NULL};
 	expect_usage_error_naming("grade", grade_jail, "requires isolation 'vm'");
 	char *class_jail[] = {"class", "--isolation", "jail", vm, subs, NULL};
 	expect_usage_error_naming("class", class_jail, "requires isolation 'vm'");
+	char *check_jail[] = {"assignment", "check", "--isolation", "jail", "--reference",
+			      sub,	    vm,	     NULL};
+	expect_usage_error_naming("assignment check", check_jail, "requires isolation 'vm'");
 
 	snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", tmp);
 	assert_int_equal(system(cmd), 0);
