@@ -239,12 +239,12 @@ static void test_tests_that_do_not_work_split_are_named(void **state)
 	run_check(&o, TEST_DATA "/assignments/check_not_split", NULL);
 	assert_int_equal(o.exit_status, 1);
 	assert_string_equal(result_of(&o, "reference"), "fail");
-	assert_true(names_test(&o, "reference", "test_ask_reads_input"));
+	assert_true(names_test(&o, "reference", "test_money_equals_cents"));
 	assert_string_equal(result_of(&o, "tamper_proof"), "fail");
-	assert_true(names_test(&o, "tamper_proof", "test_ask_reads_input"));
+	assert_true(names_test(&o, "tamper_proof", "test_money_equals_cents"));
 	assert_false(names_test(&o, "tamper_proof", "test_double"));
 	if (!says(&o, "tamper_proof",
-		  "these tests do not work in tamper-proof mode: test_ask_reads_input; see "
+		  "these tests do not work in tamper-proof mode: test_money_equals_cents; see "
 		  "docs/grading.md 'What does not work split'; fix the tests, or set "
 		  "test.in_process: true"))
 		fail_with_document(&o, "tamper_proof does not say which tests need one process");

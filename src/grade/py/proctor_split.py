@@ -408,6 +408,7 @@ class Endpoint:
         n = self.seq
         msg = {"op": op, "n": n}
         msg.update(fields)
+        msg.update(self.take_output())  # what was printed before this call back
         _send(self.sock, msg)
         while True:
             self.sock.settimeout(self.timeout)
@@ -428,6 +429,8 @@ class Endpoint:
 
     def serve_one(self, m):
         n = m.get("n")
+        if self.on_output:
+            self.on_output(m.get("out"), m.get("err"))
         try:
             value = self.handle(m)
             reply = {"re": n, "ok": self.codec.encode(value)}
@@ -521,8 +524,17 @@ class ReverseProxy:
 
 
 def _harness_object_op(codec, m):
-    """A request of the worker on an object the harness passed it."""
+    """A request of the worker: input() and standard input, which are the
+    tests' (so monkeypatched input and a replaced sys.stdin reach the
+    submission), or an operation on an object the harness passed it."""
     op = m.get("op")
+    if op == "input":
+        return _builtins.input(_str(m.get("prompt")))
+    if op == "stdin":
+        size = m.get("size")
+        if m.get("method") not in ("read", "readline") or type(size) is not int:
+            raise ProtocolError("bad stdin request")
+        return getattr(sys.stdin, m["method"])(size)
     obj = codec.local(m.get("target"))
     if op == "call":
         if not callable(obj):
@@ -545,6 +557,26 @@ def _harness_object_op(codec, m):
     raise ProtocolError("the submission asked for %r" % op)
 
 
+class _TestsStdin(io.TextIOBase):
+    """The worker's sys.stdin: the tests' standard input, read through the
+    harness (a test's replaced sys.stdin, or pytest's empty one)."""
+
+    def __init__(self, ep):
+        super().__init__()
+        self._ep = ep
+
+    def readable(self):
+        return True
+
+    def read(self, size=-1):
+        v = self._ep.request("stdin", method="read", size=-1 if size is None else int(size))
+        return v if type(v) is str else ""
+
+    def readline(self, size=-1):
+        v = self._ep.request("stdin", method="readline", size=-1 if size is None else int(size))
+        return v if type(v) is str else ""
+
+
 class Worker:
     """The submission's process: imports and runs what the harness asks."""
 
@@ -555,6 +587,13 @@ class Worker:
         self.ep = Endpoint(sock, self.codec, self.handle)
         self.ep.take_output = self.take_output
         self.ep.on_output = None
+        ep = self.ep
+
+        def tests_input(prompt=""):
+            return ep.request("input", prompt=str(prompt))
+
+        _builtins.input = tests_input
+        sys.stdin = _TestsStdin(ep)
 
     def make_proxy(self, n, info):
         return ReverseProxy(n, self.ep)

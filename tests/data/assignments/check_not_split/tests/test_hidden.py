@@ -5,7 +5,8 @@ def test_double():
     assert solution.double(21) == 42
 
 
-def test_ask_reads_input(monkeypatch):
-    # Patches input() here; split, the submission's input() is its own.
-    monkeypatch.setattr("builtins.input", lambda prompt="": "7")
-    assert solution.ask() == 14
+def test_money_equals_cents():
+    # Compares an object of the submission's with a plain number: split, a
+    # comparison between a proxy and the tests' own value is never the
+    # submission's to decide, so this is False there.
+    assert solution.Money(5) == 5
