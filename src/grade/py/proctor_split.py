@@ -612,6 +612,10 @@ class Worker:
         op = m.get("op")
         if op == "import":
             return importlib.import_module(_str(m.get("name")))
+        if op == "seed":
+            import random
+            random.seed(c.decode(m.get("a")), m.get("version") if m.get("version") in (1, 2) else 2)
+            return None
         obj = c.local(m.get("target"))
         if op == "getattr":
             return getattr(obj, _str(m.get("name")))
@@ -912,6 +916,15 @@ class RemoteObject:
         v = _remote(self, "unary", name="dir")
         return [x for x in v if type(x) is str] if type(v) is list else []
 
+    def __enter__(self):
+        return _remote(self, "getattr", name="__enter__")()
+
+    def __exit__(self, exc_type, exc, tb):
+        # Told of the tests' exception, but never allowed to swallow it: a
+        # context manager of the submission's cannot hide a failed assert.
+        _remote(self, "getattr", name="__exit__")(exc_type, exc, None)
+        return False
+
     __len__ = _unary("len", int)
     __repr__ = _unary("repr", str)
     __str__ = _unary("str", str)
@@ -1079,6 +1092,21 @@ def pytest_collection(session):
     _first_on_meta_path()
 
 
+def _seed_both():
+    """random.seed() in the tests seeds the submission's random too, so a
+    test that seeds, draws the expected numbers, seeds again and calls the
+    submission sees the same numbers drawn there."""
+    import random
+    own = random.seed
+
+    def seed(a=None, version=2):
+        own(a, version)
+        if a is None or type(a) in (int, float, str, bytes):
+            _session().request("seed", a=_codec().encode(a), version=version)
+
+    random.seed = seed
+
+
 def harness_main(argv):
     if not argv or argv[0] not in ("pytest", "unittest", "xmlrunner"):
         sys.stderr.write("usage: python3 -m proctor_split harness pytest|unittest ARGS...\n")
@@ -1086,6 +1114,7 @@ def harness_main(argv):
     import runpy
     _session()  # the channel, before the runner opens anything
     _first_on_meta_path()
+    _seed_both()
     sys.dont_write_bytecode = True
     if argv[0] == "pytest":
         import pytest
