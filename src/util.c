@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -448,4 +449,16 @@ unsigned cpus_available(void)
 		return (unsigned)n;
 	long v = sysconf(_SC_NPROCESSORS_ONLN);
 	return v > 0 ? (unsigned)v : 1;
+}
+
+int random_hex(char *buf, size_t cap, const char *prefix, size_t n, struct err *e)
+{
+	unsigned char rnd[32];
+	size_t len = (size_t)snprintf(buf, cap, "%s", prefix);
+
+	if (n > sizeof(rnd) || len + 2 * n >= cap || getrandom(rnd, n, 0) != (ssize_t)n)
+		return err_set(e, errno, "getrandom");
+	for (size_t i = 0; i < n; i++)
+		snprintf(buf + len + 2 * i, 3, "%02x", rnd[i]);
+	return 0;
 }

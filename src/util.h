@@ -113,4 +113,9 @@ int rm_tree_at(int dirfd, const char *name, struct err *e);
  */
 bool json_nesting_exceeds(const char *s, size_t len, size_t max);
 
+/* `prefix` then n (at most 32) random bytes in hex, into buf: a fresh,
+ * unguessable name or key.  -1 with e set when buf is too small or the
+ * kernel gives no randomness. */
+int random_hex(char *buf, size_t cap, const char *prefix, size_t n, struct err *e);
+
 #endif

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -546,26 +545,13 @@ out_stop:
 	return -1;
 }
 
-/* `prefix` and n (at most 32) random bytes in hex, into buf. */
-static int random_name(char *buf, size_t cap, const char *prefix, size_t n, struct err *e)
-{
-	unsigned char rnd[32];
-	size_t len = (size_t)snprintf(buf, cap, "%s", prefix);
-
-	if (n > sizeof(rnd) || len + 2 * n >= cap || getrandom(rnd, n, 0) != (ssize_t)n)
-		return err_set(e, errno, "getrandom");
-	for (size_t i = 0; i < n; i++)
-		snprintf(buf + len + 2 * i, 3, "%02x", rnd[i]);
-	return 0;
-}
-
 /* Fresh, unguessable report directory, created right before the test step
  * so nothing the build left there can pass for a report. */
 static int make_report_dir(struct attempt *at, unsigned flags, struct err *e)
 {
 	char empty[PATH_MAX + 16], name[32];
 
-	if (random_name(at->report_dir, sizeof(at->report_dir), "/tmp/.proctor-report-", 8, e) < 0)
+	if (random_hex(at->report_dir, sizeof(at->report_dir), "/tmp/.proctor-report-", 8, e) < 0)
 		return -1;
 	snprintf(name, sizeof(name), "empty-%.4s",
 		 at->report_dir + strlen("/tmp/.proctor-report-"));
@@ -780,7 +766,7 @@ static int guard_prepare(struct attempt *at, const char *key, bool split, struct
 	struct stat st;
 
 	g->n = 0;
-	if (random_name(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
+	if (random_hex(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
 		return -1;
 	if (key) {
 		if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path,
@@ -913,7 +899,7 @@ static int runner_mode(struct attempt *at, struct err *e)
 	if (make_report_dir(at, split ? SANDBOX_PUT_HARNESS_OWNED : 0, e) < 0)
 		return -1;
 	if (a->pytest_guard || split) {
-		if ((a->pytest_guard && random_name(key, sizeof(key), "", 32, e) < 0) ||
+		if ((a->pytest_guard && random_hex(key, sizeof(key), "", 32, e) < 0) ||
 		    guard_prepare(at, a->pytest_guard ? key : NULL, split, &g, e) < 0)
 			return -1;
 		at->extra_env = g.env;

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,19 +123,6 @@ char **runner_guard_argv(enum runner_kind kind, char *const *argv, const char *g
 		return junit_argv(argv, guard_dir, e);
 	err_set(e, EINVAL, "runner_guard_argv: no guard for this runner");
 	return NULL;
-}
-
-/* n random bytes (at most 32) in hex after `prefix`, into buf. */
-static int random_hex(char *buf, size_t cap, const char *prefix, size_t n, struct err *e)
-{
-	unsigned char rnd[32];
-	size_t len = (size_t)snprintf(buf, cap, "%s", prefix);
-
-	if (n > sizeof(rnd) || len + 2 * n >= cap || getrandom(rnd, n, 0) != (ssize_t)n)
-		return err_set(e, errno, "getrandom");
-	for (size_t i = 0; i < n; i++)
-		snprintf(buf + len + 2 * i, 3, "%02x", rnd[i]);
-	return 0;
 }
 
 /* Create host file `path` (0644 if owner is root, else 0600 and chown'ed). */
