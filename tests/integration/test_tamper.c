@@ -284,7 +284,7 @@ static void check_assignment(const char *name, enum mode m)
 	char *save = NULL, *line = strtok_r(text, "\n", &save); /* the header */
 	assert_non_null(line);
 	while ((line = strtok_r(NULL, "\n", &save))) {
-		char *f[N_FIELDS];
+		char *f[N_FIELDS] = {0};
 		lineno++;
 		if (!split_row(line, f))
 			fail_msg("%s:%d: expected %d tab-separated fields", path, lineno, N_FIELDS);
