@@ -151,7 +151,8 @@ static bool has_line(const struct run_result *res, const char *want)
 	return found;
 }
 
-static void expect_line(const struct run_result *res, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void expect_line(const struct run_result *res,
+							      const char *fmt, ...)
 {
 	char want[512];
 	va_list ap;
