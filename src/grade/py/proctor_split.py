@@ -30,9 +30,10 @@ between two proxies they are the submission's methods.  Exceptions cross
 by type and message; the submission's exception classes are mirrored as
 harness classes with the same names and bases.  Output the submission
 prints during a call is written to the harness's sys.stdout/sys.stderr,
-where capsys sees it.  Callables and iterators of the tests that are
-passed to the submission stay in the harness and are called back; the
-worker may not read their attributes beyond public names.
+where capsys sees it.  Callables, iterators and files of the tests that
+are passed to the submission stay in the harness and are called back; the
+worker may call and iterate them and use files' public methods, nothing
+else of theirs.  Its input() and sys.stdin are the tests'.
 
 A call into the worker is bounded by the test step's own limits (its
 wall-clock and CPU time, memory and processes, shared by both sides), and
@@ -104,10 +105,6 @@ def _recv(sock):
 
 
 # ---- values -------------------------------------------------------------------
-
-def _exact(v, t):
-    return type(v) is t
-
 
 class Codec:
     """Encodes this side's values and decodes the other side's.  Objects
@@ -920,9 +917,10 @@ class RemoteObject:
         return _remote(self, "getattr", name="__enter__")()
 
     def __exit__(self, exc_type, exc, tb):
-        # Told of the tests' exception, but never allowed to swallow it: a
-        # context manager of the submission's cannot hide a failed assert.
-        _remote(self, "getattr", name="__exit__")(exc_type, exc, None)
+        # Neither told of the tests' exception (its message may hold an
+        # expected value) nor allowed to swallow it: a context manager of
+        # the submission's cannot hide a failed assert.
+        _remote(self, "getattr", name="__exit__")(None, None, None)
         return False
 
     __len__ = _unary("len", int)
