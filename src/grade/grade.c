@@ -952,7 +952,10 @@ static int runner_mode(struct attempt *at, struct err *e)
 	else if (r.status == RUN_SIGNALED)
 		set_verdict(at, "crashed", "the test runner was killed by signal %d (%s)", r.signal,
 			    strsignal(r.signal));
-	else if (split && r.exit_code == SPLIT_ABORT_STATUS)
+	else if (split && r.exit_code == SPLIT_NOT_STARTED_STATUS) {
+		run_result_free(&r);
+		return err_set(e, 0, "split run: the program side did not start (see the test step)");
+	} else if (split && r.exit_code == SPLIT_ABORT_STATUS)
 		set_verdict(at, "crashed",
 			    "the submission's process ended during a call from the tests, or broke "
 			    "the split protocol (the test step's output says which)");

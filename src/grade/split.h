@@ -39,4 +39,8 @@ char **split_program_argv(char *const *harness_argv);
  * broke the protocol (proctor_split.py's ABORT_STATUS): the run is crashed. */
 #define SPLIT_ABORT_STATUS 70
 
+/* The harness's exit status when the program side never started (before
+ * any code of the submission's ran in the step): Proctor's failure. */
+#define SPLIT_NOT_STARTED_STATUS 71
+
 #endif

@@ -687,10 +687,13 @@ def program_main():
 # The harness's exit status when the program side is gone: not a normal
 # finish of any runner (grade.c says "crashed" with this reason).
 ABORT_STATUS = 70
+# ... and when the program side never handed over its worker: Proctor's
+# failure (grade.c retries the attempt), not the submission's.
+NOT_STARTED_STATUS = 71
 _STDERR_FD = -1
 
 
-def _abort(why, ctl=None):
+def _abort(why, ctl=None, status=ABORT_STATUS):
     """The submission's process ended, or stopped speaking the protocol:
     as when the code under test crashes a runner it shares a process with,
     the run ends here, with no report, and by the signal that ended the
@@ -715,7 +718,7 @@ def _abort(why, ctl=None):
         if sig and sig not in (signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
             signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
-        os._exit(ABORT_STATUS)
+        os._exit(status)
 
 
 class Session:
@@ -731,7 +734,7 @@ class Session:
         except OSError:
             fds = []
         if len(fds) != 1:
-            _abort("the submission's process did not start", self.ctl)
+            _abort("the program side did not start", None, NOT_STARTED_STATUS)
         sock = socket.socket(fileno=fds[0])
         self.proxies = weakref.WeakValueDictionary()
         self.classes = {}
