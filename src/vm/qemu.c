@@ -168,6 +168,14 @@ int vm_host_info(struct vm_host *ret, struct err *e)
 	if (qemu_identity(ret->qemu, sizeof(ret->qemu), e) < 0)
 		return -1;
 	ret->kvm = host_has_kvm(ret->why, sizeof(ret->why));
+	/* $PROCTOR_VM_ACCEL=tcg: software emulation even where KVM works (to
+	 * measure both on one host; docs/vm.md).  Part of every snapshot key,
+	 * as the accelerator is part of the command line. */
+	const char *accel = getenv("PROCTOR_VM_ACCEL");
+	if (ret->kvm && accel && strcmp(accel, "tcg") == 0) {
+		ret->kvm = false;
+		snprintf(ret->why, sizeof(ret->why), "$PROCTOR_VM_ACCEL=tcg asks for TCG");
+	}
 	/* QEMU opens /dev/kvm as its own unprivileged uid, without groups. */
 	struct stat kst;
 	if (ret->kvm && (stat("/dev/kvm", &kst) < 0 || (kst.st_mode & 0006) != 0006)) {

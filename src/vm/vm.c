@@ -80,6 +80,31 @@ void vm_last_timing(struct vm_timing *ret)
 	*ret = last_timing;
 }
 
+void vm_trace(const char *what)
+{
+	static int on = -1;
+	static uint64_t start_ns;
+
+	if (on < 0) {
+		on = getenv("PROCTOR_VM_DEBUG") != NULL;
+		/* The process's start, from /proc/self/stat (clock ticks since boot). */
+		char buf[1024];
+		struct err ignored;
+		if (on && read_file_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf), &ignored) == 0) {
+			char *p = strrchr(buf, ')');
+			for (int f = 2; p && f < 22; f++)
+				p = strchr(p + 1, ' ');
+			struct timespec bt;
+			clock_gettime(CLOCK_BOOTTIME, &bt);
+			uint64_t boot_ns = (uint64_t)bt.tv_sec * 1000000000ull + (uint64_t)bt.tv_nsec;
+			uint64_t st = p ? strtoull(p + 1, NULL, 10) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK)) : boot_ns;
+			start_ns = now_ns() - (boot_ns - st);
+		}
+	}
+	if (on)
+		fprintf(stderr, "vm: +%.1f ms %s\n", (double)(now_ns() - start_ns) / 1e6, what);
+}
+
 /* ---- paths of an image ---- */
 
 static int image_paths(const char *system_dir, struct vm_image *im, struct err *e)
@@ -604,7 +629,9 @@ static void vm_destroy(struct sandbox *sb)
 
 	if (!v)
 		return;
+	vm_trace("destroy");
 	vm_kill(v);
+	vm_trace("destroy: QEMU reaped");
 	xclose(v->pidfd);
 	xclose(v->chan);
 	xclose(v->qmp);
@@ -622,6 +649,7 @@ static void vm_destroy(struct sandbox *sb)
 		}
 		rmdir(v->run_dir);
 	}
+	vm_trace("destroy: cgroups and run directory");
 	if (v->have_slot)
 		slot_release(&v->slot);
 	pbuf_free(&v->ob);
@@ -684,11 +712,14 @@ static int plan(const struct sandbox_options *opts, struct vm_plan *p, struct er
 			       (unsigned long long)((opts->memory_bytes + opts->disk_bytes) >> 20),
 			       shapes_mib[sizeof(shapes_mib) / sizeof(shapes_mib[0]) - 1],
 			       VM_RESERVE_MIB);
-	if (image_paths(opts->system_dir, &p->im, e) < 0 || vm_host_info(&p->h, e) < 0 ||
-	    kit_dir_for(opts->state_dir, &p->im, p->kit_dir, sizeof(p->kit_dir), p->kit_sha, e) <
+	if (image_paths(opts->system_dir, &p->im, e) < 0 || vm_host_info(&p->h, e) < 0)
+		return -1;
+	vm_trace("plan: image and host");
+	if (kit_dir_for(opts->state_dir, &p->im, p->kit_dir, sizeof(p->kit_dir), p->kit_sha, e) <
 		0 ||
 	    snapshot_key(&p->h, &p->im, p->kit_sha, p->ram_mib, p->key, e) < 0)
 		return -1;
+	vm_trace("plan: kit and snapshot key");
 	if (state_subdir(opts->state_dir, "vm/snapshots", 0755, snap_dir, sizeof(snap_dir), e) < 0)
 		return -1;
 	snprintf(p->state, sizeof(p->state), "%s/%.40s.state", snap_dir, p->key);
@@ -862,8 +893,10 @@ static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
 	if (sfd < 0)
 		return err_set(e, errno, "open %s", p->state);
 	mfd = ram_memfd(p->ram, e);
+	vm_trace("snapshot RAM memfd");
 	if (mfd >= 0)
 		rc = qemu_start(v, &p->h, &p->im, p->kit_dir, RAM_RESTORE, sfd, mfd, e);
+	vm_trace("QEMU forked");
 	close(sfd);
 	return rc;
 }
@@ -970,6 +1003,7 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 		*ret = &v->base;
 		return 0;
 	}
+	vm_trace("create");
 	if (plan(opts, p, e) < 0)
 		goto fail;
 	uint64_t t1;
@@ -991,7 +1025,8 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 			}
 		}
 		t1 = now_ns();
-		if (restore_incoming(v, e) == 0 && setup_guest(v, RESTORE_TIMEOUT_MS, e) == 0)
+		if (restore_incoming(v, e) == 0 && (vm_trace("migrate-incoming sent"), 1) &&
+		    setup_guest(v, RESTORE_TIMEOUT_MS, e) == 0)
 			break;
 		err_wrap(e, "restoring the snapshot %s", p->state);
 		if (attempt > 0 || last_timing.snapshot_built)
@@ -1009,6 +1044,7 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 			(double)(now_ns() - t1) / 1e6);
 	last_timing.ready_ms = (double)(now_ns() - t0) / 1e6;
 	last_timing.restored = true;
+	vm_trace("guest set up (ready)");
 	pool_fill(opts, p);
 	free(p);
 	*ret = &v->base;
