@@ -90,14 +90,18 @@ void vm_trace(const char *what)
 		/* The process's start, from /proc/self/stat (clock ticks since boot). */
 		char buf[1024];
 		struct err ignored;
-		if (on && read_file_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf), &ignored) == 0) {
+		if (on &&
+		    read_file_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf), &ignored) == 0) {
 			char *p = strrchr(buf, ')');
 			for (int f = 2; p && f < 22; f++)
 				p = strchr(p + 1, ' ');
 			struct timespec bt;
 			clock_gettime(CLOCK_BOOTTIME, &bt);
-			uint64_t boot_ns = (uint64_t)bt.tv_sec * 1000000000ull + (uint64_t)bt.tv_nsec;
-			uint64_t st = p ? strtoull(p + 1, NULL, 10) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK)) : boot_ns;
+			uint64_t boot_ns =
+			    (uint64_t)bt.tv_sec * 1000000000ull + (uint64_t)bt.tv_nsec;
+			uint64_t st = p ? strtoull(p + 1, NULL, 10) *
+					      (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK))
+					: boot_ns;
 			start_ns = now_ns() - (boot_ns - st);
 		}
 	}
@@ -510,11 +514,42 @@ static void ram_memfd_forget(void)
 	cached_path[0] = '\0';
 }
 
+/* Whether the 4 KiB page at p is all zero. */
+static bool page_zero(const unsigned char *p)
+{
+	static const unsigned char zero[4096];
+
+	return memcmp(p, zero, sizeof(zero)) == 0;
+}
+
+/* Copy the pages of [data, hole) of the mapped file that are not all zero
+ * into fd, one pwrite per run of them (the memfd's other pages stay holes:
+ * a guest's RAM is mostly zero even where the file has blocks). */
+static int ram_copy_range(int fd, const unsigned char *map, off_t data, off_t hole, struct err *e)
+{
+	off_t run = -1;
+
+	for (off_t p = data;; p += 4096) {
+		bool end = p >= hole;
+		bool zero = end || page_zero(map + p);
+		if (!zero && run < 0)
+			run = p;
+		if (zero && run >= 0) {
+			size_t n = (size_t)((end ? hole : p) - run);
+			if (pwrite(fd, map + run, n, run) != (ssize_t)n)
+				return err_set(e, errno, "fill the RAM memfd");
+			run = -1;
+		}
+		if (end)
+			return 0;
+	}
+}
+
 static int ram_memfd(const char *path, struct err *e)
 {
-	static unsigned char buf[1 << 20], zero[1 << 20];
 	struct stat st;
 	int in, fd;
+	unsigned char *map = MAP_FAILED;
 
 	if (cached_fd >= 0 && strcmp(cached_path, path) == 0)
 		return cached_fd;
@@ -528,6 +563,12 @@ static int ram_memfd(const char *path, struct err *e)
 		err_set(e, errno, "memfd for %s", path);
 		goto fail;
 	}
+	/* Read through a mapping of the page cache: one copy, not two. */
+	if (st.st_size % 4096 != 0 ||
+	    (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, in, 0)) == MAP_FAILED) {
+		err_set(e, errno, "map %s (%lld bytes)", path, (long long)st.st_size);
+		goto fail;
+	}
 	for (off_t off = 0; off < st.st_size;) {
 		off_t data = lseek(in, off, SEEK_DATA);
 		if (data < 0)
@@ -535,27 +576,15 @@ static int ram_memfd(const char *path, struct err *e)
 		off_t hole = lseek(in, data, SEEK_HOLE);
 		if (hole < 0)
 			hole = st.st_size;
-		for (off_t p = data; p < hole;) {
-			size_t want =
-			    (size_t)(hole - p) < sizeof(buf) ? (size_t)(hole - p) : sizeof(buf);
-			ssize_t n = pread(in, buf, want, p);
-			if (n <= 0) {
-				err_set(e, n < 0 ? errno : EIO, "read %s", path);
-				goto fail;
-			}
-			if (memcmp(buf, zero, (size_t)n) != 0 &&
-			    pwrite(fd, buf, (size_t)n, p) != n) {
-				err_set(e, errno, "fill the RAM memfd");
-				goto fail;
-			}
-			p += n;
-		}
+		if (ram_copy_range(fd, map, data, hole, e) < 0)
+			goto fail;
 		off = hole;
 	}
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		err_set(e, errno, "seal the RAM memfd");
 		goto fail;
 	}
+	munmap(map, (size_t)st.st_size);
 	close(in);
 	if (cached_fd >= 0)
 		close(cached_fd);
@@ -563,33 +592,38 @@ static int ram_memfd(const char *path, struct err *e)
 	snprintf(cached_path, sizeof(cached_path), "%s", path);
 	return fd;
 fail:
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
 	close(in);
 	xclose(fd);
 	return -1;
 }
 
-/* QEMU is up with -incoming defer: same capability as the save, then load. */
-static int restore_incoming(struct vm *v, struct err *e)
+/* QEMU was just started with -incoming defer: the same capability as the
+ * save, then load.  The three commands go at once, without waiting for
+ * QEMU's greeting: they wait in the monitor's socket until QEMU reads them,
+ * so the restore proceeds while this process does other things (a
+ * pre-started VM is restored and running by the time it is taken). */
+static int restore_send(struct vm *v, struct err *e)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd),
-		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n",
-		 QFD_INCOMING);
-	uint64_t t0 = now_ns();
-	if (qmp_cmd(v, "", -1, NULL, e) < 0)
-		return vm_fail(v, e, "restoring: %s", e->msg);
-	uint64_t t1 = now_ns();
-	/* Three commands in one write, then their three answers in order. */
 	char all[1024];
-	snprintf(all, sizeof(all), "%s%s%s", "{\"execute\":\"qmp_capabilities\"}\n", IGNORE_SHARED,
-		 cmd);
-	if (qmp_cmd(v, all, -1, NULL, e) < 0 || qmp_cmd(v, NULL, -1, NULL, e) < 0 ||
-	    qmp_cmd(v, NULL, -1, NULL, e) < 0)
+
+	snprintf(all, sizeof(all),
+		 "{\"execute\":\"qmp_capabilities\"}\n%s"
+		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n",
+		 IGNORE_SHARED, QFD_INCOMING);
+	if (write_all(v->qmp, all, strlen(all)) < 0)
+		return vm_fail(v, e, "restoring: QMP: %s", strerror(errno));
+	return 0;
+}
+
+/* The greeting and the three answers of restore_send(), in order. */
+static int restore_wait(struct vm *v, struct err *e)
+{
+	if (qmp_cmd(v, "", -1, NULL, e) < 0 || qmp_cmd(v, NULL, -1, NULL, e) < 0 ||
+	    qmp_cmd(v, NULL, -1, NULL, e) < 0 || qmp_cmd(v, NULL, -1, NULL, e) < 0)
 		return vm_fail(v, e, "restoring: %s", e->msg);
-	if (getenv("PROCTOR_VM_DEBUG"))
-		fprintf(stderr, "vm: QMP greeting after %.1f ms, incoming started after %.1f ms\n",
-			(double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6);
+	vm_trace("QMP: migrate-incoming accepted");
 	return 0;
 }
 
@@ -633,6 +667,7 @@ static void vm_destroy(struct sandbox *sb)
 	vm_kill(v);
 	vm_trace("destroy: QEMU reaped");
 	xclose(v->pidfd);
+	xclose(v->start_err);
 	xclose(v->chan);
 	xclose(v->qmp);
 	if (v->have_cg) {
@@ -741,7 +776,7 @@ static struct vm *vm_new(const struct sandbox_options *opts, unsigned ram_mib, s
 		return NULL;
 	}
 	v->base.ops = &vm_ops;
-	v->pidfd = v->chan = v->qmp = -1;
+	v->pidfd = v->chan = v->qmp = v->start_err = -1;
 	v->disk_bytes = opts->disk_bytes;
 	v->ram_mib = ram_mib;
 	if (slot_lease(opts->state_dir, opts->max_slots, opts->uid_base, &v->slot, e) < 0)
@@ -884,8 +919,9 @@ static void discard_snapshot(const struct vm_plan *p)
 	xclose(lfd);
 }
 
-/* Start QEMU waiting for the snapshot (-incoming defer): the slow part of
- * a restore, which a pre-started VM has done already. */
+/* Start QEMU waiting for the snapshot (-incoming defer), without waiting
+ * for it to be executed (qemu_started() does): the slow part of a restore,
+ * which a pre-started VM has done already. */
 static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
 {
 	int sfd = open(p->state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), mfd, rc = -1;
@@ -895,7 +931,7 @@ static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
 	mfd = ram_memfd(p->ram, e);
 	vm_trace("snapshot RAM memfd");
 	if (mfd >= 0)
-		rc = qemu_start(v, &p->h, &p->im, p->kit_dir, RAM_RESTORE, sfd, mfd, e);
+		rc = qemu_start_async(v, &p->h, &p->im, p->kit_dir, RAM_RESTORE, sfd, mfd, e);
 	vm_trace("QEMU forked");
 	close(sfd);
 	return rc;
@@ -947,7 +983,12 @@ static void pool_fill(const struct sandbox_options *opts, const struct vm_plan *
 		struct vm *v = vm_new(opts, p->ram_mib, &ignored);
 		if (!v)
 			return;
-		if (prestart(v, p, &ignored) < 0) {
+		/* Restored now, in the background; a P_PING queued behind it
+		 * runs the agent's and the guest kernel's request path once,
+		 * so that QEMU has translated it (TCG) before P_SETUP. */
+		pbuf_start(&v->ob, P_PING);
+		if (prestart(v, p, &ignored) < 0 || restore_send(v, &ignored) < 0 ||
+		    chan_send(v, &ignored) < 0) {
 			vm_destroy(&v->base);
 			return;
 		}
@@ -1008,9 +1049,9 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 		goto fail;
 	uint64_t t1;
 	for (int attempt = 0;; attempt++) {
-		if (attempt == 0 && (v = pool_take(p, opts->disk_bytes))) {
-			last_timing.prestarted = true;
-		} else {
+		bool from_pool = attempt == 0 && (v = pool_take(p, opts->disk_bytes));
+		last_timing.prestarted = from_pool;
+		if (!from_pool) {
 			if (!(v = vm_new(opts, p->ram_mib, e)) || ensure_snapshot(v, p, e) < 0)
 				goto fail;
 			if (last_timing.snapshot_built)
@@ -1025,7 +1066,12 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 			}
 		}
 		t1 = now_ns();
-		if (restore_incoming(v, e) == 0 && (vm_trace("migrate-incoming sent"), 1) &&
+		bool sent = from_pool || restore_send(v, e) == 0;
+		/* QEMU that could not start says why; the snapshot is not to blame. */
+		if (qemu_started(v, e) < 0)
+			goto fail;
+		if (sent && restore_wait(v, e) == 0 &&
+		    (!from_pool || expect_ok(v, RESTORE_TIMEOUT_MS, "ping", e) == 0) &&
 		    setup_guest(v, RESTORE_TIMEOUT_MS, e) == 0)
 			break;
 		err_wrap(e, "restoring the snapshot %s", p->state);
