@@ -761,7 +761,7 @@ static void warm_file(const char *path)
 }
 
 /* Before a snapshot: the caches of the boot dropped, then the files every
- * run starts with (the loader, libc, sh, true) read back in, so that no
+ * run starts with (the loader, its cache, libc, sh, true) read back in, so that no
  * restored VM decompresses them again (squashfs, emulated under TCG). */
 static void do_quiesce(void)
 {
@@ -770,6 +770,7 @@ static void do_quiesce(void)
 	    ROOT "/usr/lib/x86_64-linux-gnu/libc.so.6",
 	    ROOT "/usr/bin/dash",
 	    ROOT "/usr/bin/true",
+	    ROOT "/etc/ld.so.cache",
 	};
 
 	sync();
