@@ -96,7 +96,7 @@ static int add_pair(const struct cli_option *opt, char *value, struct err *e)
 	return 0;
 }
 
-#define MAX_LIMITS  16
+#define MAX_LIMITS 16
 #define RUN_OPTIONS 16 /* room for the options besides the limits */
 
 /* The limits, from the limit table, then the rest; `help` holds the limits'
@@ -210,7 +210,7 @@ static int check_paths(struct run_options *o, int *ret_stdin)
 	for (size_t i = 0; i < o->n_put; i++) {
 		if (access(o->put[i][0], R_OK) < 0)
 			return cli_usage_error("--put: cannot read '%s': %s", o->put[i][0],
-					       strerror(errno));
+					   strerror(errno));
 		if (sandbox_path_rel(o->put[i][1], rel, sizeof(rel), &e) < 0)
 			return cli_usage_error("--put: %s", e.msg);
 	}
@@ -223,11 +223,10 @@ static int check_paths(struct run_options *o, int *ret_stdin)
 		int fd = open(o->stdin_path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return cli_usage_error("--stdin: cannot read '%s': %s", o->stdin_path,
-					       strerror(errno));
+					   strerror(errno));
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			close(fd);
-			return cli_usage_error("--stdin: '%s' is not a regular file",
-					       o->stdin_path);
+			return cli_usage_error("--stdin: '%s' is not a regular file", o->stdin_path);
 		}
 		*ret_stdin = fd;
 	}
@@ -290,8 +289,7 @@ int cmd_run(int argc, char **argv)
 	if (r != CLI_OK)
 		return cli_exit_status(r);
 	if (o.privileged && strcmp(o.isolation, "vm") != 0)
-		return cli_usage_error(
-		    "--privileged needs --isolation vm (the guest is the boundary)");
+		return cli_usage_error("--privileged needs --isolation vm (the guest is the boundary)");
 	/* A limit this host cannot grant would fail in sandbox setup: it is
 	 * the user's to change, named now. */
 	if (limits_check_host(&o.limits, &e) < 0)

@@ -30,7 +30,8 @@
  * It runs as a uid of its own (the slot's + VM_QEMU_UID_OFFSET, not the uid
  * proctor-helper uses for the sandbox's files) and has no network device.
  * A snapshot that does not restore is discarded and rebuilt once; with
- * $PROCTOR_VM_POOL, QEMUs are started ahead and wait for the snapshot.
+ * $PROCTOR_VM_POOL, VMs are restored ahead (in the background: the QMP
+ * commands are queued without waiting for QEMU) and wait for P_SETUP.
  *
  * Limits: the agent enforces a run's limits inside the guest (cgroup v2,
  * rlimits, uid 1000); the host adds the hard ones: the wall clock (the VM is
