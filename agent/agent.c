@@ -748,10 +748,35 @@ static void do_get(uint32_t len)
 	send_ok();
 }
 
+/* Read a file of the image whole, into the page cache. */
+static void warm_file(const char *path)
+{
+	static char buf[65536];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		;
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Before a snapshot: the caches of the boot dropped, then the files every
+ * run starts with (the loader, its cache, libc, sh, true) read back in, so that no
+ * restored VM decompresses them again (squashfs, emulated under TCG). */
 static void do_quiesce(void)
 {
+	static const char *const warm[] = {
+	    ROOT "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+	    ROOT "/usr/lib/x86_64-linux-gnu/libc.so.6",
+	    ROOT "/usr/bin/dash",
+	    ROOT "/usr/bin/true",
+	    ROOT "/etc/ld.so.cache",
+	};
+
 	sync();
 	write_str("/proc/sys/vm/drop_caches", "3");
+	for (size_t i = 0; i < sizeof(warm) / sizeof(warm[0]); i++)
+		warm_file(warm[i]);
 	write_str("/proc/sys/vm/compact_memory", "1");
 	send_ok();
 }

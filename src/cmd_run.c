@@ -15,6 +15,7 @@
 #include "runlimits.h"
 #include "sandbox.h"
 #include "util.h"
+#include "vm/vm.h"
 
 #define MAX_LIST 256
 
@@ -322,6 +323,7 @@ int cmd_run(int argc, char **argv)
 	    .system_dir = strcmp(o.image, "host") == 0 ? NULL : img.rootfs,
 	    .memory_bytes = o.limits.memory_bytes,
 	};
+	vm_trace("run: options, backend and image");
 	if (ops->create(&sopts, &sb, &e) < 0) {
 		status = failure(&o, &res, "", &e);
 		goto out;
@@ -347,6 +349,7 @@ int cmd_run(int argc, char **argv)
 		status = failure(&o, &res, "", &e);
 		goto out;
 	}
+	vm_trace("run: ran");
 	get_errors = json_array();
 	status = run_result_exit_status(&res);
 	if (res.status == RUN_NONZERO_EXIT && res.message[0])
@@ -367,5 +370,6 @@ out:
 	sandbox_destroy(sb);
 	xclose(stdin_fd);
 	run_result_free(&res);
+	vm_trace("run: done");
 	return status;
 }

@@ -168,6 +168,14 @@ int vm_host_info(struct vm_host *ret, struct err *e)
 	if (qemu_identity(ret->qemu, sizeof(ret->qemu), e) < 0)
 		return -1;
 	ret->kvm = host_has_kvm(ret->why, sizeof(ret->why));
+	/* $PROCTOR_VM_ACCEL=tcg: software emulation even where KVM works (to
+	 * measure both on one host; docs/vm.md).  Part of every snapshot key,
+	 * as the accelerator is part of the command line. */
+	const char *accel = getenv("PROCTOR_VM_ACCEL");
+	if (ret->kvm && accel && strcmp(accel, "tcg") == 0) {
+		ret->kvm = false;
+		snprintf(ret->why, sizeof(ret->why), "$PROCTOR_VM_ACCEL=tcg asks for TCG");
+	}
 	/* QEMU opens /dev/kvm as its own unprivileged uid, without groups. */
 	struct stat kst;
 	if (ret->kvm && (stat("/dev/kvm", &kst) < 0 || (kst.st_mode & 0006) != 0006)) {
@@ -435,10 +443,43 @@ fail:;
 	_exit(127);
 }
 
-/* Start QEMU for v.  For a restore, incoming_fd is the state file and ram_fd
- * the sealed memfd holding the snapshot's RAM. */
+int qemu_started(struct vm *v, struct err *e)
+{
+	char msg[256];
+
+	if (v->start_err < 0)
+		return 0;
+	/* EOF when QEMU was executed (the pipe is close-on-exec), else why not. */
+	ssize_t n = read(v->start_err, msg, sizeof(msg) - 1);
+	xclose(take_fd(&v->start_err));
+	if (n > 0) {
+		msg[n] = '\0';
+		if (v->pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, v->pidfd, SIGKILL, NULL, 0);
+		waitpid(v->pid, NULL, 0);
+		v->pid = 0;
+		v->dead = true;
+		return err_set(e, 0, "microVM: starting QEMU: %s", msg);
+	}
+	return 0;
+}
+
 int qemu_start(struct vm *v, const struct vm_host *h, const struct vm_image *im,
 	       const char *kit_dir, enum ram_mode ram, int incoming_fd, int ram_fd, struct err *e)
+{
+	if (qemu_start_async(v, h, im, kit_dir, ram, incoming_fd, ram_fd, e) < 0)
+		return -1;
+	if (qemu_started(v, e) < 0) {
+		xclose(take_fd(&v->chan));
+		xclose(take_fd(&v->qmp));
+		return -1;
+	}
+	return 0;
+}
+
+int qemu_start_async(struct vm *v, const struct vm_host *h, const struct vm_image *im,
+		     const char *kit_dir, enum ram_mode ram, int incoming_fd, int ram_fd,
+		     struct err *e)
 {
 	struct qemu_cmd c = {0};
 	int chan[2] = {-1, -1}, qmp[2] = {-1, -1}, errp[2] = {-1, -1}, log_fd = -1;
@@ -476,15 +517,7 @@ int qemu_start(struct vm *v, const struct vm_host *h, const struct vm_image *im,
 	v->pid = pid;
 	v->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	close(take_fd(&errp[1]));
-	char msg[256];
-	ssize_t n = read(errp[0], msg, sizeof(msg) - 1);
-	if (n > 0) {
-		msg[n] = '\0';
-		waitpid(pid, NULL, 0);
-		v->pid = 0;
-		err_set(e, 0, "microVM: starting QEMU: %s", msg);
-		goto out;
-	}
+	v->start_err = take_fd(&errp[0]);
 	v->chan = take_fd(&chan[0]);
 	v->qmp = take_fd(&qmp[0]);
 	rc = 0;

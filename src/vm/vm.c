@@ -30,7 +30,8 @@
  * It runs as a uid of its own (the slot's + VM_QEMU_UID_OFFSET, not the uid
  * proctor-helper uses for the sandbox's files) and has no network device.
  * A snapshot that does not restore is discarded and rebuilt once; with
- * $PROCTOR_VM_POOL, QEMUs are started ahead and wait for the snapshot.
+ * $PROCTOR_VM_POOL, VMs are restored ahead (in the background: the QMP
+ * commands are queued without waiting for QEMU) and wait for P_SETUP.
  *
  * Limits: the agent enforces a run's limits inside the guest (cgroup v2,
  * rlimits, uid 1000); the host adds the hard ones: the wall clock (the VM is
@@ -78,6 +79,35 @@ static struct vm_timing last_timing;
 void vm_last_timing(struct vm_timing *ret)
 {
 	*ret = last_timing;
+}
+
+void vm_trace(const char *what)
+{
+	static int on = -1;
+	static uint64_t start_ns;
+
+	if (on < 0) {
+		on = getenv("PROCTOR_VM_DEBUG") != NULL;
+		/* The process's start, from /proc/self/stat (clock ticks since boot). */
+		char buf[1024];
+		struct err ignored;
+		if (on &&
+		    read_file_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf), &ignored) == 0) {
+			char *p = strrchr(buf, ')');
+			for (int f = 2; p && f < 22; f++)
+				p = strchr(p + 1, ' ');
+			struct timespec bt;
+			clock_gettime(CLOCK_BOOTTIME, &bt);
+			uint64_t boot_ns =
+			    (uint64_t)bt.tv_sec * 1000000000ull + (uint64_t)bt.tv_nsec;
+			uint64_t st = p ? strtoull(p + 1, NULL, 10) *
+					      (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK))
+					: boot_ns;
+			start_ns = now_ns() - (boot_ns - st);
+		}
+	}
+	if (on)
+		fprintf(stderr, "vm: +%.1f ms %s\n", (double)(now_ns() - start_ns) / 1e6, what);
 }
 
 /* ---- paths of an image ---- */
@@ -485,11 +515,42 @@ static void ram_memfd_forget(void)
 	cached_path[0] = '\0';
 }
 
+/* Whether the 4 KiB page at p is all zero. */
+static bool page_zero(const unsigned char *p)
+{
+	static const unsigned char zero[4096];
+
+	return memcmp(p, zero, sizeof(zero)) == 0;
+}
+
+/* Copy the pages of [data, hole) of the mapped file that are not all zero
+ * into fd, one pwrite per run of them (the memfd's other pages stay holes:
+ * a guest's RAM is mostly zero even where the file has blocks). */
+static int ram_copy_range(int fd, const unsigned char *map, off_t data, off_t hole, struct err *e)
+{
+	off_t run = -1;
+
+	for (off_t p = data;; p += 4096) {
+		bool end = p >= hole;
+		bool zero = end || page_zero(map + p);
+		if (!zero && run < 0)
+			run = p;
+		if (zero && run >= 0) {
+			size_t n = (size_t)((end ? hole : p) - run);
+			if (pwrite(fd, map + run, n, run) != (ssize_t)n)
+				return err_set(e, errno, "fill the RAM memfd");
+			run = -1;
+		}
+		if (end)
+			return 0;
+	}
+}
+
 static int ram_memfd(const char *path, struct err *e)
 {
-	static unsigned char buf[1 << 20], zero[1 << 20];
 	struct stat st;
 	int in, fd;
+	unsigned char *map = MAP_FAILED;
 
 	if (cached_fd >= 0 && strcmp(cached_path, path) == 0)
 		return cached_fd;
@@ -503,6 +564,12 @@ static int ram_memfd(const char *path, struct err *e)
 		err_set(e, errno, "memfd for %s", path);
 		goto fail;
 	}
+	/* Read through a mapping of the page cache: one copy, not two. */
+	if (st.st_size % 4096 != 0 ||
+	    (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, in, 0)) == MAP_FAILED) {
+		err_set(e, errno, "map %s (%lld bytes)", path, (long long)st.st_size);
+		goto fail;
+	}
 	for (off_t off = 0; off < st.st_size;) {
 		off_t data = lseek(in, off, SEEK_DATA);
 		if (data < 0)
@@ -510,27 +577,15 @@ static int ram_memfd(const char *path, struct err *e)
 		off_t hole = lseek(in, data, SEEK_HOLE);
 		if (hole < 0)
 			hole = st.st_size;
-		for (off_t p = data; p < hole;) {
-			size_t want =
-			    (size_t)(hole - p) < sizeof(buf) ? (size_t)(hole - p) : sizeof(buf);
-			ssize_t n = pread(in, buf, want, p);
-			if (n <= 0) {
-				err_set(e, n < 0 ? errno : EIO, "read %s", path);
-				goto fail;
-			}
-			if (memcmp(buf, zero, (size_t)n) != 0 &&
-			    pwrite(fd, buf, (size_t)n, p) != n) {
-				err_set(e, errno, "fill the RAM memfd");
-				goto fail;
-			}
-			p += n;
-		}
+		if (ram_copy_range(fd, map, data, hole, e) < 0)
+			goto fail;
 		off = hole;
 	}
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		err_set(e, errno, "seal the RAM memfd");
 		goto fail;
 	}
+	munmap(map, (size_t)st.st_size);
 	close(in);
 	if (cached_fd >= 0)
 		close(cached_fd);
@@ -538,33 +593,38 @@ static int ram_memfd(const char *path, struct err *e)
 	snprintf(cached_path, sizeof(cached_path), "%s", path);
 	return fd;
 fail:
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
 	close(in);
 	xclose(fd);
 	return -1;
 }
 
-/* QEMU is up with -incoming defer: same capability as the save, then load. */
-static int restore_incoming(struct vm *v, struct err *e)
+/* QEMU was just started with -incoming defer: the same capability as the
+ * save, then load.  The three commands go at once, without waiting for
+ * QEMU's greeting: they wait in the monitor's socket until QEMU reads them,
+ * so the restore proceeds while this process does other things (a
+ * pre-started VM is restored and running by the time it is taken). */
+static int restore_send(struct vm *v, struct err *e)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd),
-		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n",
-		 QFD_INCOMING);
-	uint64_t t0 = now_ns();
-	if (qmp_cmd(v, "", -1, NULL, e) < 0)
-		return vm_fail(v, e, "restoring: %s", e->msg);
-	uint64_t t1 = now_ns();
-	/* Three commands in one write, then their three answers in order. */
 	char all[1024];
-	snprintf(all, sizeof(all), "%s%s%s", "{\"execute\":\"qmp_capabilities\"}\n", IGNORE_SHARED,
-		 cmd);
-	if (qmp_cmd(v, all, -1, NULL, e) < 0 || qmp_cmd(v, NULL, -1, NULL, e) < 0 ||
-	    qmp_cmd(v, NULL, -1, NULL, e) < 0)
+
+	snprintf(all, sizeof(all),
+		 "{\"execute\":\"qmp_capabilities\"}\n%s"
+		 "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":\"fd:%d\"}}\n",
+		 IGNORE_SHARED, QFD_INCOMING);
+	if (write_all(v->qmp, all, strlen(all)) < 0)
+		return vm_fail(v, e, "restoring: QMP: %s", strerror(errno));
+	return 0;
+}
+
+/* The greeting and the three answers of restore_send(), in order. */
+static int restore_wait(struct vm *v, struct err *e)
+{
+	if (qmp_cmd(v, "", -1, NULL, e) < 0 || qmp_cmd(v, NULL, -1, NULL, e) < 0 ||
+	    qmp_cmd(v, NULL, -1, NULL, e) < 0 || qmp_cmd(v, NULL, -1, NULL, e) < 0)
 		return vm_fail(v, e, "restoring: %s", e->msg);
-	if (getenv("PROCTOR_VM_DEBUG"))
-		fprintf(stderr, "vm: QMP greeting after %.1f ms, incoming started after %.1f ms\n",
-			(double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6);
+	vm_trace("QMP: migrate-incoming accepted");
 	return 0;
 }
 
@@ -604,8 +664,11 @@ static void vm_destroy(struct sandbox *sb)
 
 	if (!v)
 		return;
+	vm_trace("destroy");
 	vm_kill(v);
+	vm_trace("destroy: QEMU reaped");
 	xclose(v->pidfd);
+	xclose(v->start_err);
 	xclose(v->chan);
 	xclose(v->qmp);
 	if (v->have_cg) {
@@ -622,6 +685,7 @@ static void vm_destroy(struct sandbox *sb)
 		}
 		rmdir(v->run_dir);
 	}
+	vm_trace("destroy: cgroups and run directory");
 	if (v->have_slot)
 		slot_release(&v->slot);
 	pbuf_free(&v->ob);
@@ -684,11 +748,14 @@ static int plan(const struct sandbox_options *opts, struct vm_plan *p, struct er
 			       (unsigned long long)((opts->memory_bytes + opts->disk_bytes) >> 20),
 			       shapes_mib[sizeof(shapes_mib) / sizeof(shapes_mib[0]) - 1],
 			       VM_RESERVE_MIB);
-	if (image_paths(opts->system_dir, &p->im, e) < 0 || vm_host_info(&p->h, e) < 0 ||
-	    kit_dir_for(opts->state_dir, &p->im, p->kit_dir, sizeof(p->kit_dir), p->kit_sha, e) <
+	if (image_paths(opts->system_dir, &p->im, e) < 0 || vm_host_info(&p->h, e) < 0)
+		return -1;
+	vm_trace("plan: image and host");
+	if (kit_dir_for(opts->state_dir, &p->im, p->kit_dir, sizeof(p->kit_dir), p->kit_sha, e) <
 		0 ||
 	    snapshot_key(&p->h, &p->im, p->kit_sha, p->ram_mib, p->key, e) < 0)
 		return -1;
+	vm_trace("plan: kit and snapshot key");
 	if (state_subdir(opts->state_dir, "vm/snapshots", 0755, snap_dir, sizeof(snap_dir), e) < 0)
 		return -1;
 	snprintf(p->state, sizeof(p->state), "%s/%.40s.state", snap_dir, p->key);
@@ -710,7 +777,7 @@ static struct vm *vm_new(const struct sandbox_options *opts, unsigned ram_mib, s
 		return NULL;
 	}
 	v->base.ops = &vm_ops;
-	v->pidfd = v->chan = v->qmp = -1;
+	v->pidfd = v->chan = v->qmp = v->start_err = -1;
 	v->disk_bytes = opts->disk_bytes;
 	v->ram_mib = ram_mib;
 	if (slot_lease(opts->state_dir, opts->max_slots, opts->uid_base, &v->slot, e) < 0)
@@ -853,8 +920,9 @@ static void discard_snapshot(const struct vm_plan *p)
 	xclose(lfd);
 }
 
-/* Start QEMU waiting for the snapshot (-incoming defer): the slow part of
- * a restore, which a pre-started VM has done already. */
+/* Start QEMU waiting for the snapshot (-incoming defer), without waiting
+ * for it to be executed (qemu_started() does): the slow part of a restore,
+ * which a pre-started VM has done already. */
 static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
 {
 	int sfd = open(p->state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), mfd, rc = -1;
@@ -862,8 +930,10 @@ static int prestart(struct vm *v, const struct vm_plan *p, struct err *e)
 	if (sfd < 0)
 		return err_set(e, errno, "open %s", p->state);
 	mfd = ram_memfd(p->ram, e);
+	vm_trace("snapshot RAM memfd");
 	if (mfd >= 0)
-		rc = qemu_start(v, &p->h, &p->im, p->kit_dir, RAM_RESTORE, sfd, mfd, e);
+		rc = qemu_start_async(v, &p->h, &p->im, p->kit_dir, RAM_RESTORE, sfd, mfd, e);
+	vm_trace("QEMU forked");
 	close(sfd);
 	return rc;
 }
@@ -914,7 +984,12 @@ static void pool_fill(const struct sandbox_options *opts, const struct vm_plan *
 		struct vm *v = vm_new(opts, p->ram_mib, &ignored);
 		if (!v)
 			return;
-		if (prestart(v, p, &ignored) < 0) {
+		/* Restored now, in the background; a P_PING queued behind it
+		 * runs the agent's and the guest kernel's request path once,
+		 * so that QEMU has translated it (TCG) before P_SETUP. */
+		pbuf_start(&v->ob, P_PING);
+		if (prestart(v, p, &ignored) < 0 || restore_send(v, &ignored) < 0 ||
+		    chan_send(v, &ignored) < 0) {
 			vm_destroy(&v->base);
 			return;
 		}
@@ -970,13 +1045,14 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 		*ret = &v->base;
 		return 0;
 	}
+	vm_trace("create");
 	if (plan(opts, p, e) < 0)
 		goto fail;
 	uint64_t t1;
 	for (int attempt = 0;; attempt++) {
-		if (attempt == 0 && (v = pool_take(p, opts->disk_bytes))) {
-			last_timing.prestarted = true;
-		} else {
+		bool from_pool = attempt == 0 && (v = pool_take(p, opts->disk_bytes));
+		last_timing.prestarted = from_pool;
+		if (!from_pool) {
 			if (!(v = vm_new(opts, p->ram_mib, e)) || ensure_snapshot(v, p, e) < 0)
 				goto fail;
 			if (last_timing.snapshot_built)
@@ -991,7 +1067,13 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 			}
 		}
 		t1 = now_ns();
-		if (restore_incoming(v, e) == 0 && setup_guest(v, RESTORE_TIMEOUT_MS, e) == 0)
+		bool sent = from_pool || restore_send(v, e) == 0;
+		/* QEMU that could not start says why; the snapshot is not to blame. */
+		if (qemu_started(v, e) < 0)
+			goto fail;
+		if (sent && restore_wait(v, e) == 0 &&
+		    (!from_pool || expect_ok(v, RESTORE_TIMEOUT_MS, "ping", e) == 0) &&
+		    setup_guest(v, RESTORE_TIMEOUT_MS, e) == 0)
 			break;
 		err_wrap(e, "restoring the snapshot %s", p->state);
 		if (attempt > 0 || last_timing.snapshot_built)
@@ -1009,6 +1091,7 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 			(double)(now_ns() - t1) / 1e6);
 	last_timing.ready_ms = (double)(now_ns() - t0) / 1e6;
 	last_timing.restored = true;
+	vm_trace("guest set up (ready)");
 	pool_fill(opts, p);
 	free(p);
 	*ret = &v->base;

@@ -63,6 +63,10 @@ void vm_last_timing(struct vm_timing *ret);
  * (images/<name>/<version>), e.g. when the image is removed. */
 void vm_forget_image(const char *state_dir, const char *image_dir);
 
+/* With $PROCTOR_VM_DEBUG set: "vm: +MS what" on stderr, MS since the
+ * process started (for where a create, run and destroy spend their time). */
+void vm_trace(const char *what);
+
 /* Destroy this process's pre-started VMs ($PROCTOR_VM_POOL); also run at exit. */
 void vm_pool_drain(void);
 

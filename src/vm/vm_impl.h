@@ -40,7 +40,8 @@ struct vm {
 	int pidfd;
 	int chan;
 	int qmp;
-	bool dead; /* killed or broken: every later verb fails */
+	int start_err; /* qemu_start()'s report pipe, until qemu_started() read it */
+	bool dead;     /* killed or broken: every later verb fails */
 	char run_dir[PATH_MAX];
 	char console[PATH_MAX];
 	uint64_t disk_bytes;
@@ -88,6 +89,13 @@ void qemu_argv(struct qemu_cmd *c, const struct vm_host *h, unsigned ram_mib, en
  * state file and ram_fd the sealed memfd of the snapshot's RAM. */
 int qemu_start(struct vm *v, const struct vm_host *h, const struct vm_image *im,
 	       const char *kit_dir, enum ram_mode ram, int incoming_fd, int ram_fd, struct err *e);
+/* Start QEMU without waiting for it to be executed (pre-started VMs):
+ * qemu_started() collects the outcome later. */
+int qemu_start_async(struct vm *v, const struct vm_host *h, const struct vm_image *im,
+		     const char *kit_dir, enum ram_mode ram, int incoming_fd, int ram_fd,
+		     struct err *e);
+/* 0 once QEMU of v was executed (or already known to be), -1 with why not. */
+int qemu_started(struct vm *v, struct err *e);
 /* One QMP command (cmd "" waits for the greeting, NULL for the next answer). */
 int qmp_cmd(struct vm *v, const char *cmd, int pass_fd, json_t **ret, struct err *e);
 /* Create an empty file (0600) if it is missing. */
