@@ -480,6 +480,14 @@ static int parse_report(struct yaml_ctx *c, const struct yaml_field *root, struc
 			    c, f.line, f.path,
 			    "must be a path relative to /work or below /work/, /tmp/ or "
 			    "{report_dir}/, without '..'");
+		/* Split, only the harness may write the report: {report_dir} is
+		 * its own; /work and /tmp are the program's to write in too. */
+		if (assignment_split(a) && strncmp(p, "{report_dir}/", 13) != 0)
+			return yaml_fail(c, f.line, f.path,
+					 "must be below {report_dir}/ when the tests run split from "
+					 "the submission (Python runners; docs/grading.md), so the "
+					 "program cannot rewrite the report; or set test.in_process: "
+					 "true");
 	}
 	if (yaml_lookup(&rep, "max_kb", &f)) {
 		if (get_uint(c, &f, 1, 1048576, &kb) < 0)

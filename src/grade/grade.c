@@ -718,7 +718,7 @@ static int staging_file(struct attempt *at, const char *name, const void *data, 
 }
 
 /* What a guarded or split test step adds to grade_env (guard_prepare). */
-#define GUARD_ENV 8
+#define GUARD_ENV 10
 
 /* Proctor's pytest configuration for a guarded run, used unless the hidden
  * tests bring a pytest.ini of their own. */
@@ -811,8 +811,13 @@ static int guard_prepare(struct attempt *at, const char *key, bool split, struct
 		snprintf(dst, sizeof(dst), "%s/guard.json", at->report_dir);
 		guard_env_add(g, "PROCTOR_GUARD_OUT", dst);
 	}
-	if (split)
+	if (split) {
 		guard_env_add(g, "PROCTOR_SPLIT", "1");
+		/* Bytecode only from a directory the program cannot create (a
+		 * __pycache__ in /work could hold any code for a hidden module). */
+		snprintf(dst, sizeof(dst), "%s/pycache", sbdir);
+		guard_env_add(g, "PYTHONPYCACHEPREFIX", dst);
+	}
 	return 0;
 }
 

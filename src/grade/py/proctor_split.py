@@ -61,6 +61,7 @@ import types
 import weakref
 
 CHANNEL_FD = 3
+_DICT_KEYS, _DICT_VALUES, _DICT_ITEMS = type({}.keys()), type({}.values()), type({}.items())
 WORK = os.environ.get("PROCTOR_SPLIT_WORK", "/work")
 _MAX_BYTES = int(os.environ.get("PROCTOR_SPLIT_MAX_BYTES", str(16 << 20)))
 _MAX_DEPTH = 100
@@ -183,7 +184,7 @@ class Codec:
         if t.__module__ == "collections" and t.__name__ == "deque":
             return ["q", [self.encode(x, d) for x in list(v)]]
         if t is fractions.Fraction:
-            return ["F", str(v.numerator), str(v.denominator)]
+            return ["F", format(v.numerator, "x"), format(v.denominator, "x")]
         if t is decimal.Decimal:
             return ["D", str(v)]
         if t is datetime.date or t in (datetime.datetime, datetime.time) and v.tzinfo is None:
@@ -192,6 +193,10 @@ class Codec:
             return ["td", v.days, v.seconds, v.microseconds]
         if t in (pathlib.PosixPath, pathlib.PurePosixPath):
             return ["p", str(v)]
+        if t is _DICT_KEYS or t is _DICT_VALUES:
+            return ["dk" if t is _DICT_KEYS else "dv", [self.encode(x, d) for x in v]]
+        if t is _DICT_ITEMS:
+            return ["di", [[self.encode(k, d), self.encode(x, d)] for k, x in v]]
         if t is range:
             return ["R", v.start, v.stop, v.step]
         if t is slice:
@@ -238,7 +243,7 @@ class Codec:
             if tag == "q":
                 return __import__("collections").deque(self.decode(x, d) for x in _list(args[0]))
             if tag == "F":
-                return fractions.Fraction(int(args[0]), int(args[1]))
+                return fractions.Fraction(int(_str(args[0]), 16), int(_str(args[1]), 16))
             if tag == "D":
                 return decimal.Decimal(_str(args[0]))
             if tag == "T":
@@ -250,6 +255,16 @@ class Codec:
                                           microseconds=int(args[2]))
             if tag == "p":
                 return pathlib.PosixPath(_str(args[0]))
+            if tag == "dk":
+                return dict.fromkeys(self.decode(x, d) for x in _list(args[0])).keys()
+            if tag == "dv":
+                return dict(enumerate(self.decode(x, d) for x in _list(args[0]))).values()
+            if tag == "di":
+                out = {}
+                for pair in _list(args[0]):
+                    k, x = _list(pair)
+                    out[self.decode(k, d)] = self.decode(x, d)
+                return out.items()
             if tag == "R":
                 return range(int(args[0]), int(args[1]), int(args[2]))
             if tag == "sl":
@@ -300,14 +315,17 @@ _BUILTIN_EXCEPTIONS = {n: c for n, c in vars(_builtins).items()
 _NOT_RAISED_AS_IS = {"KeyboardInterrupt", "GeneratorExit", "BaseExceptionGroup"}
 
 
-def _describe_exception(codec, exc):
+def _describe_exception(codec, exc, quiet=False):
+    """An exception as the other side rebuilds it.  quiet (the tests'
+    exceptions, sent to the submission): the type only, since a message or
+    its arguments (an assert's rewritten message) may hold expected values."""
     t = type(exc)
     try:
-        message = str(exc)
+        message = "" if quiet else str(exc)
     except BaseException:
         message = "<unprintable %s>" % t.__name__
     try:
-        args = codec.encode(tuple(exc.args)) if t.__module__ == "builtins" else None
+        args = codec.encode(tuple(exc.args)) if t.__module__ == "builtins" and not quiet else None
     except (ValueError, RecursionError):
         args = None
     out = {"type": _class_info(t), "message": message[:20000], "args": args}
@@ -378,11 +396,15 @@ class ExceptionMirror:
             except (ProtocolError, TypeError, ValueError):
                 pass
         try:
-            exc = cls(message)
-        except TypeError:
+            return cls(message)
+        except Exception:
+            pass
+        try:
             exc = cls.__new__(cls)
             exc.args = (message,)
-        return exc
+            return exc
+        except Exception:
+            return RuntimeError("%s: %s" % (getattr(cls, "__name__", "exception"), message))
 
 
 # ---- one end of the channel ---------------------------------------------------
@@ -397,6 +419,7 @@ class Endpoint:
         self.handle = handle
         self.timeout = timeout
         self.on_output = on_output
+        self.quiet = False  # send exceptions' types only (the harness's side)
         self.seq = 0
         self.mirror = ExceptionMirror()
 
@@ -434,12 +457,13 @@ class Endpoint:
         except (ProtocolError, EOFError):
             raise
         except BaseException as e:  # the callee's exception is the answer
-            reply = {"re": n, "exc": _describe_exception(self.codec, e)}
+            reply = {"re": n, "exc": _describe_exception(self.codec, e, self.quiet)}
         reply.update(self.take_output())
         try:
             _send(self.sock, reply)
-        except ValueError as e:
-            _send(self.sock, {"re": n, "exc": _describe_exception(self.codec, e)})
+        except ValueError as e:  # too big to send: say so, briefly
+            _send(self.sock, {"re": n, "exc": {"type": {"builtin": "ValueError"},
+                                               "message": str(e)[:2000], "args": None}})
 
     def take_output(self):
         return {}
@@ -457,26 +481,29 @@ _BINARY = {n: getattr(operator, n) for n in
             "getitem", "delitem")}
 
 
-def _describe_local(v):
-    """What the harness needs to know of a worker object it gets a proxy to."""
+def _describe_local(v, export):
+    """What the harness needs to know of a worker object it gets a proxy to;
+    export(obj) numbers the worker's classes."""
     t = type(v)
     if isinstance(v, type):
         kind = "class"
         info = {"kind": kind, "class": _class_info(v) if issubclass(v, BaseException)
-                else _plain_class_info(v)}
+                else _plain_class_info(v, export)}
         info["exception"] = issubclass(v, BaseException)
         return info
     if isinstance(v, types.ModuleType):
         return {"kind": "module", "name": str(v.__name__)}
-    return {"kind": "object", "class": _plain_class_info(t), "callable": callable(v)}
+    return {"kind": "object", "class": _plain_class_info(t, export), "callable": callable(v)}
 
 
-def _plain_class_info(t, depth=0):
+def _plain_class_info(t, export, depth=0):
+    """A class by its number in the worker (two classes of one qualified
+    name, made by a factory, stay two), with its names and bases."""
     if t.__module__ == "builtins" or depth > 20:
         return {"builtin": str(t.__name__)}
-    return {"id": None, "name": str(t.__name__),
+    return {"id": export(t), "name": str(t.__name__),
             "qualname": str(getattr(t, "__qualname__", t.__name__)), "module": str(t.__module__),
-            "bases": [_plain_class_info(b, depth + 1) for b in t.__bases__
+            "bases": [_plain_class_info(b, export, depth + 1) for b in t.__bases__
                       if b is not object]}
 
 
@@ -520,6 +547,10 @@ class ReverseProxy:
         return object.__getattribute__(self, "_proctor_id")
 
 
+_FILE_METHODS = {"read", "readline", "readlines", "write", "writelines", "flush", "close",
+                 "closed", "seek", "tell", "readable", "writable", "seekable"}
+
+
 def _harness_object_op(codec, m):
     """A request of the worker: input() and standard input, which are the
     tests' (so monkeypatched input and a replaced sys.stdin reach the
@@ -540,14 +571,16 @@ def _harness_object_op(codec, m):
         kwargs = {_str(k): codec.decode(v) for k, v in (_list(p) for p in _list(m.get("kwargs")))}
         return obj(*args, **kwargs)
     if op == "getattr":
-        # Attributes only of files (a StringIO to write to): the tests'
-        # other objects would let the submission reach the harness's state.
+        # Only a file's reading and writing (a StringIO to write to): the
+        # tests' other objects would let the submission reach the harness.
         name = _str(m.get("name"))
-        if name.startswith("_") or not isinstance(obj, io.IOBase):
+        if name not in _FILE_METHODS or not isinstance(obj, io.IOBase):
             raise AttributeError("%r: of the tests' objects the submission may only call "
-                                 "them, iterate them, and use files' public methods" % name)
+                                 "them, iterate them, and read and write files" % name)
         return getattr(obj, name)
-    if op == "unary" and m.get("name") in ("iter", "next", "len", "repr"):
+    if op == "unary" and m.get("name") == "repr":
+        return "<the tests' %s object>" % type(obj).__name__
+    if op == "unary" and m.get("name") in ("iter", "next", "len"):
         return _UNARY[m["name"]](obj)
     if op == "binary" and m.get("name") == "getitem":
         return obj[codec.decode(m.get("other"))]
@@ -580,7 +613,7 @@ class Worker:
     def __init__(self, sock):
         self.out = io.StringIO()
         self.err = io.StringIO()
-        self.codec = Codec(self.make_proxy, _describe_local)
+        self.codec = Codec(self.make_proxy, lambda v: _describe_local(v, self.codec.export))
         self.ep = Endpoint(sock, self.codec, self.handle)
         self.ep.take_output = self.take_output
         self.ep.on_output = None
@@ -742,6 +775,7 @@ class Session:
         codec = Codec(self.make_proxy, lambda v: {})
         self.ep = Endpoint(sock, codec, lambda m: _harness_object_op(codec, m), None,
                            _write_output)
+        self.ep.quiet = True
         self.ep.mirror = self.mirror
 
     def request(self, op, **kw):
@@ -775,23 +809,27 @@ class Session:
 
     def instance_class(self, info, depth=0):
         """The harness class of the worker's class `info` (its instances'
-        proxies are of it), one per (module, qualname); calling it
+        proxies are of it), one per class of the worker's; calling it
         constructs in the worker once the worker has named it."""
         if type(info) is not dict:
             raise ProtocolError("bad class description")
-        key = (("builtins", _str(info["builtin"])) if "builtin" in info
-               else (_str(info.get("module")), _str(info.get("qualname"))))
+        if "builtin" in info:
+            key = ("builtins", _str(info["builtin"]))
+        elif type(info.get("id")) is int:
+            key = (info["id"], _str(info.get("module")), _str(info.get("qualname")))
+        else:
+            raise ProtocolError("bad class description")
         cls = self.classes.get(key)
         if cls is None:
             bases = (RemoteObject,)
             if key[0] != "builtins" and depth < 20:
                 bases = tuple(self.instance_class(b, depth + 1) for b in _list(info.get("bases")))
                 bases = tuple(b for i, b in enumerate(bases) if b not in bases[:i]) or (RemoteObject,)
-            ns = {"__module__": key[0], "__qualname__": key[1], "__slots__": ()}
+            ns = {"__module__": key[-2], "__qualname__": key[-1], "__slots__": ()}
             try:
-                cls = RemoteMeta(key[1].rpartition(".")[2], bases, ns)
+                cls = RemoteMeta(key[-1].rpartition(".")[2], bases, ns)
             except TypeError:
-                cls = RemoteMeta(key[1].rpartition(".")[2], (RemoteObject,), ns)
+                cls = RemoteMeta(key[-1].rpartition(".")[2], (RemoteObject,), ns)
             self.classes[key] = cls
         return cls
 
@@ -876,6 +914,13 @@ class RemoteObject:
         return object.__getattribute__(self, "_proctor_id")
 
     def __getattr__(self, name):
+        # Protocol attributes (__array_interface__, __wrapped__, ...) would
+        # let the submission steer what the tests' libraries do here.
+        if name.startswith("__") and name.endswith("__"):
+            if name not in ("__name__", "__qualname__", "__doc__", "__module__"):
+                raise AttributeError(name)
+            v = _remote(self, "getattr", name=name)
+            return v if v is None or type(v) is str else None
         return _remote(self, "getattr", name=name)
 
     def __setattr__(self, name, value):
@@ -907,10 +952,14 @@ class RemoteObject:
         _remote(self, "binary", name="delitem", other=_codec().encode(key))
 
     def __contains__(self, item):
-        v = _remote(self, "binary", name="contains", other=_codec().encode(item))
-        if type(v) is not bool:
-            raise TypeError("the submission's __contains__ did not return a bool")
-        return v
+        if isinstance(item, RemoteObject):
+            v = _remote(self, "binary", name="contains", other=_codec().encode(item))
+            if type(v) is not bool:
+                raise TypeError("the submission's __contains__ did not return a bool")
+            return v
+        # One of the tests' values: decided here, over what the container
+        # holds (never sent there, never the submission's __contains__).
+        return any(x is item or x == item for x in iter(self))
 
     def __dir__(self):
         v = _remote(self, "unary", name="dir")
@@ -1017,41 +1066,46 @@ class _ProxyLoader(importlib.abc.Loader):
 
 
 class SubmissionFinder(importlib.abc.MetaPathFinder):
-    """First on sys.meta_path.  It steps in only when a top-level import
-    would load something in /work that the program wrote: the installed
-    module of that name (outside /work) wins, then a hidden module of that
-    name in /work, and otherwise the import gets a stand-in module whose
-    code runs in the worker.  Everything else takes Python's usual way
-    (and pytest's assertion rewriting of the hidden tests)."""
+    """First on sys.meta_path, and the one that decides whenever /work is
+    involved.  A top-level name: what Python would find in /work, if it is
+    hidden (root's), is imported as usual (and pytest rewrites the hidden
+    tests' asserts); if the program wrote it, the installed module of that
+    name (outside /work) wins, a hidden module or package of that name
+    fails the import, and otherwise the import gets a stand-in module whose
+    code runs in the worker.  A name /work does not hold is looked up on
+    the trusted path here and then, so a file the program writes in
+    between is never found instead.  A submodule of a package outside
+    /work that would load a file the program wrote fails."""
 
     def find_spec(self, name, path=None, target=None):
         if "." in name:
-            parent = sys.modules.get(name.rpartition(".")[0])
-            if isinstance(parent, ProxyModule):
-                return importlib.machinery.ModuleSpec(name, _ProxyLoader(), is_package=True)
-            return None
+            return self._submodule(name)
         if name in sys.builtin_module_names:
             return None
         work = [p for p in sys.path if isinstance(p, str) and _in_work(p)] or [WORK]
+        trusted = [p for p in sys.path if isinstance(p, str) and not _in_work(p)]
         found = importlib.machinery.PathFinder.find_spec(name, work)
         if found is None:
-            return None
-        where = found.origin if found.has_location else None
-        where = where or (list(found.submodule_search_locations or []) or [None])[0]
+            spec = importlib.machinery.PathFinder.find_spec(name, trusted)
+            if spec is None and importlib.machinery.FrozenImporter.find_spec(name) is None:
+                raise ModuleNotFoundError("No module named %r" % name, name=name)
+            return spec
+        where = _spec_where(found)
         if not where or not _program_wrote(where):
-            return None
-        trusted = [p for p in sys.path if isinstance(p, str) and not _in_work(p)]
+            return _hidden_spec(self, name, path, target, found, where)
         spec = importlib.machinery.PathFinder.find_spec(name, trusted)
         if spec is not None:
             return spec
         # The pytest guard's rule (docs/grading.md): what the program wrote
-        # never stands in for a hidden module, nor makes a package of them.
+        # never stands in for a hidden module or package, nor makes a
+        # package of hidden modules.
         for entry in work:
-            hidden = os.path.join(entry or ".", name + ".py")
-            if hidden != where and os.path.isfile(hidden) and not _program_wrote(hidden):
-                raise ImportError("proctor_split: import %s would run %s, which the program "
-                                  "wrote, instead of the hidden %s" % (name, where, hidden),
-                                  name=name)
+            for hidden in (os.path.join(entry or ".", name + ".py"),
+                           os.path.join(entry or ".", name)):
+                if hidden != where and os.path.exists(hidden) and not _program_wrote(hidden):
+                    raise ImportError("proctor_split: import %s would run %s, which the "
+                                      "program wrote, instead of the hidden %s"
+                                      % (name, where, hidden), name=name)
         if os.path.basename(where) == "__init__.py":
             folder = os.path.dirname(where)
             try:
@@ -1066,6 +1120,49 @@ class SubmissionFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(name, _ProxyLoader(),
                                               is_package=found.submodule_search_locations
                                               is not None)
+
+    @staticmethod
+    def _submodule(name):
+        parent = sys.modules.get(name.rpartition(".")[0])
+        if isinstance(parent, ProxyModule):
+            return importlib.machinery.ModuleSpec(name, _ProxyLoader(), is_package=True)
+        search = getattr(parent, "__path__", None)
+        if search is None:
+            return None
+        found = importlib.machinery.PathFinder.find_spec(name, list(search))
+        if found is None:
+            return None
+        where = _spec_where(found)
+        if where and _program_wrote(where):
+            raise ImportError("proctor_split: import %s would run %s, which the program wrote"
+                              % (name, where), name=name)
+        return found
+
+
+def _hidden_spec(me, name, path, target, found, where):
+    """The spec of a hidden module from the finders after this one (so
+    pytest's assertion rewriter still loads the hidden tests), but only if
+    it loads the very file found here: a hidden file cannot be replaced
+    (root's, in a sticky /work), while a package the program makes beside
+    it in between would otherwise win."""
+    for finder in sys.meta_path:
+        if finder is me or getattr(finder, "__name__", "") == "_KeepHiddenModules":
+            continue
+        find = getattr(finder, "find_spec", None)
+        spec = find(name, path, target) if find else None
+        if spec is None:
+            continue
+        if _spec_where(spec) != where:
+            raise ImportError("proctor_split: %s changed while it was being imported"
+                              % name, name=name)
+        return spec
+    return found
+
+
+def _spec_where(spec):
+    """The file (or the first directory of a namespace package) a spec loads."""
+    where = spec.origin if spec.has_location else None
+    return where or (list(spec.submodule_search_locations or []) or [None])[0]
 
 
 _FINDER = SubmissionFinder()
@@ -1113,6 +1210,11 @@ def harness_main(argv):
         sys.stderr.write("usage: python3 -m proctor_split harness pytest|unittest ARGS...\n")
         return 2
     import runpy
+    # Bytecode only from a directory the program cannot create: a
+    # __pycache__ in /work could hold any code for a hidden module.
+    # (PYTHONPYCACHEPREFIX, set by Proctor, already says so at start-up.)
+    if not sys.pycache_prefix:
+        sys.pycache_prefix = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pycache")
     _session()  # the channel, before the runner opens anything
     _first_on_meta_path()
     _seed_both()
@@ -1131,13 +1233,29 @@ def harness_main(argv):
     return 0
 
 
+def _runner_status(code):
+    """The harness's exit status for the runner's: 70 and 71 are ours
+    (_abort), so a runner's (or the submission's) 70 or 71 becomes 1."""
+    if code is None:
+        return 0
+    if type(code) is not int:
+        return 1
+    return 1 if code in (ABORT_STATUS, NOT_STARTED_STATUS) else code
+
+
 def main(argv):
     # One module whether run with -m or loaded by pytest's -p.
     sys.modules.setdefault("proctor_split", sys.modules[__name__])
     if len(argv) >= 1 and argv[0] == "program":
         return program_main()
     if len(argv) >= 1 and argv[0] == "harness":
-        return harness_main(argv[1:])
+        try:
+            return _runner_status(harness_main(argv[1:]))
+        except SystemExit as e:
+            # A SystemExit can come from the submission (sys.exit(71) at
+            # import, through a hidden conftest): its code must never be
+            # one of the statuses Proctor reads as its own.
+            return _runner_status(e.code)
     sys.stderr.write("usage: python3 -m proctor_split harness RUNNER ARGS... | program\n")
     return 2
 

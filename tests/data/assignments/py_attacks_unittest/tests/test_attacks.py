@@ -9,7 +9,9 @@ import solution
 
 class AttackedTest(unittest.TestCase):
     def test_add(self):
-        self.assertEqual(solution.add(2, 3), 5)
+        import expected  # hidden, imported after the submission
+
+        self.assertEqual(solution.add(2, 3), expected.SUM)
 
     def test_reverse_words(self):
         self.assertEqual(solution.reverse_words("a b c"), "c b a")
