@@ -911,6 +911,24 @@ static void test_assignment_split_is_the_python_default(void **state)
 	assert_false(assignment_split(a));
 	assignment_free(a);
 
+	/* Split, only the harness may write the report: {report_dir}. */
+	harness_write_text(dir, "assignment.yaml",
+			   "name: t\nsubmission: {files: [a.py]}\n"
+			   "test: {run: [python3, -m, pytest, t.py]}\n"
+			   "report: {format: junit, path: out/report.xml}\n"
+			   "tests: [{name: t, points: 1}]\n");
+	expect_error_in(dir,
+			":4: report.path: must be below {report_dir}/ when the tests run split "
+			"from the submission (Python runners; docs/grading.md), so the program "
+			"cannot rewrite the report; or set test.in_process: true");
+	harness_write_text(dir, "assignment.yaml",
+			   "name: t\nsubmission: {files: [a.py]}\n"
+			   "test: {run: [python3, -m, pytest, t.py], in_process: true}\n"
+			   "report: {format: junit, path: out/report.xml}\n"
+			   "tests: [{name: t, points: 1}]\n");
+	a = load_ok(dir);
+	assignment_free(a);
+
 	/* Only Python runners can run split, so only they can opt out. */
 	harness_write_text(dir, "assignment.yaml",
 			   "name: t\nsubmission: {files: [a.c]}\n"
