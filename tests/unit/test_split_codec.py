@@ -48,6 +48,12 @@ def roundtrip():
         assert got == v and type(got) is type(v) or isinstance(v, tuple) and got == v, (v, got)
     nan = c.decode(json.loads(json.dumps(c.encode(float("nan")))))
     assert nan != nan
+    d = {"b": 2, "a": [1]}
+    for view in (d.keys(), d.values(), d.items()):
+        got = c.decode(json.loads(json.dumps(c.encode(view))))
+        assert type(got) is type(view) and list(got) == list(view), (view, got)
+    big = fractions.Fraction(10 ** 5000 + 1, 3)  # beyond int()'s 4300 digits
+    assert c.decode(json.loads(json.dumps(c.encode(big)))) == big
 
 
 def subclasses_cross_as_their_value():
