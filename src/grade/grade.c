@@ -354,6 +354,18 @@ static void scale_times(struct limits *l, double factor)
 	}
 }
 
+/* grade_env and then `extra` into env[32]; how many. */
+static size_t step_env(char **env, char *const *extra, size_t n_extra)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(grade_env) / sizeof(grade_env[0]); i++)
+		env[n++] = grade_env[i];
+	for (size_t i = 0; i < n_extra && n < 32; i++)
+		env[n++] = extra[i];
+	return n;
+}
+
 /*
  * Run one program in the attempt's sandbox and record it as a step.
  * Returns 0 with the result in *res (caller frees), or -1 when the sandbox
@@ -362,20 +374,9 @@ static void scale_times(struct limits *l, double factor)
 static int run_step(struct attempt *at, const char *name, char **argv, const struct limits *limits,
 		    int stdin_fd, size_t output_cap, struct run_result *res, struct err *e)
 {
-	char *env[32];
-	size_t n = 0;
-
-	for (size_t i = 0; i < sizeof(grade_env) / sizeof(grade_env[0]); i++)
-		env[n++] = grade_env[i];
-	for (size_t i = 0; i < at->n_extra_env && n < 32; i++)
-		env[n++] = at->extra_env[i];
-	char *peer_env[32];
-	size_t n_peer = 0;
-
-	for (size_t i = 0; at->peer_argv && i < sizeof(grade_env) / sizeof(grade_env[0]); i++)
-		peer_env[n_peer++] = grade_env[i];
-	for (size_t i = 0; at->peer_argv && i < at->n_peer_env && n_peer < 32; i++)
-		peer_env[n_peer++] = at->peer_env[i];
+	char *env[32], *peer_env[32];
+	size_t n = step_env(env, at->extra_env, at->n_extra_env);
+	size_t n_peer = at->peer_argv ? step_env(peer_env, at->peer_env, at->n_peer_env) : 0;
 	struct run_spec spec = {
 	    .argv = argv,
 	    .env = env,
@@ -703,18 +704,12 @@ static json_t *unscored_tests(const struct assignment *a)
 
 /* ---- the pytest guard ---------------------------------------------------------- */
 
-/* Write `len` bytes to a new staging file owned by `owner`. */
+/* Write `len` bytes to a new staging file, root's (guard_host_file()). */
 static int staging_file(struct attempt *at, const char *name, const void *data, size_t len,
-			uid_t owner, char *path, size_t path_len, struct err *e)
+			char *path, size_t path_len, struct err *e)
 {
 	snprintf(path, path_len, "%s/%s", at->staging, name);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return err_set(e, errno, "create '%s'", path);
-	int rc = write_all(fd, data, len) < 0 || fchown(fd, owner, owner) < 0 ? -1 : 0;
-	int saved = errno;
-	close(fd);
-	return rc < 0 ? err_set(e, saved, "write '%s'", path) : 0;
+	return guard_host_file(path, data, len, 0, e);
 }
 
 /* What a guarded or split test step adds to grade_env (guard_prepare). */
@@ -725,12 +720,13 @@ static int staging_file(struct attempt *at, const char *name, const void *data, 
 static const char guard_ini[] = "# Proctor's pytest configuration: none (docs/grading.md).\n"
 				"[pytest]\n";
 
-/* The environment of a guarded or split test step, built by guard_prepare(). */
+/* The environment of a guarded or split test step, built by guard_prepare().
+ * The first GUARD_PEER_ENV entries are also a split run's program side's. */
+#define GUARD_PEER_ENV 3
 struct guard_env {
 	char buf[GUARD_ENV][256];
 	char *env[GUARD_ENV];
 	size_t n;
-	char *peer[4]; /* the program side's, in a split run: the first three of buf */
 };
 
 static void guard_env_add(struct guard_env *g, const char *name, const char *value)
@@ -757,7 +753,7 @@ static void guard_env_add(struct guard_env *g, const char *name, const char *val
  * the plugin without a key: it keeps what the program wrote out of the
  * harness, and the report is the harness's own.
  */
-static int guard_prepare(struct attempt *at, const char *key, bool split, struct guard_env *g,
+static int guard_prepare(struct attempt *at, char *key, bool split, struct guard_env *g,
 			 struct err *e)
 {
 	char path[PATH_MAX + 32], dir[PATH_MAX + 32], dst[PATH_MAX], sbdir[64], ini[96];
@@ -768,23 +764,18 @@ static int guard_prepare(struct attempt *at, const char *key, bool split, struct
 	g->n = 0;
 	if (random_hex(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
 		return -1;
-	if (key) {
-		if (staging_file(at, "guard-key", key, 64, at->sb->untrusted_uid, path,
-				 sizeof(path), e) < 0)
-			return -1;
-		snprintf(dst, sizeof(dst), "%s/.key", at->report_dir);
-		if (sandbox_put(at->sb, path, dst, owned, e) < 0)
-			return err_wrap(e, "guard key");
-	}
+	snprintf(path, sizeof(path), "%s/guard-key", at->staging);
+	if (key && guard_put_key(at->sb, path, at->report_dir, owned, key, e) < 0)
+		return -1;
 	snprintf(dir, sizeof(dir), "%s/guard", at->staging);
 	if (mkdir(dir, 0755) < 0)
 		return err_set(e, errno, "mkdir '%s'", dir);
 	if (staging_file(at, "guard/proctor_guard.py", pytest_guard_source,
-			 strlen(pytest_guard_source), 0, path, sizeof(path), e) < 0 ||
-	    staging_file(at, "guard/pytest.ini", guard_ini, strlen(guard_ini), 0, path,
-			 sizeof(path), e) < 0 ||
+			 strlen(pytest_guard_source), path, sizeof(path), e) < 0 ||
+	    staging_file(at, "guard/pytest.ini", guard_ini, strlen(guard_ini), path, sizeof(path),
+			 e) < 0 ||
 	    (split && staging_file(at, "guard/proctor_split.py", proctor_split_source,
-				   proctor_split_source_len, 0, path, sizeof(path), e) < 0) ||
+				   proctor_split_source_len, path, sizeof(path), e) < 0) ||
 	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "guard plugin");
 	/* The hidden tests' own pytest.ini is root-owned in /work: theirs. */
@@ -796,10 +787,7 @@ static int guard_prepare(struct attempt *at, const char *key, bool split, struct
 	}
 	guard_env_add(g, "PYTHONPATH", sbdir);
 	guard_env_add(g, "PYTHONSAFEPATH", "1");
-	guard_env_add(g, "PYTHONNOUSERSITE", "1");
-	for (size_t i = 0; i < 3; i++)
-		g->peer[i] = g->env[i];
-	g->peer[3] = NULL;
+	guard_env_add(g, "PYTHONNOUSERSITE", "1"); /* the program side's end here */
 	if (pytest) {
 		snprintf(dst, sizeof(dst),
 			 "-p proctor_guard -c %s --rootdir=/work --confcutdir=/work", ini);
@@ -904,8 +892,7 @@ static int runner_mode(struct attempt *at, struct err *e)
 	if (make_report_dir(at, split ? SANDBOX_PUT_HARNESS_OWNED : 0, e) < 0)
 		return -1;
 	if (a->pytest_guard || split) {
-		if ((a->pytest_guard && random_hex(key, sizeof(key), "", 32, e) < 0) ||
-		    guard_prepare(at, a->pytest_guard ? key : NULL, split, &g, e) < 0)
+		if (guard_prepare(at, a->pytest_guard ? key : NULL, split, &g, e) < 0)
 			return -1;
 		at->extra_env = g.env;
 		at->n_extra_env = g.n;
@@ -920,13 +907,14 @@ static int runner_mode(struct attempt *at, struct err *e)
 			argv = NULL;
 		}
 		at->peer_argv = peer;
-		at->peer_env = g.peer;
-		at->n_peer_env = 3;
+		at->peer_env = g.env;
+		at->n_peer_env = GUARD_PEER_ENV;
 	}
 	if (!argv)
 		return err_set(e, ENOMEM, "test argv");
 	if (rguard) { /* node --test, JUnit: by default (grade/guards.h) */
-		int arm = runner_guard_arm(at->sb, at->staging, at->report_dir, a->runner, argv, &rg, e);
+		int arm =
+		    runner_guard_arm(at->sb, at->staging, at->report_dir, a->runner, argv, &rg, e);
 		free_argv(argv);
 		if (arm < 0) {
 			runner_guard_free(&rg);
@@ -959,7 +947,8 @@ static int runner_mode(struct attempt *at, struct err *e)
 			    strsignal(r.signal));
 	else if (split && r.exit_code == SPLIT_NOT_STARTED_STATUS) {
 		run_result_free(&r);
-		return err_set(e, 0, "split run: the program side did not start (see the test step)");
+		return err_set(e, 0,
+			       "split run: the program side did not start (see the test step)");
 	} else if (split && r.exit_code == SPLIT_ABORT_STATUS)
 		set_verdict(at, "crashed",
 			    "the submission's process ended during a call from the tests, or broke "
@@ -974,7 +963,7 @@ static int runner_mode(struct attempt *at, struct err *e)
 	struct report rep = {0};
 	rc = a->pytest_guard ? read_guard(at, key, &rep, e)
 	     : rguard	     ? read_signed(at, rg.key, RUNNER_GUARD_SUMMARY, REPORT_JUNIT,
-				   a->runner == RUNNER_NODE ? "node --test" : "JUnit", &rep, e)
+					   a->runner == RUNNER_NODE ? "node --test" : "JUnit", &rep, e)
 			     : read_report(at, &rep, e);
 	if (rc < 0)
 		return -1;

@@ -125,8 +125,7 @@ char **runner_guard_argv(enum runner_kind kind, char *const *argv, const char *g
 	return NULL;
 }
 
-/* Create host file `path` (0644 if owner is root, else 0600 and chown'ed). */
-static int host_file(const char *path, const void *data, size_t len, uid_t owner, struct err *e)
+int guard_host_file(const char *path, const void *data, size_t len, uid_t owner, struct err *e)
 {
 	int fd =
 	    open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, owner ? 0600 : 0644);
@@ -159,17 +158,29 @@ static int write_guard_files(const char *dir, const struct guard_file *files, st
 				return -1;
 		}
 		snprintf(path, sizeof(path), "%s/%s", dir, f->name);
-		if (host_file(path, f->data, f->len, 0, e) < 0)
+		if (guard_host_file(path, f->data, f->len, 0, e) < 0)
 			return -1;
 	}
 	return 0;
+}
+
+int guard_put_key(struct sandbox *sb, const char *host, const char *report_dir, unsigned flags,
+		  char key[65], struct err *e)
+{
+	char dst[PATH_MAX];
+
+	if (random_hex(key, 65, "", 32, e) < 0 ||
+	    guard_host_file(host, key, 64, sb->untrusted_uid, e) < 0)
+		return -1;
+	snprintf(dst, sizeof(dst), "%s/.key", report_dir);
+	return sandbox_put(sb, host, dst, flags, e) < 0 ? err_wrap(e, "guard key") : 0;
 }
 
 int runner_guard_arm(struct sandbox *sb, const char *staging, const char *report_dir,
 		     enum runner_kind kind, char *const *argv, struct runner_guard *g,
 		     struct err *e)
 {
-	char host[PATH_MAX], dst[PATH_MAX];
+	char host[PATH_MAX];
 	const struct guard_file *files =
 	    kind == RUNNER_JUNIT ? junit_guard_files : node_guard_files;
 
@@ -178,15 +189,11 @@ int runner_guard_arm(struct sandbox *sb, const char *staging, const char *report
 		return err_set(e, 0,
 			       "this proctor was built without the JUnit guard (no javac at "
 			       "build time: docs/grading.md, \"The node and JUnit guards\")");
-	if (random_hex(g->key, sizeof(g->key), "", 32, e) < 0 ||
-	    random_hex(g->guard_dir, sizeof(g->guard_dir), "/tmp/.proctor-guard-", 8, e) < 0)
+	if (random_hex(g->guard_dir, sizeof(g->guard_dir), "/tmp/.proctor-guard-", 8, e) < 0)
 		return -1;
 	snprintf(host, sizeof(host), "%s/runner-guard-key", staging);
-	if (host_file(host, g->key, 64, sb->untrusted_uid, e) < 0)
+	if (guard_put_key(sb, host, report_dir, 0, g->key, e) < 0)
 		return -1;
-	snprintf(dst, sizeof(dst), "%s/.key", report_dir);
-	if (sandbox_put(sb, host, dst, 0, e) < 0)
-		return err_wrap(e, "guard key");
 	snprintf(host, sizeof(host), "%s/runner-guard", staging);
 	if (write_guard_files(host, files, e) < 0 ||
 	    sandbox_put(sb, host, g->guard_dir, SANDBOX_PUT_PROTECTED, e) < 0)

@@ -57,6 +57,19 @@ extern const struct guard_file junit_guard_files[];
 /* Whether javac compiled the JUnit listener when Proctor was built. */
 extern const bool junit_guard_built;
 
+/* Create the host file `path` holding len bytes: root's and 0644 when
+ * owner is 0, else 0600 and owner's (uid and gid). */
+int guard_host_file(const char *path, const void *data, size_t len, uid_t owner, struct err *e);
+
+/*
+ * A guard's one-time key (64 hex digits, fresh from the kernel) into
+ * key[65], written to the host file `host` and put into the sandbox as
+ * report_dir/.key with put flags `flags` (0: the sandbox's uid's; a split
+ * run's: the harness's).  The pytest guard and the runner guards share it.
+ */
+int guard_put_key(struct sandbox *sb, const char *host, const char *report_dir, unsigned flags,
+		  char key[65], struct err *e);
+
 /* The summary's name in the report directory. */
 #define RUNNER_GUARD_SUMMARY "guard.xml"
 
