@@ -11,6 +11,7 @@ import pathlib
 import random
 import sys
 
+sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "grade", "py"))
 import proctor_split as ps  # noqa: E402
 

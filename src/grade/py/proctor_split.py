@@ -62,7 +62,7 @@ import weakref
 
 CHANNEL_FD = 3
 _DICT_KEYS, _DICT_VALUES, _DICT_ITEMS = type({}.keys()), type({}.values()), type({}.items())
-WORK = os.environ.get("PROCTOR_SPLIT_WORK", "/work")
+WORK = "/work"
 _MAX_BYTES = int(os.environ.get("PROCTOR_SPLIT_MAX_BYTES", str(16 << 20)))
 _MAX_DEPTH = 100
 
