@@ -4,18 +4,27 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util.h"
 
 #define CG_ROOT "/sys/fs/cgroup"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
 
 const char *cgroup_layout_name(enum cgroup_layout l)
 {
@@ -310,12 +319,9 @@ static int read_oom_kills(struct cgroup_slot *cg, uint64_t *ret, struct err *e)
 	return read_field_at(cg->mem_fd, "memory.oom_control", "oom_kill", ret, e);
 }
 
-int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds, size_t *ret_nfds,
-		     struct err *e)
+int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err *e)
 {
 	char val[32];
-	size_t n = 0;
-	int fds[CGROUP_MAX_JOIN];
 	struct err ignored;
 
 	/*
@@ -358,15 +364,24 @@ int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fd
 	if (read_cpu_ns(cg, &cg->cpu_base_ns, e) < 0 || read_oom_kills(cg, &cg->oom_base, e) < 0)
 		return -1;
 	cg->sampled_peak_bytes = cg->sampled_peak_pids = 0;
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)l->pids);
+	if (cg->run_fd < 0)
+		return err_set(e, 0, "slot %u has no run group", cg->index);
+	if (write_file_at(cg->run_fd, "pids.max", val, e) < 0)
+		return err_wrap(e, "set pids limit");
+	return 0;
+}
+
+int cgroup_run_group(struct cgroup_slot *cg, int *ret_fds, size_t *ret_nfds, struct err *e)
+{
+	size_t n = 0;
+	int fds[CGROUP_MAX_JOIN];
 
 	if (mkdirat(cg->pids_fd, "run", 0755) < 0)
 		return err_set(e, errno, "create run group of slot %u", cg->index);
 	cg->run_fd = openat(cg->pids_fd, "run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg->run_fd < 0)
 		return err_set(e, errno, "open run group");
-	snprintf(val, sizeof(val), "%llu", (unsigned long long)l->pids);
-	if (write_file_at(cg->run_fd, "pids.max", val, e) < 0)
-		return err_wrap(e, "set pids limit");
 
 	/* The program joins every hierarchy it is accounted in. */
 	int dirs[CGROUP_MAX_JOIN] = {cg->run_fd, -1, -1, -1};
@@ -390,6 +405,18 @@ int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fd
 	memcpy(ret_fds, fds, n * sizeof(int));
 	*ret_nfds = n;
 	return 0;
+}
+
+int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds, size_t *ret_nfds,
+		     struct err *e)
+{
+	if (cgroup_run_group(cg, ret_fds, ret_nfds, e) < 0)
+		return -1;
+	if (cgroup_run_limits(cg, l, e) == 0)
+		return 0;
+	while (*ret_nfds > 0)
+		close(ret_fds[--*ret_nfds]);
+	return -1;
 }
 
 int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
@@ -530,17 +557,64 @@ int cgroup_reclaim(struct cgroup_slot *cg, uint64_t bytes)
 
 #define WATCH_SLACK_BYTES (1ull << 20)
 
+/*
+ * Registering a v1 threshold makes the kernel wait for an RCU grace period
+ * after the threshold is already in force (7 to 20 ms on the development
+ * host), and a supervisor blocked there notices a program's exit that much
+ * late: it was most of a short run's time.  So a child writes the
+ * registration: a clone sharing our memory (no page tables copied) but
+ * with its own copy of the descriptor table, so the descriptors it names
+ * stay valid whatever we close meanwhile.  Its exit signal is 0, so only
+ * its pidfd reaps it (never a waitpid(-1) of the caller); those still
+ * waiting are reaped at the next arming, at most ARMERS at once.
+ */
+#define ARMERS 8
+static struct armer {
+	bool busy; /* a child registering, reaped through pidfd */
+	int pidfd;
+	int cfd;
+	char line[96];
+	char stack[16384] __attribute__((aligned(16)));
+} armers[ARMERS];
+
+static int armer_main(void *arg)
+{
+	struct armer *a = arg;
+
+	_exit(write(a->cfd, a->line, strlen(a->line)) < 0);
+}
+
+static struct armer *free_armer(void)
+{
+	struct armer *found = NULL;
+
+	for (size_t i = 0; i < ARMERS; i++) {
+		struct armer *a = &armers[i];
+		siginfo_t si = {0};
+		if (a->busy &&
+		    waitid(P_PIDFD, (id_t)a->pidfd, &si, WEXITED | WNOHANG | __WALL) == 0 &&
+		    si.si_pid == 0)
+			continue; /* still registering */
+		if (a->busy) {
+			close(a->pidfd);
+			close(a->cfd);
+			a->busy = false;
+		}
+		if (!found)
+			found = a;
+	}
+	return found;
+}
+
 void cgroup_watch_memory(struct cgroup_slot *cg, uint64_t threshold)
 {
-	char line[96];
-	struct err ignored;
+	struct armer *a;
 
-	/* Closing the previous eventfd unregisters its threshold. */
-	/* Registering and removing a v1 threshold each wait for an RCU grace
-	 * period (milliseconds on a busy host), so an armed one is kept when
-	 * it is at most WATCH_SLACK_BYTES above what is asked (it fires that
-	 * much late, and the 10 ms sampling still runs), or below it and not
-	 * yet fired (it fires early: a sample, then a re-arm). */
+	/* Closing the previous eventfd unregisters its threshold (in a
+	 * kernel worker, also after a grace period).  An armed one is kept
+	 * when it is at most WATCH_SLACK_BYTES above what is asked (it fires
+	 * that much late, and the 10 ms sampling still runs), or below it
+	 * and not yet fired (it fires early: a sample, then a re-arm). */
 	if (cg->watch_fd >= 0 && cg->watch_threshold <= threshold + WATCH_SLACK_BYTES &&
 	    cg->watch_threshold >= threshold)
 		return;
@@ -548,25 +622,24 @@ void cgroup_watch_memory(struct cgroup_slot *cg, uint64_t threshold)
 		return;
 	cg->watch_fd = xclose(cg->watch_fd);
 	cg->watch_fired = false;
-	if (cg->layout == CGROUP_V2)
+	if (cg->layout == CGROUP_V2 || !(a = free_armer()))
 		return;
 	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (efd < 0)
-		return;
 	int ufd = openat(cg->mem_fd, "memory.usage_in_bytes", O_RDONLY | O_CLOEXEC);
-	if (ufd < 0) {
-		close(efd);
-		return;
+	a->cfd = openat(cg->mem_fd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
+	snprintf(a->line, sizeof(a->line), "%d %d %llu", efd, ufd, (unsigned long long)threshold);
+	if (efd >= 0 && ufd >= 0 && a->cfd >= 0 &&
+	    clone(armer_main, a->stack + sizeof(a->stack), CLONE_VM | CLONE_PIDFD, a, &a->pidfd) >
+		0) {
+		a->busy = true;
+		cg->watch_fd = efd;
+		cg->watch_threshold = threshold;
+		efd = -1;
+	} else {
+		xclose(a->cfd);
 	}
-	snprintf(line, sizeof(line), "%d %d %llu", efd, ufd, (unsigned long long)threshold);
-	int rc = write_file_at(cg->mem_fd, "cgroup.event_control", line, &ignored);
-	close(ufd);
-	if (rc < 0) {
-		close(efd);
-		return;
-	}
-	cg->watch_fd = efd;
-	cg->watch_threshold = threshold;
+	xclose(efd);
+	xclose(ufd);
 }
 
 void cgroup_watch_fired(struct cgroup_slot *cg)

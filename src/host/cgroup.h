@@ -63,6 +63,13 @@ void cgroup_slot_close(struct cgroup_slot *cg);
 int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds,
 		     size_t *ret_nfds, struct err *e);
 
+/* cgroup_run_begin() in two halves, for a run whose program joins its
+ * groups before its limits are known (a jail started ahead, jail/jail.c):
+ * the run's pids group and the cgroup.procs fds; then the limits, peaks and
+ * counters, taken when the run starts. */
+int cgroup_run_group(struct cgroup_slot *cg, int *ret_fds, size_t *ret_nfds, struct err *e);
+int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err *e);
+
 /* What the run used so far. */
 struct cgroup_usage {
 	uint64_t cpu_ns;
