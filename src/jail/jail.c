@@ -86,8 +86,17 @@
 #define SETUP_SLACK_NS (5ull * 1000000000ull) /* time init may take to start the program */
 #define DRAIN_NS       (2ull * 1000000000ull) /* reading what is left in the pipes */
 
+/* An init cloned for a run that has not started yet: namespaces made, root
+ * being built, the program's process joining the run's groups; it waits
+ * for the run on spec_w (jail_launch).  Supervisor ends only. */
+struct launch {
+	long pid; /* 0: none */
+	int pidfd, out_r, err_r, msg_r, life_w, spec_w;
+};
+
 struct jail {
 	struct sandbox base;
+	struct launch ready; /* started ahead (the pool), for the first run */
 	struct sandbox_options opts;
 	struct slot slot;
 	struct cgroup_slot cg;
@@ -114,12 +123,23 @@ struct exec_report {
 	char text[300];
 };
 
-/* Everything the cloned children need, prepared by the supervisor. */
+/* Supervisor -> init, when the run starts: this, then body_len bytes of
+ * NUL-terminated strings (argv, env, peer_argv, peer_env, stdin_path), and
+ * the run's stdin as SCM_RIGHTS with this header when has_stdin_fd. */
+struct spec_msg {
+	uint64_t body_len;
+	struct limits limits;
+	uint32_t n_argv, n_env, n_peer_argv, n_peer_env;
+	uint8_t split, has_stdin_path, has_stdin_fd;
+};
+
+/* Everything the cloned children need: the descriptors from the
+ * supervisor; spec and the environments once init has received the run. */
 struct child_ctx {
 	struct jail *j;
 	const struct run_spec *spec;
 	char **envp, **peer_envp; /* peer_envp: a split run's peer, else NULL */
-	int out_w, err_w, stdin_fd, msg_w, life_r;
+	int out_w, err_w, stdin_fd, msg_w, life_r, spec_r;
 	int cg_fds[CGROUP_MAX_JOIN];
 	size_t n_cg;
 };
@@ -258,6 +278,8 @@ static _Noreturn void contain_program(struct child_ctx *c, const struct program 
 
 /* ---- init: PID 1 of the sandbox ------------------------------------------- */
 
+static char **build_env(char *const *extra, size_t count);
+
 struct program_arg {
 	struct child_ctx *c;
 	const struct program *p;
@@ -279,6 +301,114 @@ static _Noreturn void init_fail(int msg_fd, const char *text)
 	snprintf(m.text, sizeof(m.text), "%s", text);
 	(void)!write(msg_fd, &m, sizeof(m));
 	_exit(1);
+}
+
+/* Read exactly len bytes; -1 at EOF or on error. */
+static int read_full(int fd, char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = read(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* One message of `len` bytes with up to two descriptors (SCM_RIGHTS). */
+static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_t nfds)
+{
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(2 * sizeof(int))];
+	} u = {0};
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (nfds > 0) {
+		mh.msg_control = u.space;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		struct cmsghdr *ch = CMSG_FIRSTHDR(&mh);
+		ch->cmsg_level = SOL_SOCKET;
+		ch->cmsg_type = SCM_RIGHTS;
+		ch->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(ch), fds, nfds * sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+/* Receive exactly `len` bytes, the first part with up to two descriptors
+ * (*nfds: how many came).  -1 at EOF or on error. */
+static int recv_fds(int sock, void *buf, size_t len, int *fds, size_t *nfds)
+{
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(2 * sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.space,
+			    .msg_controllen = sizeof(u.space)};
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+
+	*nfds = 0;
+	if (n <= 0)
+		return -1;
+	for (struct cmsghdr *ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch))
+		if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_RIGHTS) {
+			*nfds = (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			memcpy(fds, CMSG_DATA(ch), *nfds * sizeof(int));
+		}
+	return read_full(sock, (char *)buf + n, len - (size_t)n);
+}
+
+/* Split the body of a spec_msg into n NULL-terminated strings at *at. */
+static char **unpack(char **at, const char *end, uint32_t n)
+{
+	char **v = calloc((size_t)n + 1, sizeof(char *));
+
+	for (uint32_t i = 0; v && i < n; i++) {
+		char *nul = memchr(*at, '\0', (size_t)(end - *at));
+		if (!nul) {
+			free(v);
+			return NULL;
+		}
+		v[i] = *at;
+		*at = nul + 1;
+	}
+	return v;
+}
+
+/* Init: read the run from the supervisor into `spec` and c's environments. */
+static int recv_spec(struct child_ctx *c, struct run_spec *spec)
+{
+	struct spec_msg h;
+	int fd = -1;
+	size_t nfds;
+
+	if (recv_fds(c->spec_r, &h, sizeof(h), &fd, &nfds) < 0 || nfds != h.has_stdin_fd)
+		return -1;
+	char *body = malloc(h.body_len + 1), *at = body, *end = body + h.body_len;
+	if (!body || read_full(c->spec_r, body, h.body_len) < 0)
+		return -1;
+	*spec = (struct run_spec){.limits = h.limits, .stdin_fd = fd, .env_count = h.n_env,
+				  .peer_env_count = h.n_peer_env};
+	char **argv = unpack(&at, end, h.n_argv), **env = unpack(&at, end, h.n_env);
+	spec->argv = argv;
+	spec->env = env;
+	if (h.split && (!(spec->peer_argv = unpack(&at, end, h.n_peer_argv)) ||
+			!(spec->peer_env = unpack(&at, end, h.n_peer_env))))
+		return -1;
+	if (h.has_stdin_path)
+		spec->stdin_path = at;
+	c->spec = spec;
+	c->stdin_fd = fd;
+	c->envp = build_env(spec->env, spec->env_count);
+	if (h.split)
+		c->peer_envp = build_env(spec->peer_env, spec->peer_env_count);
+	return argv && env && argv[0] && c->envp && (!h.split || c->peer_envp) ? 0 : -1;
 }
 
 /*
@@ -309,10 +439,47 @@ static pid_t start_program(struct child_ctx *c, const struct program *p, char *s
 	return pid;
 }
 
+/*
+ * The run's first program (a split run's harness) is cloned before the root
+ * is built and before the run is known: it shares init's memory (so its
+ * pages are charged as init's, as a vfork'd program's are) and joins the
+ * run's cgroups first, which waits for an RCU grace period in the kernel
+ * (7 ms and more here) while init builds the root, or while a pooled jail
+ * is idle.  Then it waits on `go` for the descriptors of the run (its
+ * stdin, its end of a split run's channel; init has filled the context by
+ * then) and contains itself.  Its pre-exec report goes to report_fd.
+ */
+struct stub_arg {
+	struct child_ctx *c;
+	const struct program *p; /* set by init before go */
+	int report_fd, go;
+};
+
+static int stub_entry(void *arg)
+{
+	struct stub_arg *a = arg;
+	struct child_ctx *c = a->c;
+	int fds[2] = {-1, -1};
+	size_t nfds;
+	char flags;
+
+	for (size_t i = 0; i < c->n_cg; i++)
+		if (write(c->cg_fds[i], "0", 1) != 1)
+			exec_fail(a->report_fd, 1, errno, "join cgroup");
+	if (recv_fds(a->go, &flags, 1, fds, &nfds) < 0)
+		_exit(1); /* init is gone */
+	struct child_ctx sc = *c;
+	struct program p = *a->p;
+	size_t k = 0;
+	sc.n_cg = 0;
+	sc.stdin_fd = (flags & 1) && k < nfds ? fds[k++] : -1;
+	p.channel = (flags & 2) && k < nfds ? fds[k++] : -1;
+	contain_program(&sc, &p, a->report_fd);
+}
+
 static _Noreturn void init_main(struct child_ctx *c)
 {
 	struct pollfd life = {.fd = c->life_r, .events = POLLIN};
-	const struct run_spec *spec = c->spec;
 	struct jail *j = c->j;
 	struct mount_plan plan = {
 	    .root_dir = j->root,
@@ -325,9 +492,10 @@ static _Noreturn void init_main(struct child_ctx *c)
 	};
 	struct init_msg m = {.type = MSG_STARTED};
 	struct exec_report rep, peer_rep;
+	struct run_spec spec;
 	struct err e;
-	int chan[2] = {-1, -1}, st = 0;
-	bool split = spec->peer_argv != NULL, failed = false, peer_failed = false;
+	int chan[2] = {-1, -1}, report[2], go[2], st = 0;
+	bool split, failed = false, peer_failed = false;
 	pid_t pid, w;
 
 	/* SECURITY: the sandbox dies with its supervisor; if the supervisor
@@ -337,30 +505,6 @@ static _Noreturn void init_main(struct child_ctx *c)
 		_exit(1);
 	if (sethostname("proctor", 7) < 0)
 		init_fail(c->msg_w, "sethostname failed");
-	if (mount_build_root(&plan, &e) < 0)
-		init_fail(c->msg_w, e.msg);
-	if (split && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
-		init_fail(c->msg_w, "socketpair for the split run's channel failed");
-
-	/* A plain run: argv as the slot uid.  A split run: argv as the
-	 * harness, then peer_argv as the slot uid, each with one end of the
-	 * channel. */
-	const struct program prog = {
-	    .argv = spec->argv,
-	    .envp = c->envp,
-	    .uid = split ? plan.harness_uid : plan.uid,
-	    .gid = split ? plan.harness_gid : plan.gid,
-	    .own_stdin = true,
-	    .channel = chan[0],
-	};
-	const struct program peer = {
-	    .argv = spec->peer_argv,
-	    .envp = c->peer_envp,
-	    .uid = plan.uid,
-	    .gid = plan.gid,
-	    .own_stdin = false,
-	    .channel = chan[1],
-	};
 	/* A stack for each program: one a program started on is never
 	 * reused (a sanitizer build keeps its poisoned frames). */
 	size_t stack_size = 256 * 1024;
@@ -368,15 +512,68 @@ static _Noreturn void init_main(struct child_ctx *c)
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
 		init_fail(c->msg_w, "no memory for the program's stack");
-	m.t_ns = now_ns();
-	pid = start_program(c, &prog, stack + stack_size, &rep, &failed);
+	if (pipe2(report, O_CLOEXEC) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0)
+		init_fail(c->msg_w, "pipes for the program failed");
+	struct stub_arg sa = {.c = c, .report_fd = report[1], .go = go[1]};
+	pid = clone(stub_entry, stack + stack_size, CLONE_VM | SIGCHLD, &sa);
 	if (pid < 0)
 		init_fail(c->msg_w, "clone of the program failed");
+	close(report[1]);
+	close(go[1]);
+	if (mount_build_root(&plan, &e) < 0)
+		init_fail(c->msg_w, e.msg);
+	if (recv_spec(c, &spec) < 0)
+		_exit(1); /* the supervisor gave up the run */
+	split = spec.peer_argv != NULL;
+	if (split && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
+		init_fail(c->msg_w, "socketpair for the split run's channel failed");
+
+	/* A plain run: argv as the slot uid.  A split run: argv as the
+	 * harness, then peer_argv as the slot uid, each with one end of the
+	 * channel. */
+	const struct program prog = {
+	    .argv = spec.argv,
+	    .envp = c->envp,
+	    .uid = split ? plan.harness_uid : plan.uid,
+	    .gid = split ? plan.harness_gid : plan.gid,
+	    .own_stdin = true,
+	    .channel = -1,
+	};
+	const struct program peer = {
+	    .argv = spec.peer_argv,
+	    .envp = c->peer_envp,
+	    .uid = plan.uid,
+	    .gid = plan.gid,
+	    .own_stdin = false,
+	    .channel = chan[1],
+	};
+	sa.p = &prog;
+	int pass[2], npass = 0;
+	char flags = 0;
+	if (c->stdin_fd >= 0) {
+		pass[npass++] = c->stdin_fd;
+		flags |= 1;
+	}
+	if (split) {
+		pass[npass++] = chan[0];
+		flags |= 2;
+	}
+	m.t_ns = now_ns();
+	if (send_fds(go[0], &flags, 1, pass, (size_t)npass) < 0)
+		init_fail(c->msg_w, "starting the program failed");
+	/* EOF: it exec'd (the pipe is CLOEXEC) or died; else its report. */
+	if (read(report[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep)) {
+		rep.text[sizeof(rep.text) - 1] = '\0';
+		failed = true;
+	}
+	close(report[0]);
+	close(go[0]);
 	/* A harness that could not start has no use for its peer. */
 	if (split && !failed &&
 	    start_program(c, &peer, stack + 2 * stack_size, &peer_rep, &peer_failed) < 0)
 		init_fail(c->msg_w, "clone of the peer failed");
-	munmap(stack, 2 * stack_size);
+	if (!failed) /* a failed program may still be on its stack */
+		munmap(stack, 2 * stack_size);
 	xclose(chan[0]);
 	xclose(chan[1]);
 	close(c->out_w);
@@ -680,35 +877,49 @@ static void finish_result(struct jail *j, const struct run_spec *spec, struct ru
 	run_result_classify(res, l, s->killed_for, u.oom_kills > 0, s->exec_errno ? s->text : NULL);
 }
 
-static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
-		    struct err *e)
+static void launch_close(struct launch *l)
 {
-	struct jail *j = (struct jail *)sb;
-	struct child_ctx c = {.j = j, .spec = spec, .stdin_fd = spec->stdin_fd};
-	struct run_state s = {0};
+	if (!l->pid)
+		return;
+	xclose(l->pidfd);
+	xclose(l->out_r);
+	xclose(l->err_r);
+	xclose(l->msg_r);
+	xclose(l->life_w);
+	xclose(l->spec_w);
+	*l = (struct launch){0};
+}
+
+/* Kill a launch's init and everything in the slot, and reap init. */
+static void launch_kill(struct jail *j, struct launch *l, struct err *e, bool *failed)
+{
+	struct err ignored;
+
+	syscall(SYS_pidfd_send_signal, l->pidfd, SIGKILL, NULL, 0);
+	if (cgroup_kill_all(&j->cg, e ? e : &ignored) < 0 && failed)
+		*failed = true;
+	while (waitpid((pid_t)l->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Clone the init of the next run: the run's pids group, the pipes, and
+ * init, which builds the root and starts the program's process (joining
+ * the run's groups) and then waits for the run (send_spec).  The jail's
+ * pool does this ahead for the first run; every other run just before.
+ */
+static int jail_launch(struct jail *j, struct launch *l, struct err *e)
+{
+	struct child_ctx c = {.j = j, .stdin_fd = -1};
 	int out[2] = {-1, -1}, errp[2] = {-1, -1}, msg[2] = {-1, -1}, life[2] = {-1, -1};
-	int pidfd = -1, rc = -1;
-	long pid;
+	int spec[2] = {-1, -1}, pidfd = -1, rc = -1;
+	long pid = -1;
 
-	if (spec->privileged)
-		return err_set(e, 0,
-			       "the jail never runs a program as root (--privileged is for "
-			       "microVMs only)");
-
-	if (spec->peer_argv && !spec->peer_argv[0])
-		return err_set(e, EINVAL, "a split run's peer_argv is empty");
-	c.envp = build_env(spec->env, spec->env_count);
-	if (spec->peer_argv)
-		c.peer_envp = build_env(spec->peer_env, spec->peer_env_count);
-	if (!c.envp || (spec->peer_argv && !c.peer_envp)) {
-		free(c.envp);
-		free(c.peer_envp);
-		return err_set(e, ENOMEM, "environment");
-	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(msg, O_CLOEXEC) < 0 ||
-	    pipe2(life, O_CLOEXEC) < 0) {
+	    pipe2(life, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, spec) < 0) {
 		err_set(e, errno, "pipe");
-		goto out_close;
+		goto out;
 	}
 	/* Bigger pipes: fewer wake-ups for a chatty program. */
 	fcntl(out[1], F_SETPIPE_SZ, 1 << 20);
@@ -720,9 +931,9 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	c.err_w = errp[1];
 	c.msg_w = msg[1];
 	c.life_r = life[0];
-
-	if (cgroup_run_begin(&j->cg, &spec->limits, c.cg_fds, &c.n_cg, e) < 0)
-		goto out_cgroup; /* removes a run group it may have made */
+	c.spec_r = spec[1];
+	if (cgroup_run_group(&j->cg, c.cg_fds, &c.n_cg, e) < 0)
+		goto out; /* the caller removes a run group it may have made */
 
 	/* SECURITY: new pid, mount, network, IPC and UTS namespaces for init
 	 * and everything below it.  No user namespace: the program is held by
@@ -735,40 +946,112 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 		      NULL, &pidfd, NULL, 0);
 	if (pid < 0) {
 		err_set(e, errno, "clone the sandbox init");
-		goto out_cgroup;
+		goto out;
 	}
 	if (pid == 0) {
 		close(out[0]);
 		close(errp[0]);
 		close(msg[0]);
 		close(life[1]);
+		close(spec[0]);
 		init_main(&c);
 	}
-	close(take_fd(&out[1]));
-	close(take_fd(&errp[1]));
-	close(take_fd(&msg[1]));
-	close(take_fd(&life[0]));
+	*l = (struct launch){.pid = pid, .pidfd = pidfd, .out_r = take_fd(&out[0]),
+			     .err_r = take_fd(&errp[0]), .msg_r = take_fd(&msg[0]),
+			     .life_w = take_fd(&life[1]), .spec_w = take_fd(&spec[0])};
+	rc = 0;
+out:
 	for (size_t i = 0; i < c.n_cg; i++)
 		close(c.cg_fds[i]);
-	c.n_cg = 0;
+	for (int i = 0; i < 2; i++) {
+		xclose(out[i]);
+		xclose(errp[i]);
+		xclose(msg[i]);
+		xclose(life[i]);
+		xclose(spec[i]);
+	}
+	return rc;
+}
 
-	supervise(j, spec, pidfd, out[0], errp[0], msg[0], res, &s);
+/* Hand init the run (struct spec_msg). */
+static int send_spec(int sock, const struct run_spec *spec, struct err *e)
+{
+	struct spec_msg h = {.limits = spec->limits,
+			     .split = spec->peer_argv != NULL,
+			     .has_stdin_path = spec->stdin_path != NULL,
+			     .has_stdin_fd = spec->stdin_fd >= 0};
+	char *const *lists[4] = {spec->argv, spec->env, spec->peer_argv, spec->peer_env};
+	size_t counts[4] = {0, spec->env_count, 0, spec->peer_env_count};
+	uint32_t *n[4] = {&h.n_argv, &h.n_env, &h.n_peer_argv, &h.n_peer_env};
+	size_t len = spec->stdin_path ? strlen(spec->stdin_path) + 1 : 0;
+
+	for (size_t i = 0; i < 4; i += 2)
+		while (lists[i] && lists[i][counts[i]])
+			counts[i]++;
+	for (size_t i = 0; i < 4; i++) {
+		*n[i] = (uint32_t)counts[i];
+		for (size_t k = 0; lists[i] && k < counts[i]; k++)
+			len += strlen(lists[i][k]) + 1;
+	}
+	char *body = malloc(len ? len : 1), *at = body;
+	if (!body)
+		return err_set(e, ENOMEM, "the run's arguments");
+	for (size_t i = 0; i < 4; i++)
+		for (size_t k = 0; lists[i] && k < counts[i]; k++)
+			at = stpcpy(at, lists[i][k]) + 1;
+	if (spec->stdin_path)
+		strcpy(at, spec->stdin_path);
+	h.body_len = len;
+	int rc = send_fds(sock, &h, sizeof(h), &spec->stdin_fd, h.has_stdin_fd);
+	for (size_t off = 0; rc == 0 && off < len;) {
+		ssize_t w = send(sock, body + off, len - off, MSG_NOSIGNAL);
+		if (w < 0 && errno != EINTR)
+			rc = -1;
+		off += w > 0 ? (size_t)w : 0;
+	}
+	free(body);
+	return rc < 0 ? err_set(e, errno, "hand the run to the sandbox's init") : 0;
+}
+
+static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
+		    struct err *e)
+{
+	struct jail *j = (struct jail *)sb;
+	struct launch l = j->ready;
+	struct run_state s = {0};
+	int rc = -1;
+
+	j->ready = (struct launch){0};
+	if (spec->privileged || (spec->peer_argv && !spec->peer_argv[0])) {
+		err_set(e, spec->privileged ? 0 : EINVAL, "%s",
+			spec->privileged ? "the jail never runs a program as root (--privileged is "
+					   "for microVMs only)"
+					 : "a split run's peer_argv is empty");
+		if (l.pid)
+			launch_kill(j, &l, NULL, NULL);
+		goto out;
+	}
+	if (!l.pid && jail_launch(j, &l, e) < 0)
+		goto out;
+	/* The limits of this run, taken now whenever init was started. */
+	if (cgroup_run_limits(&j->cg, &spec->limits, e) < 0 || send_spec(l.spec_w, spec, e) < 0) {
+		launch_kill(j, &l, NULL, NULL);
+		goto out;
+	}
+
+	supervise(j, spec, l.pidfd, l.out_r, l.err_r, l.msg_r, res, &s);
 
 	/* Kill everything: init (and with it the pid namespace) and every
 	 * process in the slot's cgroups, then reap init. */
-	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-	if (cgroup_kill_all(&j->cg, e) < 0)
-		s.failed = true;
-	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	launch_kill(j, &l, e, &s.failed);
 	/* All writers are dead now: the rest of the output drains to EOF. */
 	uint64_t drain_end = now_ns() + DRAIN_NS;
 	bool out_open = true, err_open = true;
 	while ((out_open || err_open) && now_ns() < drain_end) {
 		if (out_open)
-			out_open = drain(out[0], &res->out, 64);
+			out_open = drain(l.out_r, &res->out, 64);
 		if (err_open)
-			err_open = drain(errp[0], &res->err, 64);
+			err_open = drain(l.err_r, &res->err, 64);
 	}
 
 	finish_result(j, spec, &s, res);
@@ -780,22 +1063,9 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	} else {
 		rc = 0;
 	}
-out_cgroup:
-	for (size_t i = 0; i < c.n_cg; i++)
-		close(c.cg_fds[i]);
+out:
+	launch_close(&l);
 	cgroup_run_end(&j->cg);
-out_close:
-	xclose(pidfd);
-	xclose(out[0]);
-	xclose(out[1]);
-	xclose(errp[0]);
-	xclose(errp[1]);
-	xclose(msg[0]);
-	xclose(msg[1]);
-	xclose(life[0]);
-	xclose(life[1]);
-	free(c.envp);
-	free(c.peer_envp);
 	return rc;
 }
 
@@ -808,6 +1078,10 @@ static void jail_destroy(struct sandbox *sb)
 
 	if (!j)
 		return;
+	if (j->ready.pid) {
+		launch_kill(j, &j->ready, NULL, NULL);
+		launch_close(&j->ready);
+	}
 	if (j->cg.mem_fd >= 0) {
 		cgroup_kill_all(&j->cg, &ignored);
 		cgroup_run_end(&j->cg);
