@@ -36,6 +36,13 @@ void sandbox_pool_drain(void)
 			backends[i]->pool_drain();
 }
 
+void sandbox_pool_fill(void)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (backends[i]->pool_fill)
+			backends[i]->pool_fill();
+}
+
 bool host_has_kvm(char *why, size_t why_len)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);

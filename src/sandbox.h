@@ -126,11 +126,15 @@ struct sandbox_ops {
 	 * state_dir, rather than a fixed value. */
 	double (*time_factor)(const char *state_dir, bool *measured);
 	/* Optional (NULL: none kept).  Sandboxes this process starts ahead so
-	 * that create() returns sooner (the microVM's pre-started QEMUs):
-	 * pool_hint(n) asks for n, unless the user chose ($PROCTOR_VM_POOL);
-	 * pool_drain() destroys those kept now (also done at exit()). */
+	 * that create() returns sooner (the microVM's pre-started QEMUs, the
+	 * jail's prepared jails): pool_hint(n) asks for n, unless the user
+	 * chose ($PROCTOR_VM_POOL, $PROCTOR_JAIL_POOL); pool_drain() destroys
+	 * those kept now (also done at exit()); pool_fill() makes the missing
+	 * ones now, for a backend that does not make them in the background
+	 * (the jail's), called by a process about to wait for work. */
 	void (*pool_hint)(unsigned n);
 	void (*pool_drain)(void);
+	void (*pool_fill)(void);
 };
 
 /* Every backend embeds this first, so the generic helpers can dispatch. */
@@ -172,6 +176,9 @@ int sandbox_select(const char *name, bool have_image, const struct sandbox_ops *
 
 /* Every backend's pool_drain(), for a process about to _exit() (a worker). */
 void sandbox_pool_drain(void);
+
+/* Every backend's pool_fill(), for a process about to wait for work. */
+void sandbox_pool_fill(void);
 
 /*
  * Map a path as the program sees it to one relative to the writable tree:

@@ -182,6 +182,7 @@ static void worker_main(struct sched *s, int fd, pid_t owner)
 		char arg[SCHED_ARG_MAX];
 		struct sched_job job = {.arg = arg};
 		uint32_t arg_len;
+		sandbox_pool_fill(); /* the jail's prepared jails, made while idle */
 		int r = recv_full(fd, hdr, sizeof(hdr));
 
 		if (r == 0) {

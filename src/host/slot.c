@@ -49,18 +49,24 @@ static int clean_slot(struct slot *s, struct err *e)
 int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct slot *ret,
 	       struct err *e)
 {
+	return slot_lease_within(state_dir, max_slots, uid_base, SLOT_WAIT_MS, ret, e);
+}
+
+int slot_lease_within(const char *state_dir, unsigned max_slots, uid_t uid_base, unsigned wait_ms,
+		      struct slot *ret, struct err *e)
+{
 	char slots[PATH_MAX];
 	unsigned i;
 
 	if (state_subdir(state_dir, "slots", 0711, slots, sizeof(slots), e) < 0)
 		return -1;
 	struct slot s = {.lock_fd = -1, .dir_fd = -1};
-	if (host_lease("slots", max_slots, SLOT_WAIT_MS, &i, &s.lock_fd, e) < 0) {
+	if (host_lease("slots", max_slots, wait_ms, &i, &s.lock_fd, e) < 0) {
 		if (e->errnum == EBUSY)
 			return err_setk(e, ERR_BUSY, EBUSY,
 				       "all %u sandbox slots of this host stayed busy for %u s (raise "
 				       "--slots)",
-				       max_slots, SLOT_WAIT_MS / 1000);
+				       max_slots, wait_ms / 1000);
 		return err_wrap(e, "lease a sandbox slot");
 	}
 	s.index = i;

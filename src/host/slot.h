@@ -36,6 +36,9 @@ struct slot {
  * all are busy) and clean what a dead owner left. */
 int slot_lease(const char *state_dir, unsigned max_slots, uid_t uid_base, struct slot *ret,
 	       struct err *e);
+/* The same, waiting at most wait_ms (0: a slot free now, or EBUSY). */
+int slot_lease_within(const char *state_dir, unsigned max_slots, uid_t uid_base, unsigned wait_ms,
+		      struct slot *ret, struct err *e);
 
 /* Unmount the slot's scratch tree (all stacked mounts); idempotent. */
 void slot_unmount_scratch(struct slot *s);

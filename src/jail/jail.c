@@ -1095,7 +1095,8 @@ static void jail_destroy(struct sandbox *sb)
 	free(j);
 }
 
-static int jail_create(const struct sandbox_options *opts, struct sandbox **ret, struct err *e)
+static int jail_new(const struct sandbox_options *opts, unsigned wait_ms, struct jail **ret,
+		    struct err *e)
 {
 	struct jail *j = calloc(1, sizeof(*j));
 
@@ -1106,7 +1107,8 @@ static int jail_create(const struct sandbox_options *opts, struct sandbox **ret,
 	j->scratch_fd = -1;
 	j->slot.lock_fd = j->slot.dir_fd = -1;
 	j->cg.mem_fd = -1;
-	if (slot_lease(opts->state_dir, opts->max_slots, opts->uid_base, &j->slot, e) < 0)
+	if (slot_lease_within(opts->state_dir, opts->max_slots, opts->uid_base, wait_ms, &j->slot,
+			      e) < 0)
 		goto out_destroy;
 	if (cgroup_slot_open(&j->cg, j->slot.index, e) < 0) {
 		err_wrap(e, "cgroups of slot %u", j->slot.index);
@@ -1123,11 +1125,117 @@ static int jail_create(const struct sandbox_options *opts, struct sandbox **ret,
 		err_set(e, errno, "open '%s'", j->scratch);
 		goto out_destroy;
 	}
-	*ret = &j->base;
+	*ret = j;
 	return 0;
 out_destroy:
 	jail_destroy(&j->base);
 	return -1;
+}
+
+/*
+ * The pool ($PROCTOR_JAIL_POOL, else pool_hint(), else 0; at most 8):
+ * jails made ahead with the options of this process's last create(),
+ * each a whole new sandbox (its slot leased without waiting, its cgroups
+ * opened and cleaned, its scratch tree mounted) with its first run's init
+ * launched (jail_launch): namespaces made, root built, the program's
+ * process in the run's groups, waiting for the run.  create() hands one
+ * out; nothing of it was ever used, and its run's limits are set when the
+ * run starts, so it is as fresh as a jail made on demand.  pool_fill()
+ * makes them when the process is idle (a worker between jobs); create()
+ * makes one first when none is kept.  They die with the process (init's
+ * PDEATHSIG, the supervisor's mount namespace); pool_drain() removes them.
+ */
+#define POOL_MAX 8
+static struct {
+	struct jail *j[POOL_MAX];
+	size_t n;
+	unsigned hint;
+	bool known; /* opts holds the options of the last create() */
+	struct sandbox_options opts;
+	char state_dir[PATH_MAX], system_dir[PATH_MAX];
+} pool;
+
+static size_t pool_target(void)
+{
+	const char *s = getenv("PROCTOR_JAIL_POOL");
+	long n = s ? strtol(s, NULL, 10) : (long)pool.hint;
+
+	return n < 0 ? 0 : n > POOL_MAX ? POOL_MAX : (size_t)n;
+}
+
+static void jail_pool_hint(unsigned n)
+{
+	pool.hint = n;
+}
+
+static void jail_pool_drain(void)
+{
+	while (pool.n > 0)
+		jail_destroy(&pool.j[--pool.n]->base);
+}
+
+static void jail_pool_fill(void)
+{
+	struct err ignored;
+	struct jail *j;
+
+	while (pool.known && pool.n < pool_target()) {
+		if (jail_new(&pool.opts, 0, &j, &ignored) < 0)
+			return;
+		if (jail_launch(j, &j->ready, &ignored) < 0) {
+			jail_destroy(&j->base);
+			return;
+		}
+		pool.j[pool.n++] = j;
+	}
+}
+
+/* Remember opts as the pool's; false if they do not fit its buffers. */
+static bool pool_remember(const struct sandbox_options *opts)
+{
+	static bool registered;
+
+	if (pool.known && opts->max_slots == pool.opts.max_slots &&
+	    opts->uid_base == pool.opts.uid_base && opts->disk_bytes == pool.opts.disk_bytes &&
+	    strcmp(opts->state_dir, pool.state_dir) == 0 &&
+	    strcmp(opts->system_dir ? opts->system_dir : "", pool.system_dir) == 0)
+		return true;
+	jail_pool_drain();
+	pool.known = false;
+	if (snprintf(pool.state_dir, sizeof(pool.state_dir), "%s", opts->state_dir) >=
+		(int)sizeof(pool.state_dir) ||
+	    snprintf(pool.system_dir, sizeof(pool.system_dir), "%s",
+		     opts->system_dir ? opts->system_dir : "") >= (int)sizeof(pool.system_dir))
+		return false;
+	pool.opts = *opts;
+	pool.opts.state_dir = pool.state_dir;
+	pool.opts.system_dir = opts->system_dir ? pool.system_dir : NULL;
+	pool.known = true;
+	if (!registered) {
+		atexit(jail_pool_drain);
+		registered = true;
+	}
+	return true;
+}
+
+static int jail_create(const struct sandbox_options *opts, struct sandbox **ret, struct err *e)
+{
+	struct jail *j;
+
+	if (pool_target() > 0 && pool_remember(opts)) {
+		if (pool.n == 0)
+			jail_pool_fill();
+		if (pool.n > 0) {
+			j = pool.j[--pool.n];
+			j->opts = *opts;
+			*ret = &j->base;
+			return 0;
+		}
+	}
+	if (jail_new(opts, SLOT_WAIT_MS, &j, e) < 0)
+		return -1;
+	*ret = &j->base;
+	return 0;
 }
 
 static int jail_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
@@ -1215,4 +1323,7 @@ const struct sandbox_ops jail_ops = {
     .get = jail_get,
     .destroy = jail_destroy,
     .time_factor = jail_time_factor,
+    .pool_hint = jail_pool_hint,
+    .pool_drain = jail_pool_drain,
+    .pool_fill = jail_pool_fill,
 };
