@@ -25,16 +25,26 @@
  * dies with the rest of the namespace.
  *
  * The supervisor first moves into a private mount namespace (jail_prepare),
- * then leases a slot (uid, cgroups, scratch dir), mounts the slot's
- * size-capped scratch tmpfs (/work, /tmp, /dev/shm), prepares the
- * cgroups of the run and then clones init.  Init builds the new root and
- * pivots into it (mount.c), forks the program and reaps every orphan until
- * the program itself exits, then reports the program's wait status over a
- * pipe and exits, which makes the kernel SIGKILL everything left in the
- * namespace.  The program, before execve, joins the run's cgroups through
- * fds the supervisor opened, unshares a cgroup namespace, drops to the slot
- * uid and installs the seccomp filter: contain_program() lists those steps
- * in order, and that order is the security argument.
+ * then leases a slot (uid, cgroups, scratch dir) and mounts the slot's
+ * size-capped scratch tmpfs (/work, /tmp, /dev/shm).  For each run it
+ * makes the run's pids group and clones init (jail_launch).  Init first
+ * clones the program's process, which joins the run's cgroups through fds
+ * the supervisor opened (on cgroup v1 the first such write waits for an
+ * RCU grace period, several ms), while init builds the new root and pivots
+ * into it (mount.c).  Then init waits for the run: the supervisor sets the
+ * run's limits and sends the run (send_spec: argv, environment, stdin).
+ * Init hands the program its descriptors; the program unshares a cgroup
+ * namespace, drops to the slot uid, installs the seccomp filter and execs:
+ * contain_program() lists those steps in order, and that order is the
+ * security argument.  Init reaps every orphan until the program itself
+ * exits, then reports the program's wait status over a pipe and exits,
+ * which makes the kernel SIGKILL everything left in the namespace.
+ *
+ * The pool (below jail_new) does all of that but the run ahead, while the
+ * process is idle: a pooled jail is a whole new jail whose first run's
+ * init waits; create() hands it out and only the run's limits, its
+ * arguments and the exec are left.  Runs after a jail's first launch
+ * their init when they start.
  *
  * The program cannot signal or ptrace init (other uid; PID 1 ignores
  * signals it has no handler for; ptrace is filtered) and cannot see it
@@ -208,7 +218,9 @@ static _Noreturn void contain_program(struct child_ctx *c, const struct program 
 
 	/* 1. Join the run's cgroups (memory, cpu, pids, kill) before anything
 	 *    of the program runs, so every byte and fork is accounted.  Both
-	 *    programs of a split run join the same groups: one budget. */
+	 *    programs of a split run join the same groups: one budget.  The
+	 *    first program has joined already, before its run was known
+	 *    (stub_entry); c->n_cg is 0 for it. */
 	for (size_t i = 0; i < c->n_cg; i++)
 		if (write(c->cg_fds[i], "0", 1) != 1)
 			exec_fail(report_fd, 1, errno, "join cgroup");
