@@ -45,8 +45,7 @@
 extern char **environ;
 
 enum { POOLED, FRESH, UNSHARE, PROCTOR, REFILL, NKIND };
-static const char *const names[NKIND] = {"pooled", "fresh", "unshare", "proctor",
-					 "refill (idle)"};
+static const char *const names[NKIND] = {"pooled", "fresh", "unshare", "proctor", "refill (idle)"};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -130,8 +129,9 @@ int main(int argc, char **argv)
 	if (jail_ops.probe(&e) < 0 || jail_ops.prepare(&e) < 0 ||
 	    cgroup_detect(&layout, why, sizeof(why), &e) < 0)
 		return fprintf(stderr, "jail_bench: %s\n", e.msg), 1;
-	char *unshare[] = {"/usr/bin/unshare", "--fork", "--pid", "--net", "--mount", "--ipc",
-			   "--uts", "--mount-proc", "/bin/true", NULL};
+	char *unshare[] = {"/usr/bin/unshare", "--fork", "--pid", "--net",
+			   "--mount",	       "--ipc",	 "--uts", "--mount-proc",
+			   "/bin/true",	       NULL};
 	char *prun[] = {proctor, "run", "--", "/bin/true", NULL};
 	const char *state = getenv("PROCTOR_STATE_DIR");
 	struct limits dl;

@@ -361,7 +361,9 @@ static int recv_fds(int sock, void *buf, size_t len, int *fds, size_t *nfds)
 		char space[CMSG_SPACE(2 * sizeof(int))];
 	} u;
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.space,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.space,
 			    .msg_controllen = sizeof(u.space)};
 	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 
@@ -405,7 +407,9 @@ static int recv_spec(struct child_ctx *c, struct run_spec *spec)
 	char *body = malloc(h.body_len + 1), *at = body, *end = body + h.body_len;
 	if (!body || read_full(c->spec_r, body, h.body_len) < 0)
 		return -1;
-	*spec = (struct run_spec){.limits = h.limits, .stdin_fd = fd, .env_count = h.n_env,
+	*spec = (struct run_spec){.limits = h.limits,
+				  .stdin_fd = fd,
+				  .env_count = h.n_env,
 				  .peer_env_count = h.n_peer_env};
 	char **argv = unpack(&at, end, h.n_argv), **env = unpack(&at, end, h.n_env);
 	spec->argv = argv;
@@ -524,7 +528,8 @@ static _Noreturn void init_main(struct child_ctx *c)
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
 		init_fail(c->msg_w, "no memory for the program's stack");
-	if (pipe2(report, O_CLOEXEC) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0)
+	if (pipe2(report, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0)
 		init_fail(c->msg_w, "pipes for the program failed");
 	struct stub_arg sa = {.c = c, .report_fd = report[1], .go = go[1]};
 	pid = clone(stub_entry, stack + stack_size, CLONE_VM | SIGCHLD, &sa);
@@ -968,9 +973,13 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 		close(spec[0]);
 		init_main(&c);
 	}
-	*l = (struct launch){.pid = pid, .pidfd = pidfd, .out_r = take_fd(&out[0]),
-			     .err_r = take_fd(&errp[0]), .msg_r = take_fd(&msg[0]),
-			     .life_w = take_fd(&life[1]), .spec_w = take_fd(&spec[0])};
+	*l = (struct launch){.pid = pid,
+			     .pidfd = pidfd,
+			     .out_r = take_fd(&out[0]),
+			     .err_r = take_fd(&errp[0]),
+			     .msg_r = take_fd(&msg[0]),
+			     .life_w = take_fd(&life[1]),
+			     .spec_w = take_fd(&spec[0])};
 	rc = 0;
 out:
 	for (size_t i = 0; i < c.n_cg; i++)

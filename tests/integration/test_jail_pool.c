@@ -160,8 +160,9 @@ static void test_pooled_jails_are_fresh(void **state)
 		/* Init is 1, the shell 2: a pid namespace nobody used before;
 		 * hidepid shows it its own processes only (itself, ls, grep). */
 		if (p[i].pid != 2 || p[i].procs < 1 || p[i].procs > 4)
-			fail_msg("jail %d: shell pid %d, %d processes visible (want 2, at most 4): %s",
-				 i, p[i].pid, p[i].procs, p[i].out);
+			fail_msg(
+			    "jail %d: shell pid %d, %d processes visible (want 2, at most 4): %s",
+			    i, p[i].pid, p[i].procs, p[i].out);
 		long long now = (long long)time(NULL);
 		if (p[i].clock < now - 120 || p[i].clock > now + 120)
 			fail_msg("jail %d: clock %lld, host %lld", i, p[i].clock, now);
