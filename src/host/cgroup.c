@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -581,7 +582,10 @@ static int armer_main(void *arg)
 {
 	struct armer *a = arg;
 
-	_exit(write(a->cfd, a->line, strlen(a->line)) < 0);
+	/* exit(2) as a plain system call: a noreturn call would have a
+	 * sanitizer look for this stack among the process's. */
+	syscall(SYS_exit, write(a->cfd, a->line, strlen(a->line)) < 0);
+	return 0;
 }
 
 static struct armer *free_armer(void)
