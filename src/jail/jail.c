@@ -117,7 +117,9 @@ struct jail {
 };
 
 /* Init -> supervisor messages; each smaller than PIPE_BUF, so atomic. */
-enum init_msg_type { MSG_STARTED = 1, MSG_EXITED = 2, MSG_FAILED = 3 };
+/* MSG_READY: the root is built and the program's process is in the run's
+ * groups; only the run is missing (jail_pool_fill waits for it). */
+enum init_msg_type { MSG_STARTED = 1, MSG_EXITED = 2, MSG_FAILED = 3, MSG_READY = 4 };
 struct init_msg {
 	uint32_t type;
 	int32_t wstatus;
@@ -482,6 +484,7 @@ static int stub_entry(void *arg)
 	for (size_t i = 0; i < c->n_cg; i++)
 		if (write(c->cg_fds[i], "0", 1) != 1)
 			exec_fail(a->report_fd, 1, errno, "join cgroup");
+	(void)!write(a->go, "j", 1); /* joined */
 	if (recv_fds(a->go, &flags, 1, fds, &nfds) < 0)
 		_exit(1); /* init is gone */
 	struct child_ctx sc = *c;
@@ -539,6 +542,13 @@ static _Noreturn void init_main(struct child_ctx *c)
 	close(go[1]);
 	if (mount_build_root(&plan, &e) < 0)
 		init_fail(c->msg_w, e.msg);
+	/* Ready when the program's process has joined; if it could not, its
+	 * report says why once the run starts. */
+	char joined;
+	if (read(go[0], &joined, 1) == 1) {
+		struct init_msg ready = {.type = MSG_READY};
+		(void)!write(c->msg_w, &ready, sizeof(ready));
+	}
 	if (recv_spec(c, &spec) < 0)
 		_exit(1); /* the supervisor gave up the run */
 	split = spec.peer_argv != NULL;
@@ -576,8 +586,8 @@ static _Noreturn void init_main(struct child_ctx *c)
 		flags |= 2;
 	}
 	m.t_ns = now_ns();
-	if (send_fds(go[0], &flags, 1, pass, (size_t)npass) < 0)
-		init_fail(c->msg_w, "starting the program failed");
+	/* A program's process that is gone left its report (or dies with us). */
+	send_fds(go[0], &flags, 1, pass, (size_t)npass);
 	/* EOF: it exec'd (the pipe is CLOEXEC) or died; else its report. */
 	if (read(report[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep)) {
 		rep.text[sizeof(rep.text) - 1] = '\0';
@@ -1195,6 +1205,24 @@ static void jail_pool_drain(void)
 		jail_destroy(&pool.j[--pool.n]->base);
 }
 
+/* Wait (at most SETUP_SLACK_NS) for a launched init to say MSG_READY. */
+static bool launch_ready(const struct launch *l)
+{
+	struct pollfd p = {.fd = l->msg_r, .events = POLLIN};
+	uint64_t end = now_ns() + SETUP_SLACK_NS;
+	struct init_msg m;
+
+	for (uint64_t now = now_ns(); now < end; now = now_ns()) {
+		int r = poll(&p, 1, (int)((end - now) / 1000000 + 1));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || read(l->msg_r, &m, sizeof(m)) != (ssize_t)sizeof(m))
+			return false;
+		return m.type == MSG_READY;
+	}
+	return false;
+}
+
 static void jail_pool_fill(void)
 {
 	struct err ignored;
@@ -1203,7 +1231,7 @@ static void jail_pool_fill(void)
 	while (pool.known && pool.n < pool_target()) {
 		if (jail_new(&pool.opts, 0, &j, &ignored) < 0)
 			return;
-		if (jail_launch(j, &j->ready, &ignored) < 0) {
+		if (jail_launch(j, &j->ready, &ignored) < 0 || !launch_ready(&j->ready)) {
 			jail_destroy(&j->base);
 			return;
 		}
