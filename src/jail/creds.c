@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@ int creds_set_rlimits(const struct limits *l, struct err *e)
 	return 0;
 }
 
-int creds_drop(uid_t uid, gid_t gid, struct err *e)
+int creds_drop_bounding(struct err *e)
 {
 	/* SECURITY: clear the bounding set while we still hold CAP_SETPCAP, so
 	 * no execve can ever regain a capability, and the ambient set. */
@@ -47,6 +48,17 @@ int creds_drop(uid_t uid, gid_t gid, struct err *e)
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return err_set(e, errno, "clear ambient capabilities");
+	return 0;
+}
+
+int creds_drop(uid_t uid, gid_t gid, struct err *e)
+{
+	/* SECURITY: the bounding and ambient sets must be empty already
+	 * (creds_drop_bounding): checked, not assumed. */
+	if (prctl(PR_CAPBSET_READ, CAP_SETUID, 0, 0, 0) != 0 ||
+	    prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 0)
+		return err_set(e, 0, "the bounding set was not cleared before dropping to uid %u",
+			       (unsigned)uid);
 	/* SECURITY: groups first, while we are still root; then gid, then uid.
 	 * Changing all three uids away from 0 clears the permitted and
 	 * effective capability sets (no SECBIT_KEEP_CAPS). */

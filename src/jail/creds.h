@@ -11,8 +11,13 @@
  * backstop, nproc backstop). */
 int creds_set_rlimits(const struct limits *l, struct err *e);
 
+/* Empty the bounding and ambient capability sets (as root, before
+ * creds_drop, which refuses to run otherwise). */
+int creds_drop_bounding(struct err *e);
+
 /* Become uid/gid with no supplementary groups and no capabilities in any
- * set (bounding and ambient included), then set no_new_privs. */
+ * set (the bounding and ambient ones emptied by creds_drop_bounding), then
+ * set no_new_privs. */
 int creds_drop(uid_t uid, gid_t gid, struct err *e);
 
 #endif

@@ -30,13 +30,15 @@
  * makes the run's pids group and clones init (jail_launch).  Init first
  * clones the program's process, which joins the run's cgroups through fds
  * the supervisor opened (on cgroup v1 the first such write waits for an
- * RCU grace period, several ms), while init builds the new root and pivots
- * into it (mount.c).  Then init waits for the run: the supervisor sets the
- * run's limits and sends the run (send_spec: argv, environment, stdin).
- * Init hands the program its descriptors; the program unshares a cgroup
- * namespace, drops to the slot uid, installs the seccomp filter and execs:
- * contain_program() lists those steps in order, and that order is the
- * security argument.  Init reaps every orphan until the program itself
+ * RCU grace period, several ms), unshares a cgroup namespace, starts a
+ * session, resets its signals and empties its capability bounding set
+ * (contain_early), while init builds the new root and pivots into it
+ * (mount.c).  Then init waits for the run: the supervisor sets the run's
+ * limits and sends the run (send_spec: argv, environment, stdin).  Init
+ * hands the program its descriptors; the program takes its rlimits, drops
+ * to the slot uid, installs the seccomp filter and execs:
+ * contain_early() and contain_program() list those steps in order, and
+ * that order is the security argument.  Init reaps every orphan until the program itself
  * exits, then reports the program's wait status over a pipe and exits,
  * which makes the kernel SIGKILL everything left in the namespace.
  *
@@ -152,6 +154,7 @@ struct child_ctx {
 	const struct run_spec *spec;
 	char **envp, **peer_envp; /* peer_envp: a split run's peer, else NULL */
 	int out_w, err_w, stdin_fd, msg_w, life_r, spec_r;
+	bool early_done; /* contain_early() was run (by the run's first program) */
 	int cg_fds[CGROUP_MAX_JOIN];
 	size_t n_cg;
 };
@@ -211,18 +214,16 @@ static int exec_search(char *const *argv, char **envp)
 	return last;
 }
 
-static _Noreturn void contain_program(struct child_ctx *c, const struct program *p, int report_fd)
+/* Steps 1 to 4 need nothing of the run: the run's first program takes them
+ * before it waits for the run (stub_entry), a peer just before the rest. */
+static void contain_early(struct child_ctx *c, int report_fd)
 {
-	const struct run_spec *spec = c->spec;
 	struct err e;
 	sigset_t none;
-	int in, chan = -1, moved;
 
 	/* 1. Join the run's cgroups (memory, cpu, pids, kill) before anything
 	 *    of the program runs, so every byte and fork is accounted.  Both
-	 *    programs of a split run join the same groups: one budget.  The
-	 *    first program has joined already, before its run was known
-	 *    (stub_entry); c->n_cg is 0 for it. */
+	 *    programs of a split run join the same groups: one budget. */
 	for (size_t i = 0; i < c->n_cg; i++)
 		if (write(c->cg_fds[i], "0", 1) != 1)
 			exec_fail(report_fd, 1, errno, "join cgroup");
@@ -237,6 +238,20 @@ static _Noreturn void contain_program(struct child_ctx *c, const struct program 
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* 4b. SECURITY: an empty bounding set (while still root): no execve
+	 *     can ever regain a capability.  Step 7 drops the rest. */
+	if (creds_drop_bounding(&e) < 0)
+		exec_fail(report_fd, 1, e.errnum, e.msg);
+}
+
+static _Noreturn void contain_program(struct child_ctx *c, const struct program *p, int report_fd)
+{
+	const struct run_spec *spec = c->spec;
+	struct err e;
+	int in, chan = -1, moved;
+
+	if (!c->early_done)
+		contain_early(c, report_fd);
 	/* 5. Descriptors: the capped pipes and the declared stdin (/dev/null
 	 *    for a split run's peer); in a split run its end of the channel as
 	 *    SANDBOX_CHANNEL_FD, without CLOEXEC; the exec report right above
@@ -481,16 +496,14 @@ static int stub_entry(void *arg)
 	size_t nfds;
 	char flags;
 
-	for (size_t i = 0; i < c->n_cg; i++)
-		if (write(c->cg_fds[i], "0", 1) != 1)
-			exec_fail(a->report_fd, 1, errno, "join cgroup");
+	contain_early(c, a->report_fd);
 	(void)!write(a->go, "j", 1); /* joined */
 	if (recv_fds(a->go, &flags, 1, fds, &nfds) < 0)
 		_exit(1); /* init is gone */
 	struct child_ctx sc = *c;
 	struct program p = *a->p;
 	size_t k = 0;
-	sc.n_cg = 0;
+	sc.early_done = true;
 	sc.stdin_fd = (flags & 1) && k < nfds ? fds[k++] : -1;
 	p.channel = (flags & 2) && k < nfds ? fds[k++] : -1;
 	contain_program(&sc, &p, a->report_fd);
