@@ -1194,7 +1194,8 @@ static struct {
 	struct jail *j[POOL_MAX];
 	size_t n;
 	unsigned hint;
-	bool known; /* opts holds the options of the last create() */
+	bool known;  /* opts holds the options of the last create() */
+	pid_t owner; /* the process whose children the kept inits are */
 	struct sandbox_options opts;
 	char state_dir[PATH_MAX], system_dir[PATH_MAX];
 } pool;
@@ -1212,8 +1213,19 @@ static void jail_pool_hint(unsigned n)
 	pool.hint = n;
 }
 
+/* A fork of the owner (a worker, or one exiting through atexit) neither
+ * uses nor destroys the owner's jails: their inits, mounts and groups are
+ * the owner's.  It starts with an empty pool of its own. */
+static void pool_forget_if_forked(void)
+{
+	if (pool.owner != getpid())
+		pool.n = 0;
+	pool.owner = getpid();
+}
+
 static void jail_pool_drain(void)
 {
+	pool_forget_if_forked();
 	while (pool.n > 0)
 		jail_destroy(&pool.j[--pool.n]->base);
 }
@@ -1241,6 +1253,7 @@ static void jail_pool_fill(void)
 	struct err ignored;
 	struct jail *j;
 
+	pool_forget_if_forked();
 	while (pool.known && pool.n < pool_target()) {
 		if (jail_new(&pool.opts, 0, &j, &ignored) < 0)
 			return;
@@ -1284,6 +1297,7 @@ static int jail_create(const struct sandbox_options *opts, struct sandbox **ret,
 {
 	struct jail *j;
 
+	pool_forget_if_forked();
 	if (pool_target() > 0 && pool_remember(opts)) {
 		if (pool.n == 0)
 			jail_pool_fill();
