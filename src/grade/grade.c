@@ -799,13 +799,10 @@ static int guard_prepare(struct attempt *at, char *key, bool split, struct guard
 		snprintf(dst, sizeof(dst), "%s/guard.json", at->report_dir);
 		guard_env_add(g, "PROCTOR_GUARD_OUT", dst);
 	}
-	if (split) {
+	/* A split harness reads bytecode only from sbdir/pycache (which nobody
+	 * can create) once its runner is imported: proctor_split.py. */
+	if (split)
 		guard_env_add(g, "PROCTOR_SPLIT", "1");
-		/* Bytecode only from a directory the program cannot create (a
-		 * __pycache__ in /work could hold any code for a hidden module). */
-		snprintf(dst, sizeof(dst), "%s/pycache", sbdir);
-		guard_env_add(g, "PYTHONPYCACHEPREFIX", dst);
-	}
 	return 0;
 }
 
