@@ -1265,11 +1265,105 @@ def _runner_status(code):
     return 1 if code in (ABORT_STATUS, NOT_STARTED_STATUS) else code
 
 
+def _zygote_spawn(ctl, msg, fds):
+    """One run: fork twice (the run is the agent's child, not ours) and say
+    which pid it has; the run waits for the agent's "g" on its go pipe."""
+    strings = msg.split(b"\0")
+    cut = strings.index(b"")
+    argv = [os.fsdecode(a) for a in strings[:cut]]
+    env = {}
+    for kv in strings[cut + 1:]:
+        if b"=" in kv:
+            k, v = kv.split(b"=", 1)
+            env[os.fsdecode(k)] = os.fsdecode(v)
+    if len(fds) != 5 or argv[1:4] != ["-m", "proctor_split", "harness"]:
+        raise ValueError("a run this zygote cannot start")
+    r, w = os.pipe()
+    mid = os.fork()
+    if mid == 0:
+        try:
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                os.close(w)
+                _zygote_run(ctl, argv, env, fds)
+            os.write(w, b"%d" % pid)
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        pid = int(f.read(32) or b"0")
+    os.waitpid(mid, 0)
+    if pid <= 0:
+        raise OSError("fork failed")
+    return pid
+
+
+def _zygote_run(ctl, argv, env, fds):
+    """In the forked run: become `argv` as exec would have made it."""
+    code = 1
+    try:
+        ctl.close()
+        fin, fout, ferr, go, chan = fds
+        os.setsid()
+        for fd, to in ((fin, 0), (fout, 1), (ferr, 2), (chan, 3)):
+            os.dup2(fd, to)
+        if os.read(go, 1) != b"g":
+            os._exit(127)
+        os.closerange(4, 1 << 16)
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir("/work")
+        sys.argv = argv[2:]
+        code = main(argv[3:])
+    except SystemExit as e:
+        code = e.code
+    except BaseException:  # noqa: BLE001 -- reported as Python would
+        import traceback
+        traceback.print_exc()
+        code = 1
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code & 0xff if type(code) is int else 1)
+
+
+def zygote_main(argv):
+    """A template's zygote (docs/vm-protocol.md, P_ZYGOTE): the runner
+    loaded once, a fork per run.  fd 3 is the agent's control socket."""
+    runner = argv[0] if argv else "pytest"
+    _preload(runner)
+    ctl = socket.socket(fileno=3)
+    ctl.send(b"ready")
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 8)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        try:
+            ctl.send(b"pid %d" % _zygote_spawn(ctl, msg, fds))
+        except Exception as e:  # noqa: BLE001 -- the agent starts it by exec
+            ctl.send(("error %s" % e).encode()[:200])
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
 def main(argv):
     # One module whether run with -m or loaded by pytest's -p.
     sys.modules.setdefault("proctor_split", sys.modules[__name__])
     if len(argv) >= 1 and argv[0] == "program":
         return program_main()
+    if len(argv) >= 1 and argv[0] == "zygote":
+        return zygote_main(argv[1:])
     if len(argv) >= 1 and argv[0] == "harness":
         try:
             return _runner_status(harness_main(argv[1:]))
@@ -1278,7 +1372,8 @@ def main(argv):
             # import, through a hidden conftest): its code must never be
             # one of the statuses Proctor reads as its own.
             return _runner_status(e.code)
-    sys.stderr.write("usage: python3 -m proctor_split harness RUNNER ARGS... | program\n")
+    sys.stderr.write("usage: python3 -m proctor_split harness RUNNER ARGS... | program"
+                     " | zygote RUNNER\n")
     return 2
 
 
