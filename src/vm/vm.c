@@ -1129,7 +1129,9 @@ out:
  * whose RAM is a writable copy (RAM_TEMPLATE), set it up as any sandbox,
  * let the template's prepare() put and start what it will, quiesce, and
  * save the devices beside that RAM.  Under the template's lock; 0 when it
- * exists afterwards.
+ * exists afterwards, -2 when prepare() failed (the template's own doing:
+ * noted, not tried again for a while), -1 for anything else (tried again
+ * by the next create()).
  */
 static int template_build(const struct sandbox_options *opts, const struct vm_plan *p,
 			  const struct vm_plan *tp, struct err *e)
@@ -1162,6 +1164,7 @@ static int template_build(const struct sandbox_options *opts, const struct vm_pl
 		goto out;
 	if (opts->tmpl->prepare(&v->base, opts->tmpl->ctx, e) < 0) {
 		err_wrap(e, "preparing the template");
+		rc = -2;
 		goto out;
 	}
 	vm_trace("template: prepared");
@@ -1228,7 +1231,8 @@ static void template_mark_failed(const struct vm_plan *tp, const char *why)
 		close(fd);
 	}
 	if (getenv("PROCTOR_VM_DEBUG"))
-		fprintf(stderr, "vm: template not used: %s\n", why);
+		fprintf(stderr, "vm: template not built (not tried again for %d s): %s\n",
+			TEMPLATE_RETRY_S, why);
 }
 
 /* The template's plan in *tp, its snapshot built if need be: true when
@@ -1244,10 +1248,12 @@ static bool template_ready(const struct sandbox_options *opts, const struct vm_p
 		return true;
 	if (template_failed_recently(tp))
 		return false;
-	if (template_build(opts, p, tp, &te) < 0) {
+	int rc = template_build(opts, p, tp, &te);
+	if (rc == -2)
 		template_mark_failed(tp, te.msg);
-		return false;
-	}
+	else if (rc < 0 && getenv("PROCTOR_VM_DEBUG"))
+		fprintf(stderr, "vm: template not built: %s\n", te.msg);
+	return rc == 0;
 	return true;
 }
 
