@@ -982,6 +982,14 @@ static int drain(int fd, unsigned stream, uint64_t *total, uint64_t cap)
 	return 1;
 }
 
+/* Close both ends of a pipe or socket pair that are open (-1: not). */
+static void close_pair(const int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+}
+
 /* ---- a template's zygote ---- */
 
 /*
@@ -1111,14 +1119,9 @@ out:
 		snprintf(msg + m, sizeof(msg) - m, "%s%.200s", out_n ? ": " : "",
 			 out_n > 200 ? out + out_n - 200 : out);
 	}
-	for (int i = 0; i < 2; i++) {
-		if (sp[i] >= 0)
-			close(sp[i]);
-		if (po[i] >= 0)
-			close(po[i]);
-		if (px[i] >= 0)
-			close(px[i]);
-	}
+	close_pair(sp);
+	close_pair(po);
+	close_pair(px);
 	proto_run_free(&q);
 	if (msg[0])
 		return send_err("%s", msg);
@@ -1382,18 +1385,11 @@ static void do_run(uint32_t len)
 	if (full)
 		x.flags |= PROTO_EXIT_DISK_FULL;
 send:
-	for (int i = 0; i < 2; i++) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-		if (px[i] >= 0)
-			close(px[i]);
-		if (ch[i] >= 0)
-			close(ch[i]);
-		if (ppx[i] >= 0)
-			close(ppx[i]);
-	}
+	close_pair(po);
+	close_pair(pe);
+	close_pair(px);
+	close_pair(ch);
+	close_pair(ppx);
 	if (in >= 0)
 		close(in);
 	if (nul >= 0)

@@ -570,6 +570,24 @@ static int ram_copy_range(int fd, const unsigned char *map, off_t data, off_t ho
 	}
 }
 
+/* The data of file in (size bytes, mapped at map) into fd, holes and
+ * all-zero pages left out. */
+static int ram_copy_sparse(int fd, int in, const unsigned char *map, off_t size, struct err *e)
+{
+	for (off_t off = 0; off < size;) {
+		off_t data = lseek(in, off, SEEK_DATA);
+		if (data < 0)
+			return 0; /* only a hole is left */
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			hole = size;
+		if (ram_copy_range(fd, map, data, hole, e) < 0)
+			return -1;
+		off = hole;
+	}
+	return 0;
+}
+
 /* A memfd holding the RAM file at path (sealed if seal), or -1. */
 static int ram_load(const char *path, bool seal, struct err *e)
 {
@@ -593,17 +611,8 @@ static int ram_load(const char *path, bool seal, struct err *e)
 		err_set(e, errno, "map %s (%lld bytes)", path, (long long)st.st_size);
 		goto fail;
 	}
-	for (off_t off = 0; off < st.st_size;) {
-		off_t data = lseek(in, off, SEEK_DATA);
-		if (data < 0)
-			break; /* only a hole is left */
-		off_t hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			hole = st.st_size;
-		if (ram_copy_range(fd, map, data, hole, e) < 0)
-			goto fail;
-		off = hole;
-	}
+	if (ram_copy_sparse(fd, in, map, st.st_size, e) < 0)
+		goto fail;
 	if (seal &&
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		err_set(e, errno, "seal the RAM memfd");
@@ -1099,17 +1108,8 @@ static int ram_store(int mfd, const char *path, struct err *e)
 		err_set(e, errno, "write %s", tmp);
 		goto out;
 	}
-	for (off_t off = 0; off < st.st_size;) {
-		off_t data = lseek(mfd, off, SEEK_DATA);
-		if (data < 0)
-			break;
-		off_t hole = lseek(mfd, data, SEEK_HOLE);
-		if (hole < 0)
-			hole = st.st_size;
-		if (ram_copy_range(out, map, data, hole, e) < 0)
-			goto out;
-		off = hole;
-	}
+	if (ram_copy_sparse(out, mfd, map, st.st_size, e) < 0)
+		goto out;
 	if (fsync(out) < 0 || rename(tmp, path) < 0) {
 		err_set(e, errno, "store %s", path);
 		goto out;
