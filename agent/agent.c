@@ -1162,17 +1162,20 @@ static pid_t zygote_spawn(const struct proto_run *q, int in, int out, int err, i
 	c->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(c), fds, sizeof(fds));
 	if (sendmsg(zygote_ctl, &mh, MSG_NOSIGNAL) != (ssize_t)n ||
-	    zygote_recv(ans, sizeof(ans), 10000) < 0 || strncmp(ans, "pid ", 4) != 0) {
+	    zygote_recv(ans, sizeof(ans), 5000) < 0 || strncmp(ans, "pid ", 4) != 0) {
 		zygote_gone();
 		goto out;
 	}
 	long p = strtol(ans + 4, NULL, 10);
-	char procs[32], path[64], stat[512];
+	char procs[32], path[64], stat[512], cg[64];
 	snprintf(procs, sizeof(procs), "%ld", p);
 	snprintf(path, sizeof(path), "/proc/%ld/stat", p);
-	/* Ours (its parent exited and was reaped), or not one to run. */
+	/* Ours (its parent exited and was reaped), forked by the zygote (in
+	 * its cgroup, not the zygote itself), or not one to run. */
 	const char *paren = read_text(path, stat, sizeof(stat)) == 0 ? strrchr(stat, ')') : NULL;
-	if (p <= 1 || !paren || strncmp(paren + 3, " 1 ", 3) != 0 ||
+	snprintf(path, sizeof(path), "/proc/%ld/cgroup", p);
+	if (p <= 1 || p == zygote_pid || !paren || strncmp(paren + 3, " 1 ", 3) != 0 ||
+	    read_text(path, cg, sizeof(cg)) < 0 || strcmp(cg, "0::/zygote\n") != 0 ||
 	    write_str(CG "/run/cgroup.procs", procs) < 0) {
 		if (p > 1)
 			kill((pid_t)p, SIGKILL);
@@ -1255,10 +1258,12 @@ static void do_run(uint32_t len)
 	/* The run's group is new: nothing of the tree is charged to it yet. */
 	bool tree_full;
 	run_files_uncharged = tree_used(&tree_full);
-	t0 = now_ns() / 1000000;
 	pid = -1;
 	if ((q.l.flags & PROTO_RUN_ZYGOTE) && !(q.l.flags & PROTO_RUN_PRIVILEGED) && split)
 		pid = zygote_spawn(&q, in, po[1], pe[1], ch[0]);
+	/* From its release (a fork of the zygote) or its fork: a zygote that
+	 * is slow to answer is not the program's time. */
+	t0 = now_ns() / 1000000;
 	if (pid < 0)
 		pid = fork();
 	if (pid < 0) {
@@ -1310,8 +1315,10 @@ static void do_run(uint32_t len)
 			pid_t w = waitpid(-1, &st, WNOHANG);
 			if (w <= 0)
 				break;
-			if (w == zygote_pid)
+			if (w == zygote_pid) { /* reaped: its pid is no longer its own */
+				zygote_pid = -1;
 				zygote_gone();
+			}
 			if (w == pid && !exited) {
 				exited = true;
 				status = st;

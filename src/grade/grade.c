@@ -1338,10 +1338,20 @@ static int template_prepare(struct sandbox *sb, void *ctx, struct err *e)
 	struct sandbox *own = at->sb;
 	int rc = -1;
 
+	char empty[PATH_MAX + 16];
 	at->sb = sb;
+	/* Bytecode directories only the harness can write, which the zygote
+	 * fills with the runtime's (proctor_split.py's zygote_main): the
+	 * program side's __pycache__ and the harness's pycache prefix. */
 	if (sandbox_put(sb, at->a->tests_dir, "/work", SANDBOX_PUT_HARNESS, e) < 0)
 		err_wrap(e, "copy the hidden tests in");
-	else if (runtime_put(at, true, TEMPLATE_RUNTIME, e) == 0)
+	else if (runtime_put(at, true, TEMPLATE_RUNTIME, e) == 0 &&
+		 staging_dir(at, "empty-pyc", sb->untrusted_uid, empty, sizeof(empty), e) == 0 &&
+		 chmod(empty, 0755) == 0 &&
+		 sandbox_put(sb, empty, TEMPLATE_RUNTIME "/__pycache__", SANDBOX_PUT_HARNESS_OWNED,
+			     e) == 0 &&
+		 sandbox_put(sb, empty, TEMPLATE_RUNTIME "/pycache", SANDBOX_PUT_HARNESS_OWNED,
+			     e) == 0)
 		rc = sb->ops->zygote(sb, &spec, e);
 	at->sb = own;
 	return rc;
@@ -1376,17 +1386,25 @@ static bool template_for(struct attempt *at, struct grade_template *gt)
 	struct digest *d = gt->zargv[0] && gt->zargv[4] ? digest_new() : NULL;
 	if (!d)
 		goto out;
-	char lim[256];
+	char lim[256], self[128] = "";
 	snprintf(lim, sizeof(lim), "%llu %llu %llu %llu %llu %llu",
 		 (unsigned long long)gt->limits.cpu_ms, (unsigned long long)gt->limits.wall_ms,
 		 (unsigned long long)gt->limits.memory_bytes, (unsigned long long)gt->limits.pids,
 		 (unsigned long long)gt->limits.fsize_bytes, (unsigned long long)gt->limits.nofile);
+	/* This build of Proctor (the version string stays while the code
+	 * changes): what it puts and how, the guest's base environment. */
+	struct stat st;
+	if (stat("/proc/self/exe", &st) == 0)
+		snprintf(self, sizeof(self), "%llu %lld %lld.%09ld", (unsigned long long)st.st_ino,
+			 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 	const char *parts[] = {"proctor-grade-template 1",
 			       PROCTOR_VERSION,
+			       self,
 			       a->digest,
 			       proctor_split_source,
 			       pytest_guard_source,
 			       guard_ini,
+			       TEMPLATE_RUNTIME,
 			       gt->zargv[0],
 			       gt->zargv[4],
 			       lim};
@@ -1396,10 +1414,12 @@ static bool template_for(struct attempt *at, struct grade_template *gt)
 	}
 	for (size_t i = 0; i < sizeof(grade_env) / sizeof(grade_env[0]); i++)
 		digest_update_str(d, grade_env[i]);
+	for (size_t i = 0; i < sizeof(zygote_env) / sizeof(zygote_env[0]); i++)
+		digest_update_str(d, zygote_env[i]);
 	digest_final(d, gt->key);
 	gt->at = at;
 	gt->t = (struct sandbox_template){
-	    .key = gt->key, .name = a->tests_dir, .prepare = template_prepare, .ctx = gt};
+	    .key = gt->key, .name = a->file, .prepare = template_prepare, .ctx = gt};
 	ok = true;
 out:
 	free_argv(h);

@@ -852,7 +852,7 @@ fail:
  * process restoring from a removed one keeps its open files.
  */
 static void snapshot_sweep(const char *snap_dir, const char *image_dir, unsigned ram_mib,
-			   const char *keep, const char *tmpl_name)
+			   const char *keep, const char *tmpl_name, const char *base)
 {
 	DIR *d = opendir(snap_dir);
 	struct dirent *de;
@@ -872,8 +872,14 @@ static void snapshot_sweep(const char *snap_dir, const char *image_dir, unsigned
 		const char *img = json_string_value(json_object_get(j, "image"));
 		json_int_t ram = json_integer_value(json_object_get(j, "ram_mib"));
 		const char *tn = json_string_value(json_object_get(j, "template"));
+		const char *tb = json_string_value(json_object_get(j, "base"));
+		struct stat st;
+		/* A template sweep: the same assignment's on the same base, or
+		 * any whose assignment file is gone. */
 		bool match = img && strcmp(img, image_dir) == 0 && (!ram_mib || ram == ram_mib) &&
-			     (!tmpl_name || (tn && strcmp(tn, tmpl_name) == 0));
+			     (!tmpl_name ||
+			      (tn && ((strcmp(tn, tmpl_name) == 0 && tb && strcmp(tb, base) == 0) ||
+				      stat(tn, &st) < 0)));
 		json_decref(j);
 		if (!match)
 			continue;
@@ -902,7 +908,7 @@ void vm_forget_image(const char *state_dir, const char *image_dir)
 	struct err ignored;
 
 	snprintf(dir, sizeof(dir), "%s/vm/snapshots", state_dir);
-	snapshot_sweep(dir, image_dir, 0, NULL, NULL);
+	snapshot_sweep(dir, image_dir, 0, NULL, NULL, NULL);
 	snprintf(dir, sizeof(dir), "%s/vm/kits", state_dir);
 	if (!(d = opendir(dir)))
 		return;
@@ -945,7 +951,7 @@ static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 		if (note)
 			json_dump_file(note, p->note, JSON_COMPACT);
 		json_decref(note);
-		snapshot_sweep(p->snap_dir, p->im.dir, p->ram_mib, p->key, NULL);
+		snapshot_sweep(p->snap_dir, p->im.dir, p->ram_mib, p->key, NULL, NULL);
 		v->dead = false;
 		cgroup_kill_all(&v->cg, e);
 		cgroup_run_end(&v->cg);
@@ -1103,7 +1109,7 @@ static int ram_store(int mfd, const char *path, struct err *e)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	if (fstat(mfd, &st) < 0 ||
 	    (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, mfd, 0)) == MAP_FAILED ||
-	    (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)) < 0 ||
+	    (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 ||
 	    ftruncate(out, st.st_size) < 0) {
 		err_set(e, errno, "write %s", tmp);
 		goto out;
@@ -1172,7 +1178,7 @@ static int template_build(const struct sandbox_options *opts, const struct vm_pl
 	if (chan_send(v, e) < 0 || expect_ok(v, REQUEST_TIMEOUT_MS, "quiesce", e) < 0)
 		goto out;
 	unlink(tmp);
-	if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
+	if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
 		err_set(e, errno, "create %s", tmp);
 		goto out;
 	}
@@ -1191,7 +1197,8 @@ static int template_build(const struct sandbox_options *opts, const struct vm_pl
 	if (note)
 		json_dump_file(note, tp->note, JSON_COMPACT);
 	json_decref(note);
-	snapshot_sweep(p->snap_dir, p->im.dir, p->ram_mib, tp->key, opts->tmpl->name);
+	chmod(tp->note, 0600);
+	snapshot_sweep(p->snap_dir, p->im.dir, p->ram_mib, tp->key, opts->tmpl->name, p->key);
 	last_timing.snapshot_built = true;
 	vm_trace("template: saved");
 	rc = 0;
@@ -1225,7 +1232,7 @@ static void template_mark_failed(const struct vm_plan *tp, const char *why)
 	char path[PATH_MAX + 48];
 
 	snprintf(path, sizeof(path), "%s/%.40s.failed", tp->snap_dir, tp->key);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0) {
 		dprintf(fd, "%s\n", why);
 		close(fd);
@@ -1255,6 +1262,13 @@ static bool template_ready(const struct sandbox_options *opts, const struct vm_p
 		fprintf(stderr, "vm: template not built: %s\n", te.msg);
 	return rc == 0;
 	return true;
+}
+
+static void plan_swap(struct vm_plan **a, struct vm_plan **b)
+{
+	struct vm_plan *t = *a;
+	*a = *b;
+	*b = t;
 }
 
 static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, struct err *e)
@@ -1297,11 +1311,8 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 			err_set(e, ENOMEM, "microVM");
 			goto fail;
 		}
-		if (template_ready(opts, p, tp)) {
-			struct vm_plan *t = p;
-			p = tp;
-			tp = t;
-		}
+		if (template_ready(opts, p, tp))
+			plan_swap(&p, &tp);
 		if (last_timing.snapshot_built)
 			t0 = now_ns();
 	}
@@ -1310,16 +1321,22 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 		bool from_pool = attempt == 0 && (v = pool_take(p, opts->disk_bytes));
 		last_timing.prestarted = from_pool;
 		if (!from_pool) {
-			if (!(v = vm_new(opts, p->ram_mib, e)) || ensure_snapshot(v, p, e) < 0)
+			if (!(v = vm_new(opts, p->ram_mib, e)))
 				goto fail;
-			if (last_timing.snapshot_built)
+			bool have = ensure_snapshot(v, p, e) == 0;
+			if (have && last_timing.snapshot_built)
 				t0 = now_ns();
-			if (prestart(v, p, e) < 0) {
-				if (attempt > 0 || last_timing.snapshot_built || p->is_template)
-					goto fail;
-				vm_destroy(&v->base); /* e.g. its .ram is gone: rebuild */
+			if (!have || prestart(v, p, e) < 0) {
+				vm_destroy(&v->base);
 				v = NULL;
-				discard_snapshot(p);
+				if (p->is_template) { /* gone meanwhile: on without it */
+					plan_swap(&p, &tp);
+					attempt = -1;
+					continue;
+				}
+				if (!have || attempt > 0 || last_timing.snapshot_built)
+					goto fail;
+				discard_snapshot(p); /* e.g. its .ram is gone: rebuild */
 				continue;
 			}
 		}
@@ -1333,9 +1350,17 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 		    setup_guest(v, RESTORE_TIMEOUT_MS, e) == 0)
 			break;
 		err_wrap(e, "restoring the snapshot %s", p->state);
-		if (p->is_template) /* rebuilt by the next create() */
+		if (p->is_template) {
+			/* Rebuilt by a later create(); this one goes on from the
+			 * image's snapshot, without the template. */
+			vm_destroy(&v->base);
+			v = NULL;
 			discard_snapshot(p);
-		if (attempt > 0 || last_timing.snapshot_built || p->is_template)
+			plan_swap(&p, &tp);
+			attempt = -1;
+			continue;
+		}
+		if (attempt > 0 || last_timing.snapshot_built)
 			goto fail;
 		/* A snapshot that does not restore (truncated, corrupt, or from a
 		 * machine its key did not tell apart) is removed and built anew,

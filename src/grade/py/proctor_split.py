@@ -1331,11 +1331,33 @@ def _zygote_run(ctl, argv, env, fds):
         os._exit(code & 0xff if type(code) is int else 1)
 
 
+def _precompile():
+    """The runtime's bytecode, made once in the template: the program side
+    imports proctor_split from __pycache__ beside it, the harness the guard
+    from its pycache prefix; both directories only the harness can write.
+    (Compiling this file takes a run 20 ms natively, ten times that under
+    emulation.)"""
+    import importlib.util
+    import py_compile
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("proctor_split.py", "proctor_guard.py"):
+        src = os.path.join(here, name)
+        for prefix in (None, os.path.join(here, "pycache")):
+            sys.pycache_prefix = prefix
+            try:
+                py_compile.compile(src, cfile=importlib.util.cache_from_source(src),
+                                   doraise=False, quiet=2)
+            except Exception:  # noqa: BLE001 -- then it is compiled per run, as without
+                pass
+    sys.pycache_prefix = None
+
+
 def zygote_main(argv):
     """A template's zygote (docs/vm-protocol.md, P_ZYGOTE): the runner
     loaded once, a fork per run.  fd 3 is the agent's control socket."""
     runner = argv[0] if argv else "pytest"
     _preload(runner)
+    _precompile()
     ctl = socket.socket(fileno=3)
     ctl.send(b"ready")
     null = os.open("/dev/null", os.O_RDWR)
