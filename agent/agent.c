@@ -485,6 +485,10 @@ static void make_tree(void)
 	add_account();
 }
 
+/* Quiesced after a P_SETUP (a template's snapshot): the next P_SETUP is
+ * a restored copy's, and sets randomness, clock and size afresh. */
+static bool resealed;
+
 static void do_setup(uint32_t len)
 {
 	struct preader r;
@@ -499,7 +503,7 @@ static void do_setup(uint32_t len)
 	seed = preader_bytes(&r, 512, &seed_len);
 	if (preader_end(&r) < 0 || seed_len < 32 || disk < (1u << 20))
 		return send_err("malformed SETUP");
-	if (treefd >= 0)
+	if (treefd >= 0 && !resealed)
 		return send_err("SETUP twice");
 
 	/* Fresh randomness and a current clock: a restored snapshot shares
@@ -523,7 +527,9 @@ static void do_setup(uint32_t len)
 		 (unsigned long long)scratch_inodes(disk));
 	if (mount(NULL, "/rw", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
 		return send_err("size the writable tree: %s", strerror(errno));
-	treefd = open("/rw", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!resealed)
+		treefd = open("/rw", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	resealed = false;
 	if (treefd < 0)
 		return send_err("open the writable tree: %s", strerror(errno));
 	send_ok();
@@ -774,6 +780,12 @@ static void do_quiesce(void)
 	};
 
 	sync();
+	/* A template (set up, with files and maybe a zygote) keeps its
+	 * caches: what its runs read is what it has read. */
+	if (treefd >= 0) {
+		resealed = true;
+		return send_ok();
+	}
 	write_str("/proc/sys/vm/drop_caches", "3");
 	for (size_t i = 0; i < sizeof(warm) / sizeof(warm[0]); i++)
 		warm_file(warm[i]);
@@ -789,13 +801,34 @@ static void do_quiesce(void)
  * the channel as fd 3 (SANDBOX_CHANNEL_FD of src/sandbox.h), inherited.
  * errfd (CLOEXEC) receives errno if execve is not reached.
  */
-static _Noreturn void child(const struct proto_run *q, char *const *argv, char *const *env,
-			    uid_t id, int out, int err, int in, int errfd, int chanfd)
+/* A run's resource limits, on process `pid` (0: this one), as the jail
+ * sets them (jail/creds.c).  CPU is a backstop only: it is counted over
+ * the whole cgroup. */
+static void set_rlimits(pid_t pid, const struct proto_run_limits *l)
 {
-	struct rlimit rl;
+	struct rlimit rl = {0, 0};
+
+	prlimit(pid, RLIMIT_CORE, &rl, NULL);
+	prlimit(pid, RLIMIT_MEMLOCK, &rl, NULL);
+	prlimit(pid, RLIMIT_MSGQUEUE, &rl, NULL);
+	rl.rlim_cur = rl.rlim_max = l->fsize_bytes;
+	prlimit(pid, RLIMIT_FSIZE, &rl, NULL);
+	rl.rlim_cur = rl.rlim_max = l->nofile;
+	prlimit(pid, RLIMIT_NOFILE, &rl, NULL);
+	rl.rlim_cur = l->cpu_ms / 1000 + 2;
+	rl.rlim_max = rl.rlim_cur + 1;
+	prlimit(pid, RLIMIT_CPU, &rl, NULL);
+	rl.rlim_cur = rl.rlim_max = l->pids + 16;
+	prlimit(pid, RLIMIT_NPROC, &rl, NULL);
+}
+
+static _Noreturn void child(const struct proto_run *q, char *const *argv, char *const *env,
+			    uid_t id, int out, int err, int in, int errfd, int chanfd,
+			    const char *cgroup_procs)
+{
 	int e;
 
-	if (write_str(CG "/run/cgroup.procs", "0") < 0)
+	if (write_str(cgroup_procs, "0") < 0)
 		goto fail;
 	setsid();
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
@@ -811,22 +844,7 @@ static _Noreturn void child(const struct proto_run *q, char *const *argv, char *
 	setpriority(PRIO_PROCESS, 0, 0);
 	if (chroot(ROOT) < 0 || chdir("/work") < 0)
 		goto fail;
-	rl = (struct rlimit){0, 0};
-	setrlimit(RLIMIT_CORE, &rl);
-	rl.rlim_cur = rl.rlim_max = q->l.fsize_bytes;
-	setrlimit(RLIMIT_FSIZE, &rl);
-	rl.rlim_cur = rl.rlim_max = q->l.nofile;
-	setrlimit(RLIMIT_NOFILE, &rl);
-	/* The rest as the jail sets them (jail/creds.c).  CPU is a backstop
-	 * only: it is counted over the whole cgroup. */
-	rl.rlim_cur = q->l.cpu_ms / 1000 + 2;
-	rl.rlim_max = rl.rlim_cur + 1;
-	setrlimit(RLIMIT_CPU, &rl);
-	rl.rlim_cur = rl.rlim_max = q->l.pids + 16;
-	setrlimit(RLIMIT_NPROC, &rl);
-	rl.rlim_cur = rl.rlim_max = 0;
-	setrlimit(RLIMIT_MEMLOCK, &rl);
-	setrlimit(RLIMIT_MSGQUEUE, &rl);
+	set_rlimits(0, &q->l);
 	if (!(q->l.flags & PROTO_RUN_PRIVILEGED) &&
 	    (setgroups(0, NULL) < 0 || setresgid(id, id, id) < 0 || setresuid(id, id, id) < 0 ||
 	     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0))
@@ -964,6 +982,218 @@ static int drain(int fd, unsigned stream, uint64_t *total, uint64_t cap)
 	return 1;
 }
 
+/* Close both ends of a pipe or socket pair that are open (-1: not). */
+static void close_pair(const int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+}
+
+/* ---- a template's zygote ---- */
+
+/*
+ * A zygote is a harness program started once, in a template (P_ZYGOTE),
+ * before any submission's file is in the guest: it loads what every run of
+ * it would load (pytest) and then forks a copy of itself per run.  It runs
+ * as HARNESS_ID, chrooted, with the run's system-call filter and
+ * no_new_privs, in cgroup "zygote", and holds one end of a SOCK_SEQPACKET
+ * pair as fd 3; the agent keeps the other.  It says "ready" once loaded.
+ * Per run (zygote_spawn) the agent sends argv and env, NUL-separated with
+ * an empty string between them, and as SCM_RIGHTS stdin, stdout, stderr,
+ * the read end of a "go" pipe and the run's channel; the zygote forks twice
+ * so that the new process is the agent's (PID 1's) child and answers
+ * "pid N".  The agent moves that process into the run's cgroup and sets
+ * the run's rlimits before writing "g" to the go pipe: only then does it
+ * run.  Anything amiss and the run starts as always, by exec.
+ * The zygote's own state came from the template and is the same in every
+ * VM restored from it; a forked run gets no more than an exec'd one would
+ * (docs/vm-protocol.md, P_ZYGOTE).
+ */
+static pid_t zygote_pid = -1;
+static int zygote_ctl = -1;
+
+static void zygote_gone(void)
+{
+	if (zygote_pid > 0)
+		kill(zygote_pid, SIGKILL);
+	zygote_pid = -1;
+	if (zygote_ctl >= 0)
+		close(zygote_ctl);
+	zygote_ctl = -1;
+}
+
+/* Receive one datagram from the zygote within ms; its length or -1. */
+static ssize_t zygote_recv(char *buf, size_t cap, int ms)
+{
+	struct pollfd p = {.fd = zygote_ctl, .events = POLLIN};
+
+	if (poll(&p, 1, ms) <= 0)
+		return -1;
+	ssize_t n = recv(zygote_ctl, buf, cap - 1, MSG_DONTWAIT);
+	if (n > 0)
+		buf[n] = 0;
+	return n > 0 ? n : -1;
+}
+
+static void do_zygote(uint32_t len)
+{
+	static struct proto_run q;
+	int sp[2] = {-1, -1}, po[2] = {-1, -1}, px[2] = {-1, -1};
+	char msg[256] = "", out[512] = "";
+	size_t out_n = 0;
+	pid_t pid;
+
+	if (proto_parse_run(ib, len, &q) < 0 || treefd < 0 || q.peer_argv[0]) {
+		proto_run_free(&q);
+		return send_err("malformed ZYGOTE");
+	}
+	zygote_gone();
+	if ((mkdir(CG "/zygote", 0755) < 0 && errno != EEXIST) ||
+	    write_u64(CG "/zygote/memory.max", q.l.memory_bytes) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 ||
+	    pipe2(po, O_CLOEXEC) < 0 || pipe2(px, O_CLOEXEC) < 0) {
+		snprintf(msg, sizeof(msg), "zygote: %s", strerror(errno));
+		goto out;
+	}
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pid = fork();
+	if (pid == 0)
+		child(&q, q.argv, q.env, HARNESS_ID, po[1], po[1], nul, px[1], sp[1],
+		      CG "/zygote/cgroup.procs");
+	if (nul >= 0)
+		close(nul);
+	close(po[1]);
+	close(px[1]);
+	close(sp[1]);
+	po[1] = px[1] = sp[1] = -1;
+	if (pid < 0) {
+		snprintf(msg, sizeof(msg), "zygote: fork: %s", strerror(errno));
+		goto out;
+	}
+	zygote_pid = pid;
+	zygote_ctl = sp[0];
+	sp[0] = -1;
+	/* Until it is ready: its output kept for the error, its exit noticed. */
+	fcntl(po[0], F_SETFL, O_NONBLOCK);
+	uint64_t end = now_ns() / 1000000 + q.l.wall_ms;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = zygote_ctl, .events = POLLIN},
+				      {.fd = po[0], .events = POLLIN}};
+		int st;
+		poll(p, 2, TICK_MS);
+		ssize_t n = read(po[0], out + out_n, sizeof(out) - 1 - out_n);
+		if (n > 0)
+			out_n += (size_t)n;
+		if (out_n == sizeof(out) - 1)
+			out_n = 0; /* keep reading: the last part matters */
+		if (p[0].revents & POLLIN) {
+			char ready[16];
+			if (zygote_recv(ready, sizeof(ready), 0) == 5 &&
+			    strcmp(ready, "ready") == 0)
+				break;
+			snprintf(msg, sizeof(msg), "zygote: not ready");
+		} else if (waitpid(pid, &st, WNOHANG) == pid) {
+			zygote_pid = -1;
+			int e = 0;
+			if (read(px[0], &e, sizeof(e)) == (ssize_t)sizeof(e))
+				snprintf(msg, sizeof(msg), "zygote: cannot execute '%s': %s",
+					 q.argv[0], strerror(e));
+			else
+				snprintf(msg, sizeof(msg), "zygote: exited with status %d",
+					 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+		} else if (now_ns() / 1000000 > end)
+			snprintf(msg, sizeof(msg), "zygote: not ready within %llu ms",
+				 (unsigned long long)q.l.wall_ms);
+		if (msg[0])
+			break;
+	}
+out:
+	if (msg[0]) {
+		zygote_gone();
+		out[out_n] = 0;
+		for (size_t i = 0; i < out_n; i++)
+			if ((unsigned char)out[i] < 32)
+				out[i] = ' ';
+		size_t m = strlen(msg);
+		snprintf(msg + m, sizeof(msg) - m, "%s%.200s", out_n ? ": " : "",
+			 out_n > 200 ? out + out_n - 200 : out);
+	}
+	close_pair(sp);
+	close_pair(po);
+	close_pair(px);
+	proto_run_free(&q);
+	if (msg[0])
+		return send_err("%s", msg);
+	send_ok();
+}
+
+/* The harness of run q as a fork of the zygote, in the run's cgroup with
+ * its rlimits: its pid (a child of ours), or -1 to start it by exec. */
+static pid_t zygote_spawn(const struct proto_run *q, int in, int out, int err, int chan)
+{
+	static char buf[PROTO_MAX_PAYLOAD];
+	size_t n = 0;
+	int go[2];
+	pid_t pid = -1;
+	char ans[64];
+
+	if (zygote_pid <= 0 || pipe2(go, O_CLOEXEC) < 0)
+		return -1;
+	for (int pass = 0; pass < 2; pass++) {
+		char *const *v = pass ? q->env : q->argv;
+		for (size_t i = 0; v[i]; i++) {
+			size_t l = strlen(v[i]) + 1;
+			if (n + l + 1 > sizeof(buf))
+				goto out;
+			memcpy(buf + n, v[i], l);
+			n += l;
+		}
+		buf[n++] = 0;
+	}
+	int fds[5] = {in, out, err, go[0], chan};
+	char cbuf[CMSG_SPACE(sizeof(fds))] = {0};
+	struct iovec iov = {.iov_base = buf, .iov_len = n};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	if (sendmsg(zygote_ctl, &mh, MSG_NOSIGNAL) != (ssize_t)n ||
+	    zygote_recv(ans, sizeof(ans), 5000) < 0 || strncmp(ans, "pid ", 4) != 0) {
+		zygote_gone();
+		goto out;
+	}
+	long p = strtol(ans + 4, NULL, 10);
+	char procs[32], path[64], stat[512], cg[64];
+	snprintf(procs, sizeof(procs), "%ld", p);
+	snprintf(path, sizeof(path), "/proc/%ld/stat", p);
+	/* Ours (its parent exited and was reaped), forked by the zygote (in
+	 * its cgroup, not the zygote itself), or not one to run. */
+	const char *paren = read_text(path, stat, sizeof(stat)) == 0 ? strrchr(stat, ')') : NULL;
+	snprintf(path, sizeof(path), "/proc/%ld/cgroup", p);
+	if (p <= 1 || p == zygote_pid || !paren || strncmp(paren + 3, " 1 ", 3) != 0 ||
+	    read_text(path, cg, sizeof(cg)) < 0 || strcmp(cg, "0::/zygote\n") != 0 ||
+	    write_str(CG "/run/cgroup.procs", procs) < 0) {
+		if (p > 1)
+			kill((pid_t)p, SIGKILL);
+		zygote_gone();
+		goto out;
+	}
+	pid = (pid_t)p;
+	set_rlimits(pid, &q->l);
+	if (write(go[1], "g", 1) != 1) {
+		kill(pid, SIGKILL);
+		pid = -1;
+	}
+out:
+	close(go[0]);
+	close(go[1]);
+	return pid;
+}
+
 static void do_run(uint32_t len)
 {
 	static struct proto_run q;
@@ -1028,8 +1258,14 @@ static void do_run(uint32_t len)
 	/* The run's group is new: nothing of the tree is charged to it yet. */
 	bool tree_full;
 	run_files_uncharged = tree_used(&tree_full);
+	pid = -1;
+	if ((q.l.flags & PROTO_RUN_ZYGOTE) && !(q.l.flags & PROTO_RUN_PRIVILEGED) && split)
+		pid = zygote_spawn(&q, in, po[1], pe[1], ch[0]);
+	/* From its release (a fork of the zygote) or its fork: a zygote that
+	 * is slow to answer is not the program's time. */
 	t0 = now_ns() / 1000000;
-	pid = fork();
+	if (pid < 0)
+		pid = fork();
 	if (pid < 0) {
 		x.flags = PROTO_EXIT_NOT_STARTED;
 		snprintf(x.message, sizeof(x.message), "fork: %s", strerror(errno));
@@ -1037,12 +1273,12 @@ static void do_run(uint32_t len)
 	}
 	if (pid == 0)
 		child(&q, q.argv, q.env, split ? HARNESS_ID : STUDENT_ID, po[1], pe[1], in, px[1],
-		      ch[0]);
+		      ch[0], CG "/run/cgroup.procs");
 	if (split) {
 		peer = fork();
 		if (peer == 0)
 			child(&q, q.peer_argv, q.peer_env, STUDENT_ID, po[1], pe[1], nul, ppx[1],
-			      ch[1]);
+			      ch[1], CG "/run/cgroup.procs");
 		if (peer < 0) {
 			kill_run();
 			x.flags = PROTO_EXIT_NOT_STARTED;
@@ -1079,6 +1315,10 @@ static void do_run(uint32_t len)
 			pid_t w = waitpid(-1, &st, WNOHANG);
 			if (w <= 0)
 				break;
+			if (w == zygote_pid) { /* reaped: its pid is no longer its own */
+				zygote_pid = -1;
+				zygote_gone();
+			}
 			if (w == pid && !exited) {
 				exited = true;
 				status = st;
@@ -1152,18 +1392,11 @@ static void do_run(uint32_t len)
 	if (full)
 		x.flags |= PROTO_EXIT_DISK_FULL;
 send:
-	for (int i = 0; i < 2; i++) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-		if (px[i] >= 0)
-			close(px[i]);
-		if (ch[i] >= 0)
-			close(ch[i]);
-		if (ppx[i] >= 0)
-			close(ppx[i]);
-	}
+	close_pair(po);
+	close_pair(pe);
+	close_pair(px);
+	close_pair(ch);
+	close_pair(ppx);
 	if (in >= 0)
 		close(in);
 	if (nul >= 0)
@@ -1219,6 +1452,9 @@ int main(void)
 			break;
 		case P_PING:
 			send_ok();
+			break;
+		case P_ZYGOTE:
+			do_zygote(len);
 			break;
 		default:
 			send_err("unknown request type %u", t);

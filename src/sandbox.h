@@ -7,8 +7,8 @@
 #include <sys/types.h>
 
 #include "err.h"
-#include "runlimits.h"
 #include "result.h"
+#include "runlimits.h"
 
 /*
  * Theory of operation
@@ -46,24 +46,47 @@ struct sandbox;
  * $PROCTOR_STATE_DIR says otherwise. */
 #define DEFAULT_STATE_DIR "/var/lib/proctor"
 
+struct sandbox;
+
+/*
+ * A template: what every sandbox of one assignment starts with before its
+ * submission arrives (the hidden tests, Proctor's runtime, a zygote of the
+ * test runner; docs/vm.md, "Assignment snapshots").  A backend that can
+ * keep one (the microVM: a snapshot of the guest after prepare() ran,
+ * under a key of its own and `key`) creates each sandbox from it and says
+ * so in sandbox.templated; one that cannot ignores it, and the caller does
+ * prepare()'s work itself.  `key` must change whenever what prepare() puts
+ * or starts does (the assignment's digest, Proctor's version, the limits);
+ * `name` says whose it is, for clean-up (at most one kept per name and
+ * machine).
+ */
+struct sandbox_template {
+	const char *key;
+	const char *name;
+	int (*prepare)(struct sandbox *sb, void *ctx, struct err *e);
+	void *ctx;
+};
+
 /* Options fixed for the life of a sandbox. */
 struct sandbox_options {
-	const char *state_dir;   /* slot locks and scratch mounts live here */
-	unsigned max_slots;      /* how many sandboxes may exist at once on this host */
-	uid_t uid_base;          /* slot N runs as uid/gid uid_base + N */
-	uint64_t disk_bytes;     /* size of the writable tree */
-	const char *system_dir;  /* read-only system tree: an image's rootfs, or NULL for the host's */
-	uint64_t memory_bytes;   /* the most memory any run will ask for (0: the default);
-				    a microVM's RAM shape is chosen by it */
+	const char *state_dir; /* slot locks and scratch mounts live here */
+	unsigned max_slots;    /* how many sandboxes may exist at once on this host */
+	uid_t uid_base;	       /* slot N runs as uid/gid uid_base + N */
+	uint64_t disk_bytes;   /* size of the writable tree */
+	const char
+	    *system_dir; /* read-only system tree: an image's rootfs, or NULL for the host's */
+	uint64_t memory_bytes; /* the most memory any run will ask for (0: the default);
+				  a microVM's RAM shape is chosen by it */
+	const struct sandbox_template *tmpl; /* or NULL */
 };
 
 /* One program to run in a sandbox. */
 struct run_spec {
-	char *const *argv;       /* argv[0] is looked up in the sandbox's PATH */
-	char *const *env;        /* NAME=VALUE added to the fixed minimal set; NULL-terminated */
+	char *const *argv; /* argv[0] is looked up in the sandbox's PATH */
+	char *const *env;  /* NAME=VALUE added to the fixed minimal set; NULL-terminated */
 	size_t env_count;
-	int stdin_fd;            /* an open regular file, or -1 for empty input */
-	const char *stdin_path;  /* or a file already in the sandbox (e.g. put there); NULL: none */
+	int stdin_fd;		/* an open regular file, or -1 for empty input */
+	const char *stdin_path; /* or a file already in the sandbox (e.g. put there); NULL: none */
 	struct limits limits;
 	/* Run as the sandbox's root: only the microVM backend can (the guest is
 	 * the boundary), and only `proctor run --privileged` asks, to test
@@ -85,6 +108,10 @@ struct run_spec {
 	char *const *peer_argv;
 	char *const *peer_env;
 	size_t peer_env_count;
+	/* Start argv as a fork of the sandbox's zygote (zygote() below) where
+	 * it has one; else, or when that fails, by exec as always.  Only for
+	 * the argv the zygote was started to serve. */
+	bool zygote;
 };
 
 /* The descriptor both programs of a split run hold their channel on. */
@@ -135,6 +162,11 @@ struct sandbox_ops {
 	void (*pool_hint)(unsigned n);
 	void (*pool_drain)(void);
 	void (*pool_fill)(void);
+	/* Optional (NULL: none).  In a template's prepare(): start spec's argv
+	 * (a split run's harness, proctor_split.py's `zygote` mode) as the
+	 * harness identity, loaded and waiting to fork once per run that asks
+	 * (run_spec.zygote).  0 once it says it is ready. */
+	int (*zygote)(struct sandbox *sb, const struct run_spec *spec, struct err *e);
 };
 
 /* Every backend embeds this first, so the generic helpers can dispatch. */
@@ -143,6 +175,10 @@ struct sandbox {
 	/* A host uid unique to this sandbox while it exists (its slot's), for
 	 * helpers that handle what the submission produced without privilege. */
 	uid_t untrusted_uid;
+	/* Created from sandbox_options.tmpl, whose prepare() has run; then
+	 * snapshot names the snapshot it was restored from. */
+	bool templated;
+	char snapshot[65];
 };
 
 /* Flags of put(). */

@@ -1,6 +1,7 @@
 /* Grading one submission: sandbox, intake, build, test, report, verdict, score. */
 #include "grade/grade.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "capbuf.h"
+#include "digest.h"
 #include "grade/compare.h"
 #include "grade/guards.h"
 #include "grade/opener.h"
@@ -74,6 +76,9 @@ struct attempt {
 	bool create_failed; /* a sandbox could not be made (no free slot, the host): never
 			       the submission's doing, whatever ran before */
 	double time_factor; /* the backend's slowdown: time limits are scaled by it */
+	bool zygote;	    /* the test step's harness is a fork of the template's zygote */
+	char snapshot[65];  /* the snapshot the sandbox was restored from, or "" */
+	bool templated;	    /* ... the assignment's template (grade_template()) */
 };
 
 int grade_prepare(const char *isolation, const struct assignment *a, const struct sandbox_ops **ret,
@@ -387,6 +392,7 @@ static int run_step(struct attempt *at, const char *name, char **argv, const str
 	    .peer_argv = at->peer_argv,
 	    .peer_env = peer_env,
 	    .peer_env_count = n_peer,
+	    .zygote = at->zygote && at->peer_argv,
 	};
 	scale_times(&spec.limits, at->time_factor);
 
@@ -435,6 +441,37 @@ static bool build_verdict(struct attempt *at, const struct run_result *r)
  * (grade/opener.h).  A symlink swapped into the path afterwards changes
  * nothing.
  */
+/* A templated sandbox has the hidden tests in /work already: what the
+ * submission has under the same top-level names is dropped, as the tests
+ * put over it would have replaced it. */
+static int drop_shadowed(struct attempt *at, const char *sub, struct err *e)
+{
+	DIR *d = opendir(at->a->tests_dir);
+	int sfd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d || sfd < 0) {
+		rc = err_set(e, errno, "'%s'", d ? sub : at->a->tests_dir);
+		goto out;
+	}
+	while (rc == 0 && (de = readdir(d))) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISDIR(st.st_mode) && unlinkat(sfd, de->d_name, 0) < 0)
+			rc = err_set(e, errno, "remove '%s/%s'", sub, de->d_name);
+		else if (S_ISDIR(st.st_mode))
+			rc = rm_tree_at(sfd, de->d_name, e);
+	}
+out:
+	if (d)
+		closedir(d);
+	xclose(sfd);
+	return rc;
+}
+
 static int take_submission(struct attempt *at, struct err *e)
 {
 	char sub[PATH_MAX + 8];
@@ -535,6 +572,8 @@ static int take_submission(struct attempt *at, struct err *e)
 		return 0;
 	}
 	json_decref(ans);
+	if (at->templated && drop_shadowed(at, sub, e) < 0)
+		return err_wrap(e, "the submission beside the template's tests");
 	if (sandbox_put(at->sb, sub, "/work", 0, e) < 0)
 		return err_wrap(e, "copy the submission in");
 	return 0;
@@ -736,6 +775,29 @@ static void guard_env_add(struct guard_env *g, const char *name, const char *val
 	g->n++;
 }
 
+/* Where an assignment's template keeps the runtime (grade_template()). */
+#define TEMPLATE_RUNTIME "/tmp/.proctor-runtime"
+
+/* The pytest guard, Proctor's pytest.ini and (split) the split runtime
+ * into the sandbox directory sbdir, root-owned. */
+static int runtime_put(struct attempt *at, bool split, const char *sbdir, struct err *e)
+{
+	char path[PATH_MAX + 32], dir[PATH_MAX + 32];
+
+	snprintf(dir, sizeof(dir), "%s/guard", at->staging);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return err_set(e, errno, "mkdir '%s'", dir);
+	if (staging_file(at, "guard/proctor_guard.py", pytest_guard_source,
+			 strlen(pytest_guard_source), path, sizeof(path), e) < 0 ||
+	    staging_file(at, "guard/pytest.ini", guard_ini, strlen(guard_ini), path, sizeof(path),
+			 e) < 0 ||
+	    (split && staging_file(at, "guard/proctor_split.py", proctor_split_source,
+				   proctor_split_source_len, path, sizeof(path), e) < 0) ||
+	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
+		return err_wrap(e, "guard plugin");
+	return 0;
+}
+
 /*
  * Arm the guard, or a split run, for the test step.  The plugin, Proctor's
  * pytest.ini and the split runtime go into a directory made now under a
@@ -756,28 +818,21 @@ static void guard_env_add(struct guard_env *g, const char *name, const char *val
 static int guard_prepare(struct attempt *at, char *key, bool split, struct guard_env *g,
 			 struct err *e)
 {
-	char path[PATH_MAX + 32], dir[PATH_MAX + 32], dst[PATH_MAX], sbdir[64], ini[96];
+	char path[PATH_MAX + 32], dst[PATH_MAX], sbdir[64], ini[96];
 	unsigned owned = split ? SANDBOX_PUT_HARNESS_OWNED : 0;
 	bool pytest = at->a->runner == RUNNER_PYTEST || at->a->pytest_guard;
 	struct stat st;
 
 	g->n = 0;
-	if (random_hex(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0)
-		return -1;
 	snprintf(path, sizeof(path), "%s/guard-key", at->staging);
 	if (key && guard_put_key(at->sb, path, at->report_dir, owned, key, e) < 0)
 		return -1;
-	snprintf(dir, sizeof(dir), "%s/guard", at->staging);
-	if (mkdir(dir, 0755) < 0)
-		return err_set(e, errno, "mkdir '%s'", dir);
-	if (staging_file(at, "guard/proctor_guard.py", pytest_guard_source,
-			 strlen(pytest_guard_source), path, sizeof(path), e) < 0 ||
-	    staging_file(at, "guard/pytest.ini", guard_ini, strlen(guard_ini), path, sizeof(path),
-			 e) < 0 ||
-	    (split && staging_file(at, "guard/proctor_split.py", proctor_split_source,
-				   proctor_split_source_len, path, sizeof(path), e) < 0) ||
-	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
-		return err_wrap(e, "guard plugin");
+	if (at->templated) {
+		/* The template put it before any submission was in the guest. */
+		snprintf(sbdir, sizeof(sbdir), "%s", TEMPLATE_RUNTIME);
+	} else if (random_hex(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0 ||
+		   runtime_put(at, split, sbdir, e) < 0)
+		return -1;
 	/* The hidden tests' own pytest.ini is root-owned in /work: theirs. */
 	snprintf(ini, sizeof(ini), "%s/pytest.ini", sbdir);
 	if (at->a->tests_dir) {
@@ -799,13 +854,10 @@ static int guard_prepare(struct attempt *at, char *key, bool split, struct guard
 		snprintf(dst, sizeof(dst), "%s/guard.json", at->report_dir);
 		guard_env_add(g, "PROCTOR_GUARD_OUT", dst);
 	}
-	if (split) {
+	/* A split harness reads bytecode only from sbdir/pycache (which nobody
+	 * can create) once its runner is imported: proctor_split.py. */
+	if (split)
 		guard_env_add(g, "PROCTOR_SPLIT", "1");
-		/* Bytecode only from a directory the program cannot create (a
-		 * __pycache__ in /work could hold any code for a hidden module). */
-		snprintf(dst, sizeof(dst), "%s/pycache", sbdir);
-		guard_env_add(g, "PYTHONPYCACHEPREFIX", dst);
-	}
 	return 0;
 }
 
@@ -1252,17 +1304,152 @@ static int check_objects(struct attempt *at, struct err *e)
 	return rc < 0 ? -1 : 0;
 }
 
+/* ---- the assignment's template (sandbox.h; docs/vm.md, "Assignment snapshots") ---- */
+
+/*
+ * A split Python assignment without a setup step gets a template where the
+ * backend keeps one (the microVM): the hidden tests, the runtime in
+ * TEMPLATE_RUNTIME and a zygote of the harness with its runner imported,
+ * all before any submission is in the sandbox.  Everything a submission
+ * brings still comes after, in the same order as without one.
+ */
+struct grade_template {
+	struct sandbox_template t;
+	struct attempt *at;
+	char *zargv[6];
+	struct limits limits;
+	char key[65];
+};
+
+static char *const zygote_env[] = {
+    (char *)"PYTHONPATH=" TEMPLATE_RUNTIME,
+    (char *)"PYTHONSAFEPATH=1",
+    (char *)"PYTHONNOUSERSITE=1",
+};
+
+static int template_prepare(struct sandbox *sb, void *ctx, struct err *e)
+{
+	struct grade_template *gt = ctx;
+	struct attempt *at = gt->at;
+	char *env[32];
+	size_t n = step_env(env, zygote_env, sizeof(zygote_env) / sizeof(zygote_env[0]));
+	struct run_spec spec = {
+	    .argv = gt->zargv, .env = env, .env_count = n, .stdin_fd = -1, .limits = gt->limits};
+	struct sandbox *own = at->sb;
+	int rc = -1;
+
+	char empty[PATH_MAX + 16];
+	at->sb = sb;
+	/* Bytecode directories only the harness can write, which the zygote
+	 * fills with the runtime's (proctor_split.py's zygote_main): the
+	 * program side's __pycache__ and the harness's pycache prefix. */
+	if (sandbox_put(sb, at->a->tests_dir, "/work", SANDBOX_PUT_HARNESS, e) < 0)
+		err_wrap(e, "copy the hidden tests in");
+	else if (runtime_put(at, true, TEMPLATE_RUNTIME, e) == 0 &&
+		 staging_dir(at, "empty-pyc", sb->untrusted_uid, empty, sizeof(empty), e) == 0 &&
+		 chmod(empty, 0755) == 0 &&
+		 sandbox_put(sb, empty, TEMPLATE_RUNTIME "/__pycache__", SANDBOX_PUT_HARNESS_OWNED,
+			     e) == 0 &&
+		 sandbox_put(sb, empty, TEMPLATE_RUNTIME "/pycache", SANDBOX_PUT_HARNESS_OWNED,
+			     e) == 0)
+		rc = sb->ops->zygote(sb, &spec, e);
+	at->sb = own;
+	return rc;
+}
+
+/* Whether the attempt's assignment gets a template on this backend; if so
+ * gt is filled in for sandbox_options.tmpl. */
+static bool template_for(struct attempt *at, struct grade_template *gt)
+{
+	const struct assignment *a = at->a;
+	char **argv, **h = NULL;
+	bool ok = false;
+
+	memset(gt, 0, sizeof(*gt));
+	if (!at->o->ops->zygote || a->mode == GRADE_MODE_IO || !assignment_split(a) ||
+	    a->setup.present || !a->tests_dir || getenv("PROCTOR_NO_TEMPLATE"))
+		return false;
+	if ((argv = step_argv(&a->test, "/tmp", NULL, 0)))
+		h = split_harness_argv(argv, a->runner);
+	free_argv(argv);
+	/* Interpreter options before -m would be lost in a fork: exec then. */
+	if (!h || !h[1] || !h[2] || !h[3] || !h[4] || strcmp(h[1], "-m") != 0 ||
+	    strcmp(h[2], "proctor_split") != 0 || strcmp(h[3], "harness") != 0)
+		goto out;
+	gt->zargv[0] = strdup(h[0]);
+	gt->zargv[1] = (char *)"-m";
+	gt->zargv[2] = (char *)"proctor_split";
+	gt->zargv[3] = (char *)"zygote";
+	gt->zargv[4] = strdup(h[4]);
+	gt->limits = a->test.limits;
+	scale_times(&gt->limits, at->time_factor);
+	struct digest *d = gt->zargv[0] && gt->zargv[4] ? digest_new() : NULL;
+	if (!d)
+		goto out;
+	char lim[256], self[128] = "";
+	snprintf(lim, sizeof(lim), "%llu %llu %llu %llu %llu %llu",
+		 (unsigned long long)gt->limits.cpu_ms, (unsigned long long)gt->limits.wall_ms,
+		 (unsigned long long)gt->limits.memory_bytes, (unsigned long long)gt->limits.pids,
+		 (unsigned long long)gt->limits.fsize_bytes, (unsigned long long)gt->limits.nofile);
+	/* This build of Proctor (the version string stays while the code
+	 * changes): what it puts and how, the guest's base environment. */
+	struct stat st;
+	if (stat("/proc/self/exe", &st) == 0)
+		snprintf(self, sizeof(self), "%llu %lld %lld.%09ld", (unsigned long long)st.st_ino,
+			 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	const char *parts[] = {"proctor-grade-template 1",
+			       PROCTOR_VERSION,
+			       self,
+			       a->digest,
+			       proctor_split_source,
+			       pytest_guard_source,
+			       guard_ini,
+			       TEMPLATE_RUNTIME,
+			       gt->zargv[0],
+			       gt->zargv[4],
+			       lim};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		digest_update_str(d, parts[i]);
+		digest_update(d, "\0", 1);
+	}
+	for (size_t i = 0; i < sizeof(grade_env) / sizeof(grade_env[0]); i++)
+		digest_update_str(d, grade_env[i]);
+	for (size_t i = 0; i < sizeof(zygote_env) / sizeof(zygote_env[0]); i++)
+		digest_update_str(d, zygote_env[i]);
+	digest_final(d, gt->key);
+	gt->at = at;
+	gt->t = (struct sandbox_template){
+	    .key = gt->key, .name = a->file, .prepare = template_prepare, .ctx = gt};
+	ok = true;
+out:
+	free_argv(h);
+	return ok;
+}
+
+static void template_free(struct grade_template *gt)
+{
+	free(gt->zargv[0]);
+	free(gt->zargv[4]);
+}
+
 static int attempt_run(struct attempt *at, struct err *e)
 {
 	const struct assignment *a = at->a;
 	struct sandbox_options so = at->o->sandbox;
 	struct run_result r;
+	struct grade_template gt;
 
 	so.disk_bytes = max_disk(a);
 	if (staging_create(at, e) < 0)
 		return -1;
-	if (attempt_create(at, &so, &at->sb, e) < 0)
+	if (template_for(at, &gt))
+		so.tmpl = &gt.t;
+	int crc = attempt_create(at, &so, &at->sb, e);
+	template_free(&gt);
+	if (crc < 0)
 		return -1;
+	at->templated = at->zygote = at->sb->templated;
+	snprintf(at->snapshot, sizeof(at->snapshot), "%s", at->sb->snapshot);
 	if (a->setup.present) {
 		char **argv = step_argv(&a->setup, "/tmp", NULL, 0);
 		if (!argv)
@@ -1281,7 +1468,7 @@ static int attempt_run(struct attempt *at, struct err *e)
 	if (at->status) /* rejected */
 		return 0;
 	/* In a split run only the harness reads the hidden tests. */
-	if (a->tests_dir &&
+	if (a->tests_dir && !at->templated &&
 	    sandbox_put(at->sb, a->tests_dir, "/work",
 			assignment_split(a) ? SANDBOX_PUT_HARNESS : SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "copy the hidden tests in");
@@ -1339,13 +1526,16 @@ static json_t *document(struct attempt *at, unsigned attempts)
 			    : json_null();
 	return json_pack(
 	    "{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
-	    "s:o, s:s, s:i, s:s, s:f}",
+	    "s:o, s:s, s:i, s:s, s:f, s:o}",
 	    "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status", at->status, "reason",
 	    at->reason[0] ? json_text(at->reason) : json_null(), "score", at->score, "max_score",
 	    a->max_score, "passed", (json_int_t)at->passed, "total", (json_int_t)total, "tests",
 	    at->tests, "steps", at->steps, "submission", at->sub, "assignment", "name", a->name,
 	    "digest", a->digest, "image", image, "isolation", at->o->ops->name, "attempts",
-	    (int)attempts, "view", "instructor", "time_factor", at->time_factor);
+	    (int)attempts, "view", "instructor", "time_factor", at->time_factor, "snapshot",
+	    at->snapshot[0]
+		? json_pack("{s:s, s:b}", "key", at->snapshot, "template", at->templated)
+		: json_null());
 }
 
 static void attempt_reset(struct attempt *at)

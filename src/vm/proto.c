@@ -347,7 +347,7 @@ int proto_parse_run(const void *payload, size_t len, struct proto_run *q)
 	if (read_list(&r, q->peer_argv, 0, PROTO_MAX_ARGS) < 0 ||
 	    read_list(&r, q->peer_env, 0, PROTO_MAX_ENV) < 0)
 		return -1;
-	if (preader_end(&r) < 0 || (q->l.flags & ~PROTO_RUN_PRIVILEGED) ||
+	if (preader_end(&r) < 0 || (q->l.flags & ~(PROTO_RUN_PRIVILEGED | PROTO_RUN_ZYGOTE)) ||
 	    (q->stdin_path[0] && !proto_path_ok(q->stdin_path)) ||
 	    (!q->peer_argv[0] && q->peer_env[0]))
 		return -1;

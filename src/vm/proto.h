@@ -24,7 +24,7 @@
  * feeds.
  */
 
-#define PROTO_VERSION	  3
+#define PROTO_VERSION	  4
 #define PROTO_HEADER	  8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 /* File data travels in chunks of at most this many bytes. */
@@ -45,6 +45,7 @@ enum proto_type {
 	P_GET = 7,     /* a file or a directory tree */
 	P_QUIESCE = 8, /* about to be snapshotted: settle, drop caches */
 	P_PING = 9,
+	P_ZYGOTE = 10, /* start a template's zygote (docs/vm-protocol.md); payload as P_RUN */
 	/* guest -> host */
 	P_HELLO = 20,
 	P_OK = 21,
@@ -67,6 +68,9 @@ enum proto_type {
  * tests of Proctor itself inside a guest (`proctor run --privileged`),
  * never for submissions. */
 #define PROTO_RUN_PRIVILEGED 1u
+/* Start argv as a fork of the zygote (P_ZYGOTE) where the guest has one,
+ * else as always: the same program, already started (docs/vm-protocol.md). */
+#define PROTO_RUN_ZYGOTE 2u
 
 /* Facts of P_EXIT, from which the host decides the verdict. */
 #define PROTO_EXIT_EXITED      1u  /* exit_code valid */

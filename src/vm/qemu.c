@@ -249,6 +249,11 @@ void qemu_argv(struct qemu_cmd *c, const struct vm_host *h, unsigned ram_mib, en
 		if (ram == RAM_SAVE)
 			qaf(c, "memory-backend-file,id=ram,size=%uM,mem-path=/run/ram,share=on",
 			    ram_mib);
+		else if (ram == RAM_TEMPLATE)
+			qaf(c,
+			    "memory-backend-file,id=ram,size=%uM,mem-path=/proc/self/fd/"
+			    "%d,share=on",
+			    ram_mib, QFD_RAM);
 		else
 			qaf(c,
 			    "memory-backend-file,id=ram,size=%uM,mem-path=/proc/self/fd/"
@@ -290,7 +295,7 @@ void qemu_argv(struct qemu_cmd *c, const struct vm_host *h, unsigned ram_mib, en
 	qa(c, "chardev=qmp,mode=control");
 	qa(c, "-sandbox");
 	qa(c, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
-	if (ram == RAM_RESTORE) {
+	if (ram == RAM_RESTORE || ram == RAM_TEMPLATE) {
 		/* Capabilities first (QMP), then migrate-incoming. */
 		qa(c, "-incoming");
 		qa(c, "defer");

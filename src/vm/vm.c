@@ -33,6 +33,15 @@
  * $PROCTOR_VM_POOL, VMs are restored ahead (in the background: the QMP
  * commands are queued without waiting for QEMU) and wait for P_SETUP.
  *
+ * Templates (sandbox_options.tmpl; docs/vm.md, "Assignment snapshots"): a
+ * snapshot of its own per (image snapshot, template key, disk size), built
+ * by restoring the image's snapshot with its RAM a writable memfd shared
+ * with QEMU (RAM_TEMPLATE), P_SETUP, the template's prepare() through the
+ * sandbox verbs (puts, zygote()), P_QUIESCE and the same migrate; the memfd
+ * becomes the template's RAM file.  Sandboxes are then restored from it
+ * like from any snapshot and say so (sandbox.templated).  A template that
+ * fails to build is noted (<key>.failed) and the sandbox is made without.
+ *
  * Limits: the agent enforces a run's limits inside the guest (cgroup v2,
  * rlimits, uid 1000); the host adds the hard ones: the wall clock (the VM is
  * killed when no answer comes in time) and QEMU's own cgroup.  destroy()
@@ -438,6 +447,38 @@ static int setup_guest(struct vm *v, uint64_t timeout_ms, struct err *e)
 	"{\"execute\":\"migrate-set-capabilities\",\"arguments\":{\"capabilities\":"               \
 	"[{\"capability\":\"x-ignore-shared\",\"state\":true}]}}\n"
 
+/* Save the devices of v (QMP ready, guest quiesced) to fd; its RAM, a
+ * shared file, stays where it is (x-ignore-shared). */
+static int migrate_save(struct vm *v, int fd, struct err *e)
+{
+	json_t *r = NULL;
+
+	if (qmp_cmd(v, IGNORE_SHARED, -1, NULL, e) < 0 ||
+	    qmp_cmd(v, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", fd, NULL,
+		    e) < 0 ||
+	    qmp_cmd(v, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1, NULL,
+		    e) < 0)
+		return -1;
+	for (uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);;) {
+		if (qmp_cmd(v, "{\"execute\":\"query-migrate\"}\n", -1, &r, e) < 0)
+			return -1;
+		const char *st = json_string_value(json_object_get(r, "status"));
+		if (st && strcmp(st, "completed") == 0)
+			break;
+		if (!st || strcmp(st, "failed") == 0 || strcmp(st, "cancelled") == 0 ||
+		    now_ns() > deadline) {
+			err_set(e, 0, "saving the snapshot: migration %s", st ? st : "?");
+			json_decref(r);
+			return -1;
+		}
+		json_decref(r);
+		r = NULL;
+		usleep(10000);
+	}
+	json_decref(r);
+	return fsync(fd) < 0 ? err_set(e, errno, "fsync the snapshot") : 0;
+}
+
 /* Boot a cold VM to the hello, quiesce it and save its state to `state`
  * (devices) and `state`.ram (guest RAM, sparse: pages never touched are holes). */
 static int snapshot_save(struct vm *v, const struct vm_host *h, const struct vm_image *im,
@@ -460,33 +501,14 @@ static int snapshot_save(struct vm *v, const struct vm_host *h, const struct vm_
 		return err_set(e, errno, "create %s", tmp);
 	if (qmp_cmd(v, "", -1, NULL, e) < 0 ||
 	    qmp_cmd(v, "{\"execute\":\"qmp_capabilities\"}\n", -1, NULL, e) < 0 ||
-	    qmp_cmd(v, IGNORE_SHARED, -1, NULL, e) < 0 ||
-	    qmp_cmd(v, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}\n", fd, NULL,
-		    e) < 0 ||
-	    qmp_cmd(v, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}\n", -1, NULL,
-		    e) < 0)
+	    migrate_save(v, fd, e) < 0)
 		goto out;
-	for (uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);;) {
-		if (qmp_cmd(v, "{\"execute\":\"query-migrate\"}\n", -1, &r, e) < 0)
-			goto out;
-		const char *st = json_string_value(json_object_get(r, "status"));
-		if (st && strcmp(st, "completed") == 0)
-			break;
-		if (!st || strcmp(st, "failed") == 0 || strcmp(st, "cancelled") == 0 ||
-		    now_ns() > deadline) {
-			err_set(e, 0, "saving the snapshot: migration %s", st ? st : "?");
-			goto out;
-		}
-		json_decref(r);
-		r = NULL;
-		usleep(10000);
-	}
 	vm_kill(v);
 	/* The RAM QEMU wrote through: root's now, and never written again. */
 	snprintf(ram_run, sizeof(ram_run), "%s/ram", v->run_dir);
 	snprintf(ram, sizeof(ram), "%s.ram", state);
-	if (fsync(fd) < 0 || chown(ram_run, 0, 0) < 0 || chmod(ram_run, 0644) < 0 ||
-	    rename(ram_run, ram) < 0 || rename(tmp, state) < 0) {
+	if (chown(ram_run, 0, 0) < 0 || chmod(ram_run, 0644) < 0 || rename(ram_run, ram) < 0 ||
+	    rename(tmp, state) < 0) {
 		err_set(e, errno, "store %s", state);
 		goto out;
 	}
@@ -501,6 +523,8 @@ out:
 }
 
 /* ---- restoring ---- */
+
+static int ram_load(const char *path, bool seal, struct err *e);
 
 /* The snapshot's RAM as a sealed memfd: QEMU maps it private (copy on
  * write), so every VM restored by this process shares the pages it only
@@ -546,14 +570,31 @@ static int ram_copy_range(int fd, const unsigned char *map, off_t data, off_t ho
 	}
 }
 
-static int ram_memfd(const char *path, struct err *e)
+/* The data of file in (size bytes, mapped at map) into fd, holes and
+ * all-zero pages left out. */
+static int ram_copy_sparse(int fd, int in, const unsigned char *map, off_t size, struct err *e)
+{
+	for (off_t off = 0; off < size;) {
+		off_t data = lseek(in, off, SEEK_DATA);
+		if (data < 0)
+			return 0; /* only a hole is left */
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			hole = size;
+		if (ram_copy_range(fd, map, data, hole, e) < 0)
+			return -1;
+		off = hole;
+	}
+	return 0;
+}
+
+/* A memfd holding the RAM file at path (sealed if seal), or -1. */
+static int ram_load(const char *path, bool seal, struct err *e)
 {
 	struct stat st;
 	int in, fd;
 	unsigned char *map = MAP_FAILED;
 
-	if (cached_fd >= 0 && strcmp(cached_path, path) == 0)
-		return cached_fd;
 	in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (in < 0 || fstat(in, &st) < 0) {
 		xclose(in);
@@ -570,27 +611,15 @@ static int ram_memfd(const char *path, struct err *e)
 		err_set(e, errno, "map %s (%lld bytes)", path, (long long)st.st_size);
 		goto fail;
 	}
-	for (off_t off = 0; off < st.st_size;) {
-		off_t data = lseek(in, off, SEEK_DATA);
-		if (data < 0)
-			break; /* only a hole is left */
-		off_t hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			hole = st.st_size;
-		if (ram_copy_range(fd, map, data, hole, e) < 0)
-			goto fail;
-		off = hole;
-	}
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+	if (ram_copy_sparse(fd, in, map, st.st_size, e) < 0)
+		goto fail;
+	if (seal &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		err_set(e, errno, "seal the RAM memfd");
 		goto fail;
 	}
 	munmap(map, (size_t)st.st_size);
 	close(in);
-	if (cached_fd >= 0)
-		close(cached_fd);
-	cached_fd = fd;
-	snprintf(cached_path, sizeof(cached_path), "%s", path);
 	return fd;
 fail:
 	if (map != MAP_FAILED)
@@ -598,6 +627,20 @@ fail:
 	close(in);
 	xclose(fd);
 	return -1;
+}
+
+static int ram_memfd(const char *path, struct err *e)
+{
+	if (cached_fd >= 0 && strcmp(cached_path, path) == 0)
+		return cached_fd;
+	int fd = ram_load(path, true, e);
+	if (fd < 0)
+		return -1;
+	if (cached_fd >= 0)
+		close(cached_fd);
+	cached_fd = fd;
+	snprintf(cached_path, sizeof(cached_path), "%s", path);
+	return fd;
 }
 
 /* QEMU was just started with -incoming defer: the same capability as the
@@ -731,7 +774,16 @@ struct vm_plan {
 	char state[PATH_MAX + 16], lock[PATH_MAX + 16], ram[PATH_MAX + 32];
 	char note[PATH_MAX + 16]; /* <key>.json: which image and shape, for clean-up */
 	char snap_dir[PATH_MAX];
+	bool is_template; /* a template's snapshot (template_plan()), never built cold */
 };
+
+static void plan_paths(struct vm_plan *p)
+{
+	snprintf(p->state, sizeof(p->state), "%s/%.40s.state", p->snap_dir, p->key);
+	snprintf(p->lock, sizeof(p->lock), "%s/%.40s.lock", p->snap_dir, p->key);
+	snprintf(p->ram, sizeof(p->ram), "%s.ram", p->state);
+	snprintf(p->note, sizeof(p->note), "%s/%.40s.json", p->snap_dir, p->key);
+}
 
 static int plan(const struct sandbox_options *opts, struct vm_plan *p, struct err *e)
 {
@@ -758,11 +810,8 @@ static int plan(const struct sandbox_options *opts, struct vm_plan *p, struct er
 	vm_trace("plan: kit and snapshot key");
 	if (state_subdir(opts->state_dir, "vm/snapshots", 0755, snap_dir, sizeof(snap_dir), e) < 0)
 		return -1;
-	snprintf(p->state, sizeof(p->state), "%s/%.40s.state", snap_dir, p->key);
-	snprintf(p->lock, sizeof(p->lock), "%s/%.40s.lock", snap_dir, p->key);
-	snprintf(p->ram, sizeof(p->ram), "%s.ram", p->state);
-	snprintf(p->note, sizeof(p->note), "%s/%.40s.json", snap_dir, p->key);
 	snprintf(p->snap_dir, sizeof(p->snap_dir), "%s", snap_dir);
+	plan_paths(p);
 	return 0;
 }
 
@@ -803,7 +852,7 @@ fail:
  * process restoring from a removed one keeps its open files.
  */
 static void snapshot_sweep(const char *snap_dir, const char *image_dir, unsigned ram_mib,
-			   const char *keep)
+			   const char *keep, const char *tmpl_name, const char *base)
 {
 	DIR *d = opendir(snap_dir);
 	struct dirent *de;
@@ -822,7 +871,15 @@ static void snapshot_sweep(const char *snap_dir, const char *image_dir, unsigned
 		j = json_load_file(path, 0, &je);
 		const char *img = json_string_value(json_object_get(j, "image"));
 		json_int_t ram = json_integer_value(json_object_get(j, "ram_mib"));
-		bool match = img && strcmp(img, image_dir) == 0 && (!ram_mib || ram == ram_mib);
+		const char *tn = json_string_value(json_object_get(j, "template"));
+		const char *tb = json_string_value(json_object_get(j, "base"));
+		struct stat st;
+		/* A template sweep: the same assignment's on the same base, or
+		 * any whose assignment file is gone. */
+		bool match = img && strcmp(img, image_dir) == 0 && (!ram_mib || ram == ram_mib) &&
+			     (!tmpl_name ||
+			      (tn && ((strcmp(tn, tmpl_name) == 0 && tb && strcmp(tb, base) == 0) ||
+				      stat(tn, &st) < 0)));
 		json_decref(j);
 		if (!match)
 			continue;
@@ -832,8 +889,8 @@ static void snapshot_sweep(const char *snap_dir, const char *image_dir, unsigned
 			xclose(lfd);
 			continue;
 		}
-		static const char *const ext[] = {".state", ".state.ram", ".json"};
-		for (size_t i = 0; i < 3; i++) {
+		static const char *const ext[] = {".state", ".state.ram", ".json", ".failed"};
+		for (size_t i = 0; i < 4; i++) {
 			snprintf(path, sizeof(path), "%s/%s%s", snap_dir, key, ext[i]);
 			unlink(path);
 		}
@@ -851,7 +908,7 @@ void vm_forget_image(const char *state_dir, const char *image_dir)
 	struct err ignored;
 
 	snprintf(dir, sizeof(dir), "%s/vm/snapshots", state_dir);
-	snapshot_sweep(dir, image_dir, 0, NULL);
+	snapshot_sweep(dir, image_dir, 0, NULL, NULL, NULL);
 	snprintf(dir, sizeof(dir), "%s/vm/kits", state_dir);
 	if (!(d = opendir(dir)))
 		return;
@@ -876,6 +933,8 @@ static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 
 	if (access(p->state, R_OK) == 0)
 		return 0;
+	if (p->is_template)
+		return err_set(e, ENOENT, "the template snapshot %s is gone", p->state);
 	lfd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
 		xclose(lfd);
@@ -892,7 +951,7 @@ static int ensure_snapshot(struct vm *v, const struct vm_plan *p, struct err *e)
 		if (note)
 			json_dump_file(note, p->note, JSON_COMPACT);
 		json_decref(note);
-		snapshot_sweep(p->snap_dir, p->im.dir, p->ram_mib, p->key);
+		snapshot_sweep(p->snap_dir, p->im.dir, p->ram_mib, p->key, NULL, NULL);
 		v->dead = false;
 		cgroup_kill_all(&v->cg, e);
 		cgroup_run_end(&v->cg);
@@ -1013,9 +1072,208 @@ static struct vm *pool_take(const struct vm_plan *p, uint64_t disk_bytes)
 	return NULL;
 }
 
+/* ---- templates (sandbox.h, struct sandbox_template; docs/vm.md) ---- */
+
+/* The plan of opts->tmpl over the image's plan p: a key of both (and of
+ * the writable tree's size, which the template's guest was set up with). */
+static int template_plan(const struct sandbox_options *opts, const struct vm_plan *p,
+			 struct vm_plan *tp, struct err *e)
+{
+	struct digest *d = digest_new();
+	char disk[32];
+
+	if (!d)
+		return err_set(e, ENOMEM, "digest");
+	*tp = *p;
+	snprintf(disk, sizeof(disk), "%llu", (unsigned long long)opts->disk_bytes);
+	digest_update_str(d, "proctor-vm-template 1\n");
+	digest_update_str(d, p->key);
+	digest_update(d, "\0", 1);
+	digest_update_str(d, opts->tmpl->key);
+	digest_update(d, "\0", 1);
+	digest_update_str(d, disk);
+	digest_final(d, tp->key);
+	tp->is_template = true;
+	plan_paths(tp);
+	return 0;
+}
+
+/* The guest RAM in memfd mfd, written to path as a sparse file. */
+static int ram_store(int mfd, const char *path, struct err *e)
+{
+	char tmp[PATH_MAX + 40];
+	struct stat st;
+	unsigned char *map = MAP_FAILED;
+	int out = -1, rc = -1;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (fstat(mfd, &st) < 0 ||
+	    (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, mfd, 0)) == MAP_FAILED ||
+	    (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 ||
+	    ftruncate(out, st.st_size) < 0) {
+		err_set(e, errno, "write %s", tmp);
+		goto out;
+	}
+	if (ram_copy_sparse(out, mfd, map, st.st_size, e) < 0)
+		goto out;
+	if (fsync(out) < 0 || rename(tmp, path) < 0) {
+		err_set(e, errno, "store %s", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
+	xclose(out);
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+/*
+ * Build the template snapshot tp: restore the image's snapshot p into a VM
+ * whose RAM is a writable copy (RAM_TEMPLATE), set it up as any sandbox,
+ * let the template's prepare() put and start what it will, quiesce, and
+ * save the devices beside that RAM.  Under the template's lock; 0 when it
+ * exists afterwards, -2 when prepare() failed (the template's own doing:
+ * noted, not tried again for a while), -1 for anything else (tried again
+ * by the next create()).
+ */
+static int template_build(const struct sandbox_options *opts, const struct vm_plan *p,
+			  const struct vm_plan *tp, struct err *e)
+{
+	char tmp[PATH_MAX + 40];
+	struct vm *v = NULL;
+	int lfd, sfd = -1, mfd = -1, out = -1, rc = -1;
+
+	lfd = open(tp->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX) < 0) {
+		xclose(lfd);
+		return err_set(e, errno, "lock %s", tp->lock);
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", tp->state);
+	if (access(tp->state, R_OK) == 0) {
+		rc = 0;
+		goto out;
+	}
+	vm_trace("template: build");
+	if (!(v = vm_new(opts, p->ram_mib, e)) || ensure_snapshot(v, p, e) < 0)
+		goto out;
+	if ((sfd = open(p->state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		err_set(e, errno, "open %s", p->state);
+		goto out;
+	}
+	if ((mfd = ram_load(p->ram, false, e)) < 0 ||
+	    qemu_start(v, &p->h, &p->im, p->kit_dir, RAM_TEMPLATE, sfd, mfd, e) < 0 ||
+	    restore_send(v, e) < 0 || restore_wait(v, e) < 0 ||
+	    setup_guest(v, RESTORE_TIMEOUT_MS, e) < 0)
+		goto out;
+	if (opts->tmpl->prepare(&v->base, opts->tmpl->ctx, e) < 0) {
+		err_wrap(e, "preparing the template");
+		rc = -2;
+		goto out;
+	}
+	vm_trace("template: prepared");
+	pbuf_start(&v->ob, P_QUIESCE);
+	if (chan_send(v, e) < 0 || expect_ok(v, REQUEST_TIMEOUT_MS, "quiesce", e) < 0)
+		goto out;
+	unlink(tmp);
+	if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+		err_set(e, errno, "create %s", tmp);
+		goto out;
+	}
+	if (migrate_save(v, out, e) < 0)
+		goto out;
+	vm_kill(v);
+	if (ram_store(mfd, tp->ram, e) < 0)
+		goto out;
+	if (rename(tmp, tp->state) < 0) {
+		err_set(e, errno, "store %s", tp->state);
+		goto out;
+	}
+	json_t *note = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "image", p->im.dir, "digest",
+				 p->im.digest, "ram_mib", (int)p->ram_mib, "key", tp->key,
+				 "template", opts->tmpl->name, "base", p->key);
+	if (note)
+		json_dump_file(note, tp->note, JSON_COMPACT);
+	json_decref(note);
+	chmod(tp->note, 0600);
+	snapshot_sweep(p->snap_dir, p->im.dir, p->ram_mib, tp->key, opts->tmpl->name, p->key);
+	last_timing.snapshot_built = true;
+	vm_trace("template: saved");
+	rc = 0;
+out:
+	if (rc < 0)
+		unlink(tmp);
+	xclose(out);
+	xclose(sfd);
+	xclose(mfd);
+	if (v)
+		vm_destroy(&v->base);
+	close(lfd);
+	return rc;
+}
+
+/* A template that failed to build is not tried again for a while: its
+ * <key>.failed says why (docs/vm.md). */
+#define TEMPLATE_RETRY_S 600
+
+static bool template_failed_recently(const struct vm_plan *tp)
+{
+	char path[PATH_MAX + 48];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%.40s.failed", tp->snap_dir, tp->key);
+	return stat(path, &st) == 0 && time(NULL) - st.st_mtime < TEMPLATE_RETRY_S;
+}
+
+static void template_mark_failed(const struct vm_plan *tp, const char *why)
+{
+	char path[PATH_MAX + 48];
+
+	snprintf(path, sizeof(path), "%s/%.40s.failed", tp->snap_dir, tp->key);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		dprintf(fd, "%s\n", why);
+		close(fd);
+	}
+	if (getenv("PROCTOR_VM_DEBUG"))
+		fprintf(stderr, "vm: template not built (not tried again for %d s): %s\n",
+			TEMPLATE_RETRY_S, why);
+}
+
+/* The template's plan in *tp, its snapshot built if need be: true when
+ * sandboxes are to be restored from it. */
+static bool template_ready(const struct sandbox_options *opts, const struct vm_plan *p,
+			   struct vm_plan *tp)
+{
+	struct err te;
+
+	if (template_plan(opts, p, tp, &te) < 0)
+		return false;
+	if (access(tp->state, R_OK) == 0)
+		return true;
+	if (template_failed_recently(tp))
+		return false;
+	int rc = template_build(opts, p, tp, &te);
+	if (rc == -2)
+		template_mark_failed(tp, te.msg);
+	else if (rc < 0 && getenv("PROCTOR_VM_DEBUG"))
+		fprintf(stderr, "vm: template not built: %s\n", te.msg);
+	return rc == 0;
+	return true;
+}
+
+static void plan_swap(struct vm_plan **a, struct vm_plan **b)
+{
+	struct vm_plan *t = *a;
+	*a = *b;
+	*b = t;
+}
+
 static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, struct err *e)
 {
-	struct vm_plan *p = calloc(1, sizeof(*p));
+	struct vm_plan *p = calloc(1, sizeof(*p)), *tp = NULL;
 	struct vm *v = NULL;
 	uint64_t t0 = now_ns();
 
@@ -1048,21 +1306,37 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 	vm_trace("create");
 	if (plan(opts, p, e) < 0)
 		goto fail;
+	if (opts->tmpl) {
+		if (!(tp = calloc(1, sizeof(*tp)))) {
+			err_set(e, ENOMEM, "microVM");
+			goto fail;
+		}
+		if (template_ready(opts, p, tp))
+			plan_swap(&p, &tp);
+		if (last_timing.snapshot_built)
+			t0 = now_ns();
+	}
 	uint64_t t1;
 	for (int attempt = 0;; attempt++) {
 		bool from_pool = attempt == 0 && (v = pool_take(p, opts->disk_bytes));
 		last_timing.prestarted = from_pool;
 		if (!from_pool) {
-			if (!(v = vm_new(opts, p->ram_mib, e)) || ensure_snapshot(v, p, e) < 0)
+			if (!(v = vm_new(opts, p->ram_mib, e)))
 				goto fail;
-			if (last_timing.snapshot_built)
+			bool have = ensure_snapshot(v, p, e) == 0;
+			if (have && last_timing.snapshot_built)
 				t0 = now_ns();
-			if (prestart(v, p, e) < 0) {
-				if (attempt > 0 || last_timing.snapshot_built)
-					goto fail;
-				vm_destroy(&v->base); /* e.g. its .ram is gone: rebuild */
+			if (!have || prestart(v, p, e) < 0) {
+				vm_destroy(&v->base);
 				v = NULL;
-				discard_snapshot(p);
+				if (p->is_template) { /* gone meanwhile: on without it */
+					plan_swap(&p, &tp);
+					attempt = -1;
+					continue;
+				}
+				if (!have || attempt > 0 || last_timing.snapshot_built)
+					goto fail;
+				discard_snapshot(p); /* e.g. its .ram is gone: rebuild */
 				continue;
 			}
 		}
@@ -1076,6 +1350,16 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 		    setup_guest(v, RESTORE_TIMEOUT_MS, e) == 0)
 			break;
 		err_wrap(e, "restoring the snapshot %s", p->state);
+		if (p->is_template) {
+			/* Rebuilt by a later create(); this one goes on from the
+			 * image's snapshot, without the template. */
+			vm_destroy(&v->base);
+			v = NULL;
+			discard_snapshot(p);
+			plan_swap(&p, &tp);
+			attempt = -1;
+			continue;
+		}
 		if (attempt > 0 || last_timing.snapshot_built)
 			goto fail;
 		/* A snapshot that does not restore (truncated, corrupt, or from a
@@ -1092,14 +1376,18 @@ static int vm_create(const struct sandbox_options *opts, struct sandbox **ret, s
 	last_timing.ready_ms = (double)(now_ns() - t0) / 1e6;
 	last_timing.restored = true;
 	vm_trace("guest set up (ready)");
+	v->base.templated = p->is_template;
+	snprintf(v->base.snapshot, sizeof(v->base.snapshot), "%s", p->key);
 	pool_fill(opts, p);
 	free(p);
+	free(tp);
 	*ret = &v->base;
 	return 0;
 fail:
 	if (v)
 		vm_destroy(&v->base);
 	free(p);
+	free(tp);
 	return -1;
 }
 
@@ -1263,6 +1551,60 @@ static int check_strings(char *const *argv, size_t argc, char *const *env, size_
 	return 0;
 }
 
+/* A P_RUN (or P_ZYGOTE) frame of spec into v->ob. */
+static void encode_run(struct vm *v, unsigned type, const struct run_spec *spec, size_t argc,
+		       size_t peer_argc, const char *stdin_rel)
+{
+	const struct limits *l = &spec->limits;
+	size_t envc = sizeof(base_env) / sizeof(base_env[0]);
+
+	pbuf_start(&v->ob, type);
+	pbuf_u32(&v->ob, (uint32_t)argc);
+	for (size_t i = 0; i < argc; i++)
+		pbuf_str(&v->ob, spec->argv[i]);
+	pbuf_u32(&v->ob, (uint32_t)(envc + spec->env_count));
+	for (size_t i = 0; i < envc; i++)
+		pbuf_str(&v->ob, base_env[i]);
+	for (size_t i = 0; i < spec->env_count; i++)
+		pbuf_str(&v->ob, spec->env[i]);
+	pbuf_str(&v->ob, stdin_rel);
+	pbuf_u64(&v->ob, l->cpu_ms);
+	pbuf_u64(&v->ob, l->wall_ms);
+	pbuf_u64(&v->ob, l->memory_bytes);
+	pbuf_u64(&v->ob, l->pids);
+	pbuf_u64(&v->ob, l->fsize_bytes);
+	pbuf_u64(&v->ob, l->nofile);
+	pbuf_u64(&v->ob, l->output_bytes);
+	pbuf_u32(&v->ob, (spec->privileged ? PROTO_RUN_PRIVILEGED : 0) |
+			     (spec->zygote ? PROTO_RUN_ZYGOTE : 0));
+	/* The peer of a split run, with the same base environment. */
+	pbuf_u32(&v->ob, (uint32_t)peer_argc);
+	for (size_t i = 0; i < peer_argc; i++)
+		pbuf_str(&v->ob, spec->peer_argv[i]);
+	pbuf_u32(&v->ob, peer_argc ? (uint32_t)(envc + spec->peer_env_count) : 0);
+	for (size_t i = 0; peer_argc && i < envc; i++)
+		pbuf_str(&v->ob, base_env[i]);
+	for (size_t i = 0; peer_argc && i < spec->peer_env_count; i++)
+		pbuf_str(&v->ob, spec->peer_env[i]);
+}
+
+static int vm_zygote(struct sandbox *sb, const struct run_spec *spec, struct err *e)
+{
+	struct vm *v = (struct vm *)sb;
+	size_t argc = 0, envc = sizeof(base_env) / sizeof(base_env[0]);
+
+	if (v->dead)
+		return err_set(e, 0, "microVM: the VM is gone");
+	while (spec->argv[argc])
+		argc++;
+	if (check_strings(spec->argv, argc, spec->env, spec->env_count + envc, "zygote ", e) < 0)
+		return -1;
+	encode_run(v, P_ZYGOTE, spec, argc, 0, "");
+	if (chan_send(v, e) < 0)
+		return -1;
+	return expect_ok(v, spec->limits.wall_ms + RUN_GRACE_MS, "starting the zygote", e);
+}
+
 static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_result *res,
 		  struct err *e)
 {
@@ -1298,37 +1640,10 @@ static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_re
 	    (spec->peer_argv && check_strings(spec->peer_argv, peer_argc, spec->peer_env,
 					      spec->peer_env_count + envc, "peer ", e) < 0))
 		return -1;
-	pbuf_start(&v->ob, P_RUN);
-	pbuf_u32(&v->ob, (uint32_t)argc);
-	for (size_t i = 0; i < argc; i++)
-		pbuf_str(&v->ob, spec->argv[i]);
-	pbuf_u32(&v->ob, (uint32_t)(envc + spec->env_count));
-	for (size_t i = 0; i < envc; i++)
-		pbuf_str(&v->ob, base_env[i]);
-	for (size_t i = 0; i < spec->env_count; i++)
-		pbuf_str(&v->ob, spec->env[i]);
-	pbuf_str(&v->ob, stdin_rel);
-	pbuf_u64(&v->ob, l->cpu_ms);
-	pbuf_u64(&v->ob, l->wall_ms);
-	pbuf_u64(&v->ob, l->memory_bytes);
-	pbuf_u64(&v->ob, l->pids);
-	pbuf_u64(&v->ob, l->fsize_bytes);
-	pbuf_u64(&v->ob, l->nofile);
-	pbuf_u64(&v->ob, l->output_bytes);
-	pbuf_u32(&v->ob, spec->privileged ? PROTO_RUN_PRIVILEGED : 0);
-	/* The peer of a split run, with the same base environment. */
-	pbuf_u32(&v->ob, (uint32_t)peer_argc);
-	for (size_t i = 0; i < peer_argc; i++)
-		pbuf_str(&v->ob, spec->peer_argv[i]);
-	pbuf_u32(&v->ob, peer_argc ? (uint32_t)(envc + spec->peer_env_count) : 0);
-	for (size_t i = 0; peer_argc && i < envc; i++)
-		pbuf_str(&v->ob, base_env[i]);
-	for (size_t i = 0; peer_argc && i < spec->peer_env_count; i++)
-		pbuf_str(&v->ob, spec->peer_env[i]);
+	encode_run(v, P_RUN, spec, argc, peer_argc, stdin_rel);
 	if (chan_send(v, e) < 0)
-		return -1;
-	/* The hard limit: the guest has the wall clock (and CPU, which cannot
-	 * exceed it on one vCPU) plus a grace to answer, then it is killed. */
+		return -1; /* The hard limit: the guest has the wall clock (and CPU, which cannot
+			    * exceed it on one vCPU) plus a grace to answer, then it is killed. */
 	uint64_t budget = (l->wall_ms > l->cpu_ms ? l->wall_ms : l->cpu_ms) + RUN_GRACE_MS;
 	deadline = deadline_in(budget);
 	for (;;) {
@@ -1568,4 +1883,5 @@ const struct sandbox_ops vm_ops = {
     .time_factor = vm_time_factor,
     .pool_hint = vm_pool_hint,
     .pool_drain = vm_pool_drain,
+    .zygote = vm_zygote,
 };

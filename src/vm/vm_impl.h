@@ -60,9 +60,11 @@ struct vm_image {
 };
 
 enum ram_mode {
-	RAM_SAVE,    /* a snapshot's boot: RAM is the file /run/ram, shared (written through) */
-	RAM_RESTORE, /* a restore: RAM is the snapshot's sealed memfd, mapped private */
-	RAM_PLAIN,   /* a cold boot without snapshots: anonymous RAM */
+	RAM_SAVE,     /* a snapshot's boot: RAM is the file /run/ram, shared (written through) */
+	RAM_RESTORE,  /* a restore: RAM is the snapshot's sealed memfd, mapped private */
+	RAM_PLAIN,    /* a cold boot without snapshots: anonymous RAM */
+	RAM_TEMPLATE, /* a restore whose RAM is an unsealed memfd, shared (written through):
+			 a template's VM, saved again once prepared */
 };
 
 struct qemu_cmd {

@@ -130,12 +130,23 @@ static bool in_list(const char *list, const char *name)
 	return false;
 }
 
+/* $TAMPER_ISOLATION (jail, or vm with $TAMPER_IMAGE pinned in a copy of
+ * each assignment and $PROCTOR_STATE_DIR): the backend graded with.  In the
+ * vm suite only the split attacks are graded: a microVM grades them from
+ * the assignment's template, whose zygote forks the harness (docs/vm.md). */
+static const char *isolation(void)
+{
+	const char *s = getenv("TAMPER_ISOLATION");
+	return s && *s ? s : "jail";
+}
+
 /*
  * A copy of ASSIGNMENTS_DIR/name in a fresh temporary directory whose
- * assignment.yaml says `in_process: true` in its test step.  Returns the
- * copy's path; *ret_tmp is the directory to remove.
+ * assignment.yaml says `in_process: true` in its test step (if in_process)
+ * and pins $TAMPER_IMAGE (under the microVM).  Returns the copy's path;
+ * *ret_tmp is the directory to remove.
  */
-static char *in_process_copy(const char *name, char **ret_tmp)
+static char *variant_copy(const char *name, bool in_process, char **ret_tmp)
 {
 	char *tmp = harness_tmpdir(), *dir, cmd[2 * PATH_MAX + 64], yaml[PATH_MAX];
 	assert_int_equal(chmod(tmp, 0755), 0);
@@ -149,8 +160,11 @@ static char *in_process_copy(const char *name, char **ret_tmp)
 	if (!at || strstr(at + 1, "\ntest:\n"))
 		fail_msg("%s: expected one line 'test:' starting a block mapping", yaml);
 	at += strlen("\ntest:\n");
+	const char *image = getenv("TAMPER_IMAGE");
 	char *out;
-	if (asprintf(&out, "%.*s  in_process: true\n%s", (int)(at - text), text, at) < 0)
+	if (asprintf(&out, "%s%s%s%.*s%s%s", image ? "image: " : "", image ? image : "",
+		     image ? "\n" : "", (int)(at - text), text,
+		     in_process ? "  in_process: true\n" : "", at) < 0)
 		fail_msg("out of memory");
 	harness_write_text(dir, "assignment.yaml", out);
 	free(out);
@@ -207,7 +221,8 @@ static void check_row(const char *name, const char *dir, enum mode m, const stru
 	char sub[PATH_MAX], what[512];
 	harness_path_join(sub, dir, r->sub);
 	snprintf(what, sizeof what, "%s/%s (%s)", name, r->sub, mode_names[m]);
-	char *args[] = {"grade", "--json", "--isolation", "jail", (char *)dir, sub, NULL};
+	char *args[] = {"grade",     "--json", "--isolation", (char *)isolation(),
+			(char *)dir, sub,      NULL};
 	struct proc_out o;
 	harness_run(&o, NULL, 600, args);
 	if (!o.json)
@@ -230,11 +245,19 @@ static void check_row(const char *name, const char *dir, enum mode m, const stru
 	if (max < r->max_score - 1e-9 || max > r->max_score + 1e-9)
 		MISMATCH("%s: max_score %g, expected %g", what, max, r->max_score);
 	check_tests(what, &o, r);
+	/* Under the microVM a split run's harness is a fork of the template's
+	 * zygote: the attacks are graded on that path. */
+	json_t *snap = json_object_get(o.json, "snapshot");
+	if (strcmp(isolation(), "vm") == 0 && m == MODE_SPLIT &&
+	    !json_is_true(json_object_get(snap, "template")))
+		MISMATCH("%s: not graded from the assignment's template (snapshot %s)", what,
+			 json_is_object(snap) ? "without template" : "null");
 	proc_out_free(&o);
 
 	if (strcmp(r->view_has, "-") != 0 || strcmp(r->view_lacks, "-") != 0) {
-		char *view[] = {"grade", "--json",    "--view", "student", "--isolation",
-				"jail",	 (char *)dir, sub,	NULL};
+		char *view[] = {"grade",     "--json",	    "--view",
+				"student",   "--isolation", (char *)isolation(),
+				(char *)dir, sub,	    NULL};
 		harness_run(&o, NULL, 600, view);
 		if (!o.json)
 			fail_msg("%s: no JSON student view; stderr: %s", what, o.err);
@@ -309,8 +332,8 @@ static void check_assignment(const char *name, enum mode m)
 	char original[PATH_MAX];
 	snprintf(original, sizeof original, "%s/%s", ASSIGNMENTS_DIR, name);
 	const char *dir = original;
-	if (m == MODE_IN_PROCESS)
-		dir = copy = in_process_copy(name, &tmp);
+	if (m == MODE_IN_PROCESS || getenv("TAMPER_IMAGE"))
+		dir = copy = variant_copy(name, m == MODE_IN_PROCESS, &tmp);
 	size_t graded = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!row_applies(&rows[i], m))
@@ -383,6 +406,12 @@ static void test_unittest_attacks_in_process(void **state)
 
 int main(void)
 {
+	const struct CMUnitTest vm_tests[] = {
+	    cmocka_unit_test(test_pytest_attacks_split),
+	    cmocka_unit_test(test_unittest_attacks_split),
+	};
+	if (strcmp(isolation(), "jail") != 0)
+		return cmocka_run_group_tests(vm_tests, NULL, NULL);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pytest_compat_split),
 	    cmocka_unit_test(test_unittest_compat_split),

@@ -994,8 +994,13 @@ static void test_run_parses_the_peer_of_a_split_run(void **state)
 	p = build_run(&b, 0, 1, 0, &len);
 	assert_int_equal(proto_parse_run(p, len, q), -1);
 	proto_run_free(q);
-	p = build_run(&b, 1, 0, 2, &len);
+	p = build_run(&b, 1, 0, 4, &len);
 	assert_int_equal(proto_parse_run(p, len, q), -1);
+	proto_run_free(q);
+	/* PROTO_RUN_ZYGOTE is a known flag. */
+	p = build_run(&b, 1, 0, PROTO_RUN_ZYGOTE, &len);
+	assert_int_equal(proto_parse_run(p, len, q), 0);
+	assert_int_equal(q->l.flags, PROTO_RUN_ZYGOTE);
 	proto_run_free(q);
 	p = build_run(&b, 2, 1, 0, &len);
 	assert_int_equal(proto_parse_run(p, len - 1, q), -1);
