@@ -795,12 +795,6 @@ static void do_quiesce(void)
 
 /* ---- runs ---- */
 
-/*
- * One program of a run: argv with env, as `id` (a split run's harness
- * HARNESS_ID, else STUDENT_ID), stdin `in`, and in a split run its end of
- * the channel as fd 3 (SANDBOX_CHANNEL_FD of src/sandbox.h), inherited.
- * errfd (CLOEXEC) receives errno if execve is not reached.
- */
 /* A run's resource limits, on process `pid` (0: this one), as the jail
  * sets them (jail/creds.c).  CPU is a backstop only: it is counted over
  * the whole cgroup. */
@@ -822,6 +816,12 @@ static void set_rlimits(pid_t pid, const struct proto_run_limits *l)
 	prlimit(pid, RLIMIT_NPROC, &rl, NULL);
 }
 
+/*
+ * One program of a run: argv with env, as `id` (a split run's harness
+ * HARNESS_ID, else STUDENT_ID), stdin `in`, and in a split run its end of
+ * the channel as fd 3 (SANDBOX_CHANNEL_FD of src/sandbox.h), inherited.
+ * errfd (CLOEXEC) receives errno if execve is not reached.
+ */
 static _Noreturn void child(const struct proto_run *q, char *const *argv, char *const *env,
 			    uid_t id, int out, int err, int in, int errfd, int chanfd,
 			    const char *cgroup_procs)

@@ -78,7 +78,7 @@ struct attempt {
 	double time_factor; /* the backend's slowdown: time limits are scaled by it */
 	bool zygote;	    /* the test step's harness is a fork of the template's zygote */
 	char snapshot[65];  /* the snapshot the sandbox was restored from, or "" */
-	bool templated;	    /* ... the assignment's template (grade_template()) */
+	bool templated;	    /* ... the assignment's template (template_for()) */
 };
 
 int grade_prepare(const char *isolation, const struct assignment *a, const struct sandbox_ops **ret,
@@ -775,7 +775,7 @@ static void guard_env_add(struct guard_env *g, const char *name, const char *val
 	g->n++;
 }
 
-/* Where an assignment's template keeps the runtime (grade_template()). */
+/* Where an assignment's template keeps the runtime (template_for()). */
 #define TEMPLATE_RUNTIME "/tmp/.proctor-runtime"
 
 /* The pytest guard, Proctor's pytest.ini and (split) the split runtime
@@ -854,8 +854,10 @@ static int guard_prepare(struct attempt *at, char *key, bool split, struct guard
 		snprintf(dst, sizeof(dst), "%s/guard.json", at->report_dir);
 		guard_env_add(g, "PROCTOR_GUARD_OUT", dst);
 	}
-	/* A split harness reads bytecode only from sbdir/pycache (which nobody
-	 * can create) once its runner is imported: proctor_split.py. */
+	/* A split harness reads bytecode only from sbdir/pycache once its
+	 * runner is imported (proctor_split.py): a directory the program can
+	 * neither create nor write (root's sbdir; a template's is the
+	 * harness's). */
 	if (split)
 		guard_env_add(g, "PROCTOR_SPLIT", "1");
 	return 0;
@@ -1340,19 +1342,26 @@ static int template_prepare(struct sandbox *sb, void *ctx, struct err *e)
 
 	char empty[PATH_MAX + 16];
 	at->sb = sb;
+	if (sandbox_put(sb, at->a->tests_dir, "/work", SANDBOX_PUT_HARNESS, e) < 0) {
+		err_wrap(e, "copy the hidden tests in");
+		goto out;
+	}
+	if (runtime_put(at, true, TEMPLATE_RUNTIME, e) < 0 ||
+	    staging_dir(at, "empty-pyc", sb->untrusted_uid, empty, sizeof(empty), e) < 0)
+		goto out;
+	if (chmod(empty, 0755) < 0) {
+		err_set(e, errno, "chmod '%s'", empty);
+		goto out;
+	}
 	/* Bytecode directories only the harness can write, which the zygote
 	 * fills with the runtime's (proctor_split.py's zygote_main): the
 	 * program side's __pycache__ and the harness's pycache prefix. */
-	if (sandbox_put(sb, at->a->tests_dir, "/work", SANDBOX_PUT_HARNESS, e) < 0)
-		err_wrap(e, "copy the hidden tests in");
-	else if (runtime_put(at, true, TEMPLATE_RUNTIME, e) == 0 &&
-		 staging_dir(at, "empty-pyc", sb->untrusted_uid, empty, sizeof(empty), e) == 0 &&
-		 chmod(empty, 0755) == 0 &&
-		 sandbox_put(sb, empty, TEMPLATE_RUNTIME "/__pycache__", SANDBOX_PUT_HARNESS_OWNED,
-			     e) == 0 &&
-		 sandbox_put(sb, empty, TEMPLATE_RUNTIME "/pycache", SANDBOX_PUT_HARNESS_OWNED,
-			     e) == 0)
-		rc = sb->ops->zygote(sb, &spec, e);
+	if (sandbox_put(sb, empty, TEMPLATE_RUNTIME "/__pycache__", SANDBOX_PUT_HARNESS_OWNED, e) <
+		0 ||
+	    sandbox_put(sb, empty, TEMPLATE_RUNTIME "/pycache", SANDBOX_PUT_HARNESS_OWNED, e) < 0)
+		goto out;
+	rc = sb->ops->zygote(sb, &spec, e);
+out:
 	at->sb = own;
 	return rc;
 }

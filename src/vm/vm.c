@@ -485,7 +485,6 @@ static int snapshot_save(struct vm *v, const struct vm_host *h, const struct vm_
 			 const char *kit_dir, const char *state, struct err *e)
 {
 	char tmp[PATH_MAX + 16], ram_run[PATH_MAX + 8], ram[PATH_MAX + 16];
-	json_t *r = NULL;
 	int fd = -1, rc = -1;
 
 	if (qemu_start(v, h, im, kit_dir, RAM_SAVE, -1, -1, e) < 0 ||
@@ -514,7 +513,6 @@ static int snapshot_save(struct vm *v, const struct vm_host *h, const struct vm_
 	}
 	rc = 0;
 out:
-	json_decref(r);
 	xclose(fd);
 	if (rc < 0)
 		unlink(tmp);
@@ -523,8 +521,6 @@ out:
 }
 
 /* ---- restoring ---- */
-
-static int ram_load(const char *path, bool seal, struct err *e);
 
 /* The snapshot's RAM as a sealed memfd: QEMU maps it private (copy on
  * write), so every VM restored by this process shares the pages it only
