@@ -197,12 +197,108 @@ def frames_are_bounded():
         pass
 
 
+def zygote_refuses_other_programs():
+    """Only `PYTHON -m proctor_split harness ...` is forked; anything else is
+    refused (the agent then execs it)."""
+    import socket
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    fds = [os.open("/dev/null", os.O_RDWR) for _ in range(5)]
+    try:
+        for msg in (b"python3\0-c\0pass\0\0PATH=/x\0",
+                    b"python3\0-m\0proctor_split\0program\0\0",
+                    b"no separator"):
+            try:
+                ps._zygote_spawn(b, msg, fds)
+                raise AssertionError("forked %r" % msg)
+            except ValueError:
+                pass
+        try:
+            ps._zygote_spawn(b, b"python3\0-m\0proctor_split\0harness\0\0", fds[:4])
+            raise AssertionError("forked without the channel")
+        except ValueError:
+            pass
+    finally:
+        for fd in fds:
+            os.close(fd)
+        a.close()
+        b.close()
+
+
+def zygote_forks_a_released_run():
+    """The zygote protocol end to end, natively, with this process as the
+    agent (a subreaper, as the agent is PID 1): ready, a request with five
+    fds, "pid N" of a process whose parent is us, nothing run before "g",
+    then the run's output on the fds it was given and its exit status; a run
+    whose go pipe closes without "g" exits 127."""
+    import ctypes
+    import shutil
+    import socket
+    import tempfile
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    tmp = tempfile.mkdtemp()
+    shutil.copy(ps.__file__, tmp)  # its bytecode goes there, not into the tree
+    agent, zend = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    zpid = os.fork()
+    if zpid == 0:
+        try:
+            os.dup2(zend.fileno(), 3)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin"), "PYTHONPATH": tmp,
+                   "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
+            os.execve(sys.executable, [sys.executable, "-m", "proctor_split", "zygote",
+                                       "unittest"], env)
+        finally:
+            os._exit(127)
+    zend.close()
+    try:
+        agent.settimeout(60)
+        assert agent.recv(16) == b"ready"
+
+        def spawn(release):
+            out_r, out_w = os.pipe()
+            go_r, go_w = os.pipe()
+            ch_a, ch_b = socket.socketpair()
+            null = os.open("/dev/null", os.O_RDONLY)
+            msg = b"\0".join([sys.executable.encode(), b"-m", b"proctor_split", b"harness",
+                              b"", b"MARK=1", b""])
+            socket.send_fds(agent, [msg], [null, out_w, out_w, go_r, ch_b.fileno()])
+            for fd in (null, out_w, go_r):
+                os.close(fd)
+            ch_b.close()
+            answer = agent.recv(64).decode()
+            assert answer.startswith("pid "), answer
+            pid = int(answer[4:])
+            with open("/proc/%d/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            assert ppid == os.getpid(), (ppid, os.getpid())
+            if release:
+                os.write(go_w, b"g")
+            os.close(go_w)
+            with os.fdopen(out_r, "rb") as f:
+                output = f.read()
+            _, status = os.waitpid(pid, 0)
+            ch_a.close()
+            return output, os.waitstatus_to_exitcode(status)
+
+        output, code = spawn(True)
+        # `harness` without a runner: its usage on the run's stderr, status 2.
+        assert b"usage: python3 -m proctor_split harness" in output, output
+        assert code == 2, code
+        output, code = spawn(False)
+        assert output == b"" and code == 127, (output, code)
+    finally:
+        agent.close()
+        os.waitpid(zpid, 0)
+        shutil.rmtree(tmp)
+
+
 for name, fn in list(globals().items()):
     if callable(fn) and name in ("roundtrip", "subclasses_cross_as_their_value",
                                  "others_cross_by_reference", "malformed_is_a_protocol_error",
                                  "random_junk_never_escapes",
                                  "exceptions_mirror_the_submissions_classes",
-                                 "frames_are_bounded"):
+                                 "frames_are_bounded", "zygote_refuses_other_programs",
+                                 "zygote_forks_a_released_run"):
         check(name, fn)
 # cmocka's summary lines, which scripts/test.sh counts.
 print("[  PASSED  ] %d test(s)." % RESULTS[0])
