@@ -1152,16 +1152,8 @@ static pid_t zygote_spawn(const struct proto_run *q, int in, int out, int err, i
 		buf[n++] = 0;
 	}
 	int fds[5] = {in, out, err, go[0], chan};
-	char cbuf[CMSG_SPACE(sizeof(fds))] = {0};
 	struct iovec iov = {.iov_base = buf, .iov_len = n};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	if (sendmsg(zygote_ctl, &mh, MSG_NOSIGNAL) != (ssize_t)n ||
+	if (send_with_fds(zygote_ctl, &iov, 1, fds, 5) != (ssize_t)n ||
 	    zygote_recv(ans, sizeof(ans), 5000) < 0 || strncmp(ans, "pid ", 4) != 0) {
 		zygote_gone();
 		goto out;

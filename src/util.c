@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -216,24 +216,36 @@ union fd_cmsg {
 	char buf[CMSG_SPACE(sizeof(int))];
 };
 
-ssize_t send_with_fd(int sock, const struct iovec *iov, size_t n, int fd)
+ssize_t send_with_fds(int sock, const struct iovec *iov, size_t n, const int *fds, size_t nfds)
 {
-	union fd_cmsg ctl = {0};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(SEND_FDS_MAX * sizeof(int))];
+	} ctl = {0};
 	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = n};
 	ssize_t sent;
 
-	if (fd >= 0) {
+	if (nfds > SEND_FDS_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (nfds > 0) {
 		m.msg_control = ctl.buf;
-		m.msg_controllen = sizeof(ctl.buf);
+		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	}
 	while ((sent = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	return sent;
+}
+
+ssize_t send_with_fd(int sock, const struct iovec *iov, size_t n, int fd)
+{
+	return send_with_fds(sock, iov, n, &fd, fd >= 0 ? 1 : 0);
 }
 
 ssize_t recv_with_fd(int sock, void *buf, size_t len, int *ret_fd)

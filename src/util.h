@@ -93,6 +93,10 @@ int open_beneath(int dirfd, const char *path, int flags, mode_t mode);
  * MSG_NOSIGNAL, retried on EINTR.  The bytes sent, or -1 with errno. */
 ssize_t send_with_fd(int sock, const struct iovec *iov, size_t n, int fd);
 
+/* The same with nfds (at most SEND_FDS_MAX; more: EINVAL) descriptors. */
+#define SEND_FDS_MAX 8
+ssize_t send_with_fds(int sock, const struct iovec *iov, size_t n, const int *fds, size_t nfds);
+
 /* recvmsg() of at most len bytes, retried on EINTR; *ret_fd the descriptor
  * that came with them (SCM_RIGHTS, O_CLOEXEC), else -1.  -1 with errno
  * EMFILE when one came but did not fit, EMSGSIZE when the message was

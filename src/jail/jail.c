@@ -350,23 +350,9 @@ static int read_full(int fd, char *buf, size_t len)
 /* One message of `len` bytes with up to two descriptors (SCM_RIGHTS). */
 static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_t nfds)
 {
-	union {
-		struct cmsghdr h;
-		char space[CMSG_SPACE(2 * sizeof(int))];
-	} u = {0};
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 
-	if (nfds > 0) {
-		mh.msg_control = u.space;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *ch = CMSG_FIRSTHDR(&mh);
-		ch->cmsg_level = SOL_SOCKET;
-		ch->cmsg_type = SCM_RIGHTS;
-		ch->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(ch), fds, nfds * sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+	return send_with_fds(sock, &iov, 1, fds, nfds) == (ssize_t)len ? 0 : -1;
 }
 
 /* Receive exactly `len` bytes, the first part with up to two descriptors
