@@ -85,6 +85,10 @@ static double spawn_ms(char *const *argv)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? ms : -1;
 }
 
+/* The phases of the pooled runs: create, run, destroy (ms each). */
+static double *phase[3];
+static size_t nphase;
+
 /* create + run /bin/true + destroy in this process: ms, or -1. */
 static double jail_ms(const struct sandbox_options *so, bool pooled)
 {
@@ -101,10 +105,17 @@ static double jail_ms(const struct sandbox_options *so, bool pooled)
 		return -1;
 	uint64_t t0 = now_ns();
 	if (jail_ops.create(so, &sb, &e) == 0) {
+		uint64_t t1 = now_ns();
 		int rc = sandbox_run(sb, &spec, &res, &e);
+		uint64_t t2 = now_ns();
 		sandbox_destroy(sb);
 		if (rc == 0 && res.status == RUN_OK)
 			ms = ms_since(t0);
+		if (ms >= 0 && pooled && phase[0]) {
+			phase[0][nphase] = (double)(t1 - t0) / 1e6;
+			phase[1][nphase] = (double)(t2 - t1) / 1e6;
+			phase[2][nphase++] = ms_since(t2);
+		}
 	}
 	if (ms < 0)
 		fprintf(stderr, "jail_bench: %s run failed: %s\n", pooled ? "pooled" : "fresh",
@@ -145,6 +156,10 @@ int main(int argc, char **argv)
 	for (int k = 0; k < NKIND; k++)
 		if (!(v[k] = calloc(n, sizeof(double))))
 			return 1;
+	double *ph[3];
+	for (int k = 0; k < 3; k++)
+		if (!(ph[k] = calloc(n, sizeof(double))))
+			return 1;
 	printf("jail_bench: %zu rounds, cgroups %s (%s); CLONE_INTO_CGROUP %s\n", n,
 	       cgroup_layout_name(layout), why,
 	       layout == CGROUP_V2 ? "would apply (not used)"
@@ -157,6 +172,8 @@ int main(int argc, char **argv)
 	jail_ms(&so, false);
 	spawn_ms(unshare);
 	spawn_ms(prun);
+	for (int k = 0; k < 3; k++)
+		phase[k] = ph[k];
 	srand((unsigned)now_ns());
 	for (size_t r = 0; r < n; r++) {
 		int order[4] = {POOLED, FRESH, UNSHARE, PROCTOR};
@@ -198,6 +215,9 @@ int main(int argc, char **argv)
 	}
 	if (failed)
 		printf("failed runs (left out): %zu\n", failed);
+	if (nphase)
+		printf("pooled, by phase (p50 ms): create %.2f, run %.2f, destroy %.2f\n",
+		       pct(ph[0], nphase, 0.5), pct(ph[1], nphase, 0.5), pct(ph[2], nphase, 0.5));
 	static const struct {
 		int num, den;
 		double target;

@@ -21,6 +21,7 @@
 #include "grade/opener.h"
 #include "grade/pytest_guard.h"
 #include "grade/report.h"
+#include "grade/runtime_pyc.h"
 #include "grade/split.h"
 #include "grade/symcheck.h"
 #include "grade/unpriv.h"
@@ -79,6 +80,7 @@ struct attempt {
 	bool zygote;	    /* the test step's harness is a fork of the template's zygote */
 	char snapshot[65];  /* the snapshot the sandbox was restored from, or "" */
 	bool templated;	    /* ... the assignment's template (template_for()) */
+	const struct runtime_pyc *pyc; /* the runtime's bytecode for the image, or NULL */
 };
 
 int grade_prepare(const char *isolation, const struct assignment *a, const struct sandbox_ops **ret,
@@ -778,9 +780,41 @@ static void guard_env_add(struct guard_env *g, const char *name, const char *val
 /* Where an assignment's template keeps the runtime (template_for()). */
 #define TEMPLATE_RUNTIME "/tmp/.proctor-runtime"
 
+/* The runtime's bytecode (runtime_pyc.h) beside its sources in the staged
+ * directory guard/, for the sandbox directory sbdir: __pycache__/ for what
+ * is imported before a pycache prefix is set, and for the split harness's
+ * guard, imported after, pycache/ + sbdir (sys.pycache_prefix's layout). */
+static int runtime_pyc_put(struct attempt *at, bool split, const char *sbdir, struct err *e)
+{
+	const struct runtime_pyc *p = at->pyc;
+	char name[PATH_MAX], path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/guard", at->staging);
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return err_set(e, errno, "open '%s'", path);
+	snprintf(name, sizeof(name), "pycache%s", sbdir);
+	int rc = mkdir_p_at(dfd, "__pycache__", 0755, 0, 0, e) < 0 ||
+			 (split && mkdir_p_at(dfd, name, 0755, 0, 0, e) < 0)
+		     ? -1
+		     : 0;
+	close(dfd);
+	snprintf(name, sizeof(name), "guard/__pycache__/proctor_guard.%s.pyc", p->tag);
+	if (rc < 0 || staging_file(at, name, p->guard, p->guard_len, path, sizeof(path), e) < 0)
+		return -1;
+	if (!split)
+		return 0;
+	snprintf(name, sizeof(name), "guard/__pycache__/proctor_split.%s.pyc", p->tag);
+	if (staging_file(at, name, p->split, p->split_len, path, sizeof(path), e) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "guard/pycache%s/proctor_guard.%s.pyc", sbdir, p->tag);
+	return staging_file(at, name, p->guard, p->guard_len, path, sizeof(path), e);
+}
+
 /* The pytest guard, Proctor's pytest.ini and (split) the split runtime
- * into the sandbox directory sbdir, root-owned. */
-static int runtime_put(struct attempt *at, bool split, const char *sbdir, struct err *e)
+ * into the sandbox directory sbdir, root-owned; with their bytecode where
+ * at->pyc has it (a template compiles its own: _precompile()). */
+static int runtime_put(struct attempt *at, bool split, const char *sbdir, bool pyc, struct err *e)
 {
 	char path[PATH_MAX + 32], dir[PATH_MAX + 32];
 
@@ -793,6 +827,7 @@ static int runtime_put(struct attempt *at, bool split, const char *sbdir, struct
 			 e) < 0 ||
 	    (split && staging_file(at, "guard/proctor_split.py", proctor_split_source,
 				   proctor_split_source_len, path, sizeof(path), e) < 0) ||
+	    (pyc && at->pyc && runtime_pyc_put(at, split, sbdir, e) < 0) ||
 	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "guard plugin");
 	return 0;
@@ -831,7 +866,7 @@ static int guard_prepare(struct attempt *at, char *key, bool split, struct guard
 		/* The template put it before any submission was in the guest. */
 		snprintf(sbdir, sizeof(sbdir), "%s", TEMPLATE_RUNTIME);
 	} else if (random_hex(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0 ||
-		   runtime_put(at, split, sbdir, e) < 0)
+		   runtime_put(at, split, sbdir, true, e) < 0)
 		return -1;
 	/* The hidden tests' own pytest.ini is root-owned in /work: theirs. */
 	snprintf(ini, sizeof(ini), "%s/pytest.ini", sbdir);
@@ -1346,7 +1381,7 @@ static int template_prepare(struct sandbox *sb, void *ctx, struct err *e)
 		err_wrap(e, "copy the hidden tests in");
 		goto out;
 	}
-	if (runtime_put(at, true, TEMPLATE_RUNTIME, e) < 0 ||
+	if (runtime_put(at, true, TEMPLATE_RUNTIME, false, e) < 0 ||
 	    staging_dir(at, "empty-pyc", sb->untrusted_uid, empty, sizeof(empty), e) < 0)
 		goto out;
 	if (chmod(empty, 0755) < 0) {
@@ -1454,6 +1489,13 @@ static int attempt_run(struct attempt *at, struct err *e)
 		return -1;
 	if (template_for(at, &gt))
 		so.tmpl = &gt.t;
+	else if (a->mode != GRADE_MODE_IO && (a->pytest_guard || assignment_split(a))) {
+		char work[PATH_MAX + 8];
+		snprintf(work, sizeof(work), "%s/pyc", at->staging);
+		if (mkdir(work, 0755) == 0 || errno == EEXIST)
+			at->pyc = runtime_pyc_for(at->o->ops, &at->o->sandbox, at->image_digest,
+						  work, at->time_factor);
+	}
 	int crc = attempt_create(at, &so, &at->sb, e);
 	template_free(&gt);
 	if (crc < 0)

@@ -1,0 +1,233 @@
+/* The bytecode of Proctor's Python runtime (theory in runtime_pyc.h). */
+#include "grade/runtime_pyc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "grade/guards.h"
+#include "grade/pytest_guard.h"
+#include "grade/split.h"
+#include "host/statedir.h"
+#include "result.h"
+#include "util.h"
+
+/* A .pyc of ours is a few tens of KiB; anything much larger is not one. */
+#define PYC_MAX (1u << 20)
+
+/* In the throwaway sandbox: the sources (root's) and the output. */
+#define PYC_SRC "/tmp/.proctor-pyc"
+#define PYC_OUT "/tmp/pyc"
+
+static const char compile_py[] =
+    "import os, py_compile, sys\n"
+    "src, out = sys.argv[1], sys.argv[2]\n"
+    "os.makedirs(out)\n"
+    "for n in ('proctor_split', 'proctor_guard'):\n"
+    "    py_compile.compile(os.path.join(src, n + '.py'), cfile=os.path.join(out, n + '.pyc'),\n"
+    "                       doraise=True,\n"
+    "                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n"
+    "with open(os.path.join(out, 'tag'), 'w') as f:\n"
+    "    f.write(sys.implementation.cache_tag)\n";
+
+static struct runtime_pyc cached;
+
+static void pyc_key(const char *image_digest, char key[65])
+{
+	struct digest *d = digest_new();
+
+	if (!d) {
+		key[0] = '\0';
+		return;
+	}
+	digest_update_str(d, "proctor-runtime-pyc 1\n");
+	digest_update_str(d, image_digest);
+	digest_update(d, "\0", 1);
+	digest_update(d, pytest_guard_source, strlen(pytest_guard_source));
+	digest_update(d, "\0", 1);
+	digest_update(d, proctor_split_source, proctor_split_source_len);
+	digest_final(d, key);
+}
+
+/* A cache tag is a short name of letters, digits, '-', '_' and '.'. */
+static bool tag_ok(const char *s, size_t len)
+{
+	if (len == 0 || len >= sizeof(cached.tag))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') &&
+		    !(s[i] >= '0' && s[i] <= '9') && !strchr("-_.", s[i]))
+			return false;
+	return true;
+}
+
+/* A checked-hash .pyc (PEP 552: flags 0b11 after the magic): Python checks
+ * it against its source before it uses it. */
+static bool pyc_ok(const char *p, size_t len)
+{
+	return len > 16 && p[2] == '\r' && p[3] == '\n' && p[4] == 3 && !p[5] && !p[6] && !p[7];
+}
+
+/* The three files of dirfd into r (tag, split, guard), checked. */
+static int load(int dirfd, struct runtime_pyc *r)
+{
+	char *tag = NULL;
+	size_t tag_len = 0;
+	struct err ignored;
+
+	if (read_whole_at(dirfd, "tag", O_NOFOLLOW, sizeof(r->tag), &tag, &tag_len, &ignored) < 0 ||
+	    !tag_ok(tag, tag_len) ||
+	    read_whole_at(dirfd, "proctor_split.pyc", O_NOFOLLOW, PYC_MAX, &r->split, &r->split_len,
+			  &ignored) < 0 ||
+	    read_whole_at(dirfd, "proctor_guard.pyc", O_NOFOLLOW, PYC_MAX, &r->guard, &r->guard_len,
+			  &ignored) < 0 ||
+	    !pyc_ok(r->split, r->split_len) || !pyc_ok(r->guard, r->guard_len)) {
+		free(tag);
+		free(r->split);
+		free(r->guard);
+		r->split = r->guard = NULL;
+		return -1;
+	}
+	memcpy(r->tag, tag, tag_len + 1);
+	free(tag);
+	return 0;
+}
+
+/* Compile in a sandbox of the image: 1 done (files in out/), 0 the image
+ * cannot (its python3 failed), -1 Proctor's own failure. */
+static int compile_in_sandbox(const struct sandbox_ops *ops, const struct sandbox_options *so,
+			      const char *work, double factor)
+{
+	char src[PATH_MAX], path[PATH_MAX + 32], host[PATH_MAX + 32];
+	char *argv[] = {"python3", "-c", (char *)compile_py, PYC_SRC, PYC_OUT, NULL};
+	static const char *const outs[] = {"tag", "proctor_split.pyc", "proctor_guard.pyc"};
+	struct sandbox_options o = *so;
+	struct run_spec spec = {.argv = argv, .stdin_fd = -1};
+	struct run_result res;
+	struct sandbox *sb = NULL;
+	struct err e;
+	int rc = -1;
+
+	snprintf(src, sizeof(src), "%s/src", work);
+	snprintf(path, sizeof(path), "%s/out", work);
+	if ((mkdir(src, 0755) < 0 && errno != EEXIST) || (mkdir(path, 0755) < 0 && errno != EEXIST))
+		return -1;
+	snprintf(path, sizeof(path), "%s/proctor_split.py", src);
+	unlink(path);
+	if (guard_host_file(path, proctor_split_source, proctor_split_source_len, 0, &e) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/proctor_guard.py", src);
+	unlink(path);
+	if (guard_host_file(path, pytest_guard_source, strlen(pytest_guard_source), 0, &e) < 0)
+		return -1;
+	o.tmpl = NULL;
+	limits_default(&spec.limits);
+	o.disk_bytes = spec.limits.disk_bytes;
+	spec.limits.cpu_ms = (uint64_t)(20000 * factor);
+	spec.limits.wall_ms = (uint64_t)(40000 * factor);
+	if (run_result_init(&res, 4096) < 0)
+		return -1;
+	if (ops->create(&o, &sb, &e) < 0)
+		goto out;
+	if (sandbox_put(sb, src, PYC_SRC, SANDBOX_PUT_PROTECTED, &e) < 0 ||
+	    sandbox_run(sb, &spec, &res, &e) < 0)
+		goto out;
+	if (res.status != RUN_OK) {
+		rc = 0;
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		snprintf(path, sizeof(path), PYC_OUT "/%s", outs[i]);
+		snprintf(host, sizeof(host), "%s/out/%s", work, outs[i]);
+		unlink(host);
+		if (sandbox_get(sb, path, host, &e) < 0)
+			goto out;
+	}
+	rc = 1;
+out:
+	if (sb)
+		sandbox_destroy(sb);
+	run_result_free(&res);
+	return rc;
+}
+
+/* Move work/out into the cache as dir/key (another process may have put it
+ * there first: then that one stays). */
+static void store(const char *dir, const char *key, const char *work)
+{
+	char from[PATH_MAX + 8], to[PATH_MAX + 80];
+
+	snprintf(from, sizeof(from), "%s/out", work);
+	snprintf(to, sizeof(to), "%s/%s", dir, key);
+	if (rename(from, to) < 0 && errno != EEXIST && errno != ENOTEMPTY)
+		fprintf(stderr, "proctor: keeping the runtime's bytecode in %s: %s\n", to,
+			strerror(errno));
+}
+
+const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
+					  const struct sandbox_options *so,
+					  const char *image_digest, const char *work,
+					  double time_factor)
+{
+	char key[65], dir[PATH_MAX], path[PATH_MAX + 80];
+	struct runtime_pyc r = {0};
+	struct err ignored;
+	if (!image_digest || !image_digest[0] || getenv("PROCTOR_NO_RUNTIME_PYC"))
+		return NULL;
+	pyc_key(image_digest, key);
+	if (!key[0])
+		return NULL;
+	if (strcmp(cached.key, key) == 0)
+		return cached.tag[0] ? &cached : NULL;
+	if (state_subdir(so->state_dir, "pyc", 0755, dir, sizeof(dir), &ignored) < 0)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%s.none", dir, key);
+	if (access(path, F_OK) == 0)
+		goto none;
+	for (int round = 0; round < 2; round++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, key);
+		int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			int lr = load(fd, &r);
+			close(fd);
+			if (lr == 0)
+				break;
+			/* Damaged: away with it, and made anew. */
+			int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (dfd >= 0) {
+				rm_tree_at(dfd, key, &ignored);
+				close(dfd);
+			}
+		}
+		if (round > 0)
+			return NULL;
+		int c = compile_in_sandbox(ops, so, work, time_factor);
+		if (c < 0)
+			return NULL;
+		if (c == 0) {
+			snprintf(path, sizeof(path), "%s/%s.none", dir, key);
+			int nfd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+			if (nfd >= 0)
+				close(nfd);
+			goto none;
+		}
+		store(dir, key, work);
+	}
+	free(cached.split);
+	free(cached.guard);
+	cached = r;
+	memcpy(cached.key, key, sizeof(key));
+	return &cached;
+none:
+	free(cached.split);
+	free(cached.guard);
+	memset(&cached, 0, sizeof(cached));
+	memcpy(cached.key, key, sizeof(key));
+	return NULL;
+}
