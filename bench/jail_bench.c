@@ -17,6 +17,8 @@
  *             --uts --mount-proc /bin/true`.
  *   proctor   spawn to reap of `PROCTOR run -- /bin/true` (default: the
  *             proctor beside jail_bench), stdout and stderr to /dev/null.
+ *   bare      spawn to reap of `/bin/true` itself, no sandbox: the floor
+ *             under every other row (each of them execs it too).
  *
  * Prints median, p90 and p99 in ms and the ratios of medians against their
  * targets (issue 13: pooled/unshare <= 0.5, proctor/unshare <= 1.0), with a
@@ -44,8 +46,9 @@
 
 extern char **environ;
 
-enum { POOLED, FRESH, UNSHARE, PROCTOR, REFILL, NKIND };
-static const char *const names[NKIND] = {"pooled", "fresh", "unshare", "proctor", "refill (idle)"};
+enum { POOLED, FRESH, UNSHARE, PROCTOR, BARE, REFILL, NKIND };
+static const char *const names[NKIND] = {"pooled",  "fresh",	      "unshare",
+					 "proctor", "bare /bin/true", "refill (idle)"};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -144,6 +147,7 @@ int main(int argc, char **argv)
 			   "--mount",	       "--ipc",	 "--uts", "--mount-proc",
 			   "/bin/true",	       NULL};
 	char *prun[] = {proctor, "run", "--", "/bin/true", NULL};
+	char *bare[] = {"/bin/true", NULL};
 	const char *state = getenv("PROCTOR_STATE_DIR");
 	struct limits dl;
 	limits_default(&dl);
@@ -176,16 +180,17 @@ int main(int argc, char **argv)
 		phase[k] = ph[k];
 	srand((unsigned)now_ns());
 	for (size_t r = 0; r < n; r++) {
-		int order[4] = {POOLED, FRESH, UNSHARE, PROCTOR};
-		for (int i = 3; i > 0; i--) {
+		int order[5] = {POOLED, FRESH, UNSHARE, PROCTOR, BARE};
+		for (int i = 4; i > 0; i--) {
 			int k = rand() % (i + 1), t = order[i];
 			order[i] = order[k];
 			order[k] = t;
 		}
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < 5; i++) {
 			double ms = order[i] == POOLED	  ? jail_ms(&so, true)
 				    : order[i] == FRESH	  ? jail_ms(&so, false)
 				    : order[i] == UNSHARE ? spawn_ms(unshare)
+				    : order[i] == BARE	  ? spawn_ms(bare)
 							  : spawn_ms(prun);
 			if (ms < 0) {
 				failed++;
@@ -221,7 +226,10 @@ int main(int argc, char **argv)
 	static const struct {
 		int num, den;
 		double target;
-	} ratios[] = {{POOLED, UNSHARE, 0.5}, {PROCTOR, UNSHARE, 1.0}, {FRESH, UNSHARE, 0}};
+	} ratios[] = {{POOLED, UNSHARE, 0.5},
+		      {PROCTOR, UNSHARE, 1.0},
+		      {FRESH, UNSHARE, 0},
+		      {BARE, UNSHARE, 0}};
 	printf("ratios of medians:\n");
 	for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++) {
 		int a = ratios[i].num, b = ratios[i].den;
