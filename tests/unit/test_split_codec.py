@@ -102,7 +102,8 @@ def others_cross_by_reference():
 
 def malformed_is_a_protocol_error():
     c = codec()
-    bad = [["zz"], ["i"], ["i", 5], ["i", "xyz"], ["f", "nope"], ["b", "!!"], ["l", 1],
+    bad = [["zz"], ["i"], ["i", 5], ["i", "xyz"], ["f", "nope"], ["b", "!!"], ["b", "héllo"],
+           ["b", "QQ"], ["b", 5], ["l", 1],
            ["d", [[1]]], ["d", [1]], ["t", "x"], ["T", "date", "not a date"], ["T", "x", "1"],
            ["F", "1", "0"], ["D", 5], ["o", 12345], ["r", "x", {}], ["td", "a", 0, 0],
            ["R", 1, 2, 0], {}, 1.5, [], [1], ["nt", "P", ["1bad"], [1]], ["p", 3],
