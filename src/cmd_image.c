@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "grade/runtime_pyc.h"
 #include "image/image.h"
 #include "vm/vm.h"
 
@@ -109,8 +110,8 @@ static int image_word(int argc, char **argv)
 	    CLI_OPTION_STATE_DIR(&state_dir, "images live in DIR/images"),
 	    CLI_OPTION_JSON(&json, "the result"),
 	};
-	const struct cli_command *word = !strcmp(sub, "build") ? &image_build_cmd
-					 : !strcmp(sub, "ls")  ? &image_ls_cmd
+	const struct cli_command *word = !strcmp(sub, "build")	? &image_build_cmd
+					 : !strcmp(sub, "ls")	? &image_ls_cmd
 					 : !strcmp(sub, "show") ? &image_show_cmd
 								: &image_rm_cmd;
 	struct cli_command cmd = *word;
@@ -159,6 +160,8 @@ static int image_word(int argc, char **argv)
 		rc = image_remove(state_dir, args[0], &e);
 		if (rc == 0 && gone_dir[0])
 			vm_forget_image(state_dir, gone_dir);
+		if (rc == 0 && gone_dir[0])
+			runtime_pyc_forget(state_dir, gone.digest);
 		return rc < 0 ? cli_fail(&e) : 0;
 	}
 	/* ls */

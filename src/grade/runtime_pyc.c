@@ -157,17 +157,69 @@ out:
 	return rc;
 }
 
+/* The image an entry of the cache (a directory, or a KEY.none file) is
+ * for: its file "image", or the .none file's text. */
+static bool entry_is_for(int dirfd, const char *name, const char *image_digest)
+{
+	char path[300], *text = NULL;
+	size_t len = strlen(name);
+	struct err ignored;
+	bool none = len > 5 && strcmp(name + len - 5, ".none") == 0;
+
+	snprintf(path, sizeof(path), none ? "%s" : "%s/image", name);
+	if (read_whole_at(dirfd, path, O_NOFOLLOW, 256, &text, NULL, &ignored) < 0)
+		return false;
+	bool same = strcmp(text, image_digest) == 0;
+	free(text);
+	return same;
+}
+
+/* Remove the cache's entries for image_digest, except `keep`. */
+static void forget(const char *dir, const char *image_digest, const char *keep)
+{
+	struct err ignored;
+	char **names = NULL;
+	size_t n = 0;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	if (dir_names(dfd, 4096, &names, &n, &ignored) == 0) {
+		for (size_t i = 0; i < n; i++)
+			if (names[i][0] != '.' && (!keep || strcmp(names[i], keep) != 0) &&
+			    strlen(names[i]) < 200 && entry_is_for(dfd, names[i], image_digest))
+				rm_tree_at(dfd, names[i], &ignored);
+		free_names(names, n);
+	}
+	close(dfd);
+}
+
+void runtime_pyc_forget(const char *state_dir, const char *image_digest)
+{
+	char dir[PATH_MAX + 8];
+
+	snprintf(dir, sizeof(dir), "%s/pyc", state_dir);
+	forget(dir, image_digest, NULL);
+}
+
 /* Move work/out into the cache as dir/key (another process may have put it
- * there first: then that one stays). */
-static void store(const char *dir, const char *key, const char *work)
+ * there first: then that one stays), and drop the same image's entries of
+ * other runtimes (an earlier Proctor's). */
+static void store(const char *dir, const char *key, const char *work, const char *image_digest)
 {
 	char from[PATH_MAX + 8], to[PATH_MAX + 80];
+	struct err ignored;
 
+	snprintf(from, sizeof(from), "%s/out/image", work);
+	unlink(from);
+	if (guard_host_file(from, image_digest, strlen(image_digest), 0, &ignored) < 0)
+		return;
 	snprintf(from, sizeof(from), "%s/out", work);
 	snprintf(to, sizeof(to), "%s/%s", dir, key);
 	if (rename(from, to) < 0 && errno != EEXIST && errno != ENOTEMPTY)
 		fprintf(stderr, "proctor: keeping the runtime's bytecode in %s: %s\n", to,
 			strerror(errno));
+	forget(dir, image_digest, key);
 }
 
 const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
@@ -212,12 +264,11 @@ const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 			return NULL;
 		if (c == 0) {
 			snprintf(path, sizeof(path), "%s/%s.none", dir, key);
-			int nfd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-			if (nfd >= 0)
-				close(nfd);
+			unlink(path);
+			guard_host_file(path, image_digest, strlen(image_digest), 0, &ignored);
 			goto none;
 		}
-		store(dir, key, work);
+		store(dir, key, work, image_digest);
 	}
 	free(cached.split);
 	free(cached.guard);

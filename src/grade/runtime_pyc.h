@@ -19,8 +19,10 @@
  * the two sources, by the image's own python3, as checked-hash .pyc files
  * (PEP 552): Python compares the hash in the file with the source it sits
  * beside, so a stale or foreign one is never used, only ignored.  They are
- * kept in STATE/pyc/KEY/ and in this process; each step puts them beside
- * the sources, root-owned (grade.c, runtime_put()).
+ * kept in STATE/pyc/KEY/ (with the image's digest in KEY/image) and in this
+ * process; each step puts them beside the sources, root-owned (grade.c,
+ * runtime_put()).  A new entry replaces the same image's entries of other
+ * runtimes; `proctor image rm` removes the image's.
  *
  * An image without a python3 that can compile them is noted (KEY.none) and
  * not asked again; any other failure leaves the step as it was: compiled
@@ -46,5 +48,8 @@ const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 					  const struct sandbox_options *so,
 					  const char *image_digest, const char *work,
 					  double time_factor);
+
+/* Remove STATE/pyc's entries for the image image_digest (proctor image rm). */
+void runtime_pyc_forget(const char *state_dir, const char *image_digest);
 
 #endif

@@ -167,6 +167,49 @@ static void test_cache_made_and_checked(void **s)
 	harness_assert_clean();
 }
 
+/* A new entry replaces the same image's entries of other runtimes (an
+ * earlier Proctor's) and leaves other images' alone. */
+static void test_stale_entries_go(void **s)
+{
+	(void)s;
+	harness_require_root("grading");
+	char dir[PATH_MAX + 300], path[PATH_MAX + 400], pyc[PATH_MAX + 8];
+	cache_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/image", dir);
+	char *digest = harness_read(path, NULL);
+	assert_non_null(digest);
+	assert_true(strncmp(digest, "sha256:", 7) == 0);
+
+	snprintf(pyc, sizeof(pyc), "%s/pyc", state);
+	static const char stale[] =
+	    "0000000000000000000000000000000000000000000000000000000000000000";
+	static const char other[] =
+	    "1111111111111111111111111111111111111111111111111111111111111111";
+	snprintf(path, sizeof(path), "%s/%s", pyc, stale);
+	assert_int_equal(mkdir(path, 0755), 0);
+	harness_write(path, "image", digest, strlen(digest));
+	snprintf(path, sizeof(path), "%s/%s", pyc, other);
+	assert_int_equal(mkdir(path, 0755), 0);
+	harness_write(path, "image", "sha256:another", 14);
+	/* Gone: the next grading compiles and stores it anew. */
+	harness_rm_tree(dir);
+
+	struct proc_out o;
+	grade(&o, "correct", NULL);
+	expect(&o, "graded", 6);
+	proc_out_free(&o);
+	snprintf(path, sizeof(path), "%s/%s", pyc, stale);
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/%s", pyc, other);
+	assert_int_equal(access(path, F_OK), 0);
+	harness_rm_tree(path);
+	char again[PATH_MAX + 300];
+	cache_dir(again, sizeof(again));
+	assert_string_equal(again, dir);
+	free(digest);
+	harness_assert_clean();
+}
+
 /* The runtime's own source, with a line that says it ran, under the header
  * (hash) of the real source: Python takes it, so the steps ran the cache. */
 static const char forge_used[] =
@@ -270,6 +313,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cache_made_and_checked),
+	    cmocka_unit_test(test_stale_entries_go),
 	    cmocka_unit_test(test_steps_run_the_cache),
 	    cmocka_unit_test(test_foreign_bytecode_is_not_run),
 	    cmocka_unit_test(test_same_verdicts_without_it),
