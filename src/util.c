@@ -211,11 +211,6 @@ int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
-union fd_cmsg {
-	struct cmsghdr h;
-	char buf[CMSG_SPACE(sizeof(int))];
-};
-
 ssize_t send_with_fds(int sock, const struct iovec *iov, size_t n, const int *fds, size_t nfds)
 {
 	union {
@@ -248,31 +243,59 @@ ssize_t send_with_fd(int sock, const struct iovec *iov, size_t n, int fd)
 	return send_with_fds(sock, iov, n, &fd, fd >= 0 ? 1 : 0);
 }
 
-ssize_t recv_with_fd(int sock, void *buf, size_t len, int *ret_fd)
+ssize_t recv_with_fds(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds)
 {
-	union fd_cmsg ctl;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(SEND_FDS_MAX * sizeof(int))];
+	} ctl;
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	struct msghdr m = {.msg_iov = &iov,
 			   .msg_iovlen = 1,
 			   .msg_control = ctl.buf,
-			   .msg_controllen = sizeof(ctl.buf)};
+			   .msg_controllen =
+			       CMSG_SPACE((max < SEND_FDS_MAX ? max : SEND_FDS_MAX) * sizeof(int))};
+	bool extra = false;
 	ssize_t n;
 
-	*ret_fd = -1;
+	*nfds = 0;
 	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
 		return -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int)) && *ret_fd < 0)
-			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
-	if (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) {
-		*ret_fd = xclose(*ret_fd);
-		errno = (m.msg_flags & MSG_CTRUNC) ? EMFILE : EMSGSIZE;
+	/* Every descriptor that came is either handed back or closed. */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*nfds < max)
+				fds[(*nfds)++] = fd;
+			else {
+				close(fd);
+				extra = true;
+			}
+		}
+	}
+	if (extra || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC))) {
+		while (*nfds > 0)
+			close(fds[--*nfds]);
+		errno = (m.msg_flags & MSG_TRUNC) ? EMSGSIZE : EMFILE;
 		return -1;
 	}
 	return n;
+}
+
+ssize_t recv_with_fd(int sock, void *buf, size_t len, int *ret_fd)
+{
+	size_t n = 0;
+	ssize_t r = recv_with_fds(sock, buf, len, ret_fd, 1, &n);
+
+	if (n == 0)
+		*ret_fd = -1;
+	return r;
 }
 
 int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, struct err *e)

@@ -103,6 +103,10 @@ ssize_t send_with_fds(int sock, const struct iovec *iov, size_t n, const int *fd
  * longer than len; no descriptor is kept then. */
 ssize_t recv_with_fd(int sock, void *buf, size_t len, int *ret_fd);
 
+/* The same with up to max (at most SEND_FDS_MAX) descriptors into fds,
+ * *nfds of them; more than max is EMFILE, and none is kept then. */
+ssize_t recv_with_fds(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds);
+
 /* Remove everything below dirfd (not dirfd itself) without following links. */
 int rm_rf_children(int dirfd, struct err *e);
 

@@ -355,29 +355,14 @@ static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_
 	return send_with_fds(sock, &iov, 1, fds, nfds) == (ssize_t)len ? 0 : -1;
 }
 
-/* Receive exactly `len` bytes, the first part with up to two descriptors
- * (*nfds: how many came).  -1 at EOF or on error. */
-static int recv_fds(int sock, void *buf, size_t len, int *fds, size_t *nfds)
+/* Receive exactly `len` bytes, the first part with up to `max`
+ * descriptors (*nfds: how many came).  -1 at EOF or on error. */
+static int recv_fds(int sock, void *buf, size_t len, int *fds, size_t max, size_t *nfds)
 {
-	union {
-		struct cmsghdr h;
-		char space[CMSG_SPACE(2 * sizeof(int))];
-	} u;
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.space,
-			    .msg_controllen = sizeof(u.space)};
-	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	ssize_t n = recv_with_fds(sock, buf, len, fds, max, nfds);
 
-	*nfds = 0;
 	if (n <= 0)
 		return -1;
-	for (struct cmsghdr *ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch))
-		if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_RIGHTS) {
-			*nfds = (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			memcpy(fds, CMSG_DATA(ch), *nfds * sizeof(int));
-		}
 	return read_full(sock, (char *)buf + n, len - (size_t)n);
 }
 
@@ -405,7 +390,7 @@ static int recv_spec(struct child_ctx *c, struct run_spec *spec)
 	int fd = -1;
 	size_t nfds;
 
-	if (recv_fds(c->spec_r, &h, sizeof(h), &fd, &nfds) < 0 || nfds != h.has_stdin_fd)
+	if (recv_fds(c->spec_r, &h, sizeof(h), &fd, 1, &nfds) < 0 || nfds != h.has_stdin_fd)
 		return -1;
 	char *body = malloc(h.body_len + 1), *at = body, *end = body + h.body_len;
 	if (!body || read_full(c->spec_r, body, h.body_len) < 0)
@@ -484,7 +469,7 @@ static int stub_entry(void *arg)
 
 	contain_early(c, a->report_fd);
 	(void)!write(a->go, "j", 1); /* joined */
-	if (recv_fds(a->go, &flags, 1, fds, &nfds) < 0)
+	if (recv_fds(a->go, &flags, 1, fds, 2, &nfds) < 0)
 		_exit(1); /* init is gone */
 	struct child_ctx sc = *c;
 	struct program p = *a->p;

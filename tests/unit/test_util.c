@@ -1,5 +1,6 @@
 /* Unit tests of shared helpers: err.c's bounded messages, util.c's parsers and fd passing,
  * sandbox_path_rel(). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -277,6 +278,56 @@ static void test_a_descriptor_crosses_a_socket_with_its_bytes(void **state)
 	close(sv[1]);
 }
 
+/* The number of open descriptors of this process. */
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Several descriptors in one message; more than the receiver takes is
+ * refused, and none of them stays open. */
+static void test_descriptors_cross_up_to_the_receivers_count(void **state)
+{
+	int sv[2], fds[3], got[3] = {-2, -2, -2};
+	char text[] = "xy", buf[8];
+	struct iovec iov = {.iov_base = text, .iov_len = 2};
+	size_t n = 99;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	for (int i = 0; i < 3; i++)
+		assert_true((fds[i] = open("/dev/null", O_RDONLY)) >= 0);
+	assert_int_equal(send_with_fds(sv[0], &iov, 1, fds, 2), 2);
+	assert_int_equal(recv_with_fds(sv[1], buf, sizeof(buf), got, 2, &n), 2);
+	assert_int_equal(n, 2);
+	assert_true(got[0] >= 0 && got[1] >= 0 && got[0] != got[1]);
+	close(got[0]);
+	close(got[1]);
+	int before = open_fds();
+	assert_int_equal(send_with_fds(sv[0], &iov, 1, fds, 3), 2);
+	assert_int_equal(recv_with_fds(sv[1], buf, sizeof(buf), got, 2, &n), -1);
+	assert_int_equal(errno, EMFILE);
+	assert_int_equal(n, 0);
+	assert_int_equal(open_fds(), before);
+	/* One for a receiver of one: two are refused the same way. */
+	int one = -2;
+	assert_int_equal(send_with_fds(sv[0], &iov, 1, fds, 2), 2);
+	assert_int_equal(recv_with_fd(sv[1], buf, sizeof(buf), &one), -1);
+	assert_int_equal(errno, EMFILE);
+	assert_int_equal(one, -1);
+	assert_int_equal(open_fds(), before);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* ---- dir_names ----------------------------------------------------------------- */
 
 static void test_dir_names_are_sorted_and_capped(void **state)
@@ -323,6 +374,7 @@ int main(void)
 	    cmocka_unit_test(test_sandbox_path_rel_refuses_what_leaves_the_tree),
 	    cmocka_unit_test(test_sandbox_path_rel_refuses_what_does_not_fit),
 	    cmocka_unit_test(test_a_descriptor_crosses_a_socket_with_its_bytes),
+	    cmocka_unit_test(test_descriptors_cross_up_to_the_receivers_count),
 	    cmocka_unit_test(test_dir_names_are_sorted_and_capped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
