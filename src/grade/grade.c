@@ -780,40 +780,24 @@ static void guard_env_add(struct guard_env *g, const char *name, const char *val
 /* Where an assignment's template keeps the runtime (template_for()). */
 #define TEMPLATE_RUNTIME "/tmp/.proctor-runtime"
 
-/* The runtime's bytecode (runtime_pyc.h) beside its sources in the staged
- * directory guard/, for the sandbox directory sbdir: __pycache__/ for what
- * is imported before a pycache prefix is set, and for the split harness's
- * guard, imported after, pycache/ + sbdir (sys.pycache_prefix's layout). */
-static int runtime_pyc_put(struct attempt *at, bool split, const char *sbdir, struct err *e)
+/* The split runtime's bytecode (runtime_pyc.h) beside its source in the
+ * staged directory guard/, where both processes of the step import it
+ * before any pycache prefix is set. */
+static int runtime_pyc_put(struct attempt *at, struct err *e)
 {
-	const struct runtime_pyc *p = at->pyc;
 	char name[PATH_MAX], path[PATH_MAX + 32];
 
-	snprintf(path, sizeof(path), "%s/guard", at->staging);
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return err_set(e, errno, "open '%s'", path);
-	snprintf(name, sizeof(name), "pycache%s", sbdir);
-	int rc = mkdir_p_at(dfd, "__pycache__", 0755, 0, 0, e) < 0 ||
-			 (split && mkdir_p_at(dfd, name, 0755, 0, 0, e) < 0)
-		     ? -1
-		     : 0;
-	close(dfd);
-	snprintf(name, sizeof(name), "guard/__pycache__/proctor_guard.%s.pyc", p->tag);
-	if (rc < 0 || staging_file(at, name, p->guard, p->guard_len, path, sizeof(path), e) < 0)
-		return -1;
-	if (!split)
-		return 0;
-	snprintf(name, sizeof(name), "guard/__pycache__/proctor_split.%s.pyc", p->tag);
-	if (staging_file(at, name, p->split, p->split_len, path, sizeof(path), e) < 0)
-		return -1;
-	snprintf(name, sizeof(name), "guard/pycache%s/proctor_guard.%s.pyc", sbdir, p->tag);
-	return staging_file(at, name, p->guard, p->guard_len, path, sizeof(path), e);
+	snprintf(path, sizeof(path), "%s/guard/__pycache__", at->staging);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return err_set(e, errno, "mkdir '%s'", path);
+	snprintf(name, sizeof(name), "guard/__pycache__/proctor_split.%s.pyc", at->pyc->tag);
+	return staging_file(at, name, at->pyc->split, at->pyc->split_len, path, sizeof(path), e);
 }
 
 /* The pytest guard, Proctor's pytest.ini and (split) the split runtime
- * into the sandbox directory sbdir, root-owned; with their bytecode where
- * at->pyc has it (a template compiles its own: _precompile()). */
+ * into the sandbox directory sbdir, root-owned; with the runtime's
+ * bytecode where at->pyc has it (a template compiles its own:
+ * _precompile()). */
 static int runtime_put(struct attempt *at, bool split, const char *sbdir, bool pyc, struct err *e)
 {
 	char path[PATH_MAX + 32], dir[PATH_MAX + 32];
@@ -827,7 +811,7 @@ static int runtime_put(struct attempt *at, bool split, const char *sbdir, bool p
 			 e) < 0 ||
 	    (split && staging_file(at, "guard/proctor_split.py", proctor_split_source,
 				   proctor_split_source_len, path, sizeof(path), e) < 0) ||
-	    (pyc && at->pyc && runtime_pyc_put(at, split, sbdir, e) < 0) ||
+	    (split && pyc && at->pyc && runtime_pyc_put(at, e) < 0) ||
 	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "guard plugin");
 	return 0;
@@ -1489,7 +1473,7 @@ static int attempt_run(struct attempt *at, struct err *e)
 		return -1;
 	if (template_for(at, &gt))
 		so.tmpl = &gt.t;
-	else if (a->mode != GRADE_MODE_IO && (a->pytest_guard || assignment_split(a))) {
+	else if (a->mode != GRADE_MODE_IO && assignment_split(a)) {
 		char work[PATH_MAX + 8];
 		snprintf(work, sizeof(work), "%s/pyc", at->staging);
 		if (mkdir(work, 0755) == 0 || errno == EEXIST)

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "digest.h"
 #include "grade/guards.h"
-#include "grade/pytest_guard.h"
 #include "grade/split.h"
 #include "host/statedir.h"
 #include "result.h"
@@ -29,14 +29,20 @@ static const char compile_py[] =
     "import os, py_compile, sys\n"
     "src, out = sys.argv[1], sys.argv[2]\n"
     "os.makedirs(out)\n"
-    "for n in ('proctor_split', 'proctor_guard'):\n"
-    "    py_compile.compile(os.path.join(src, n + '.py'), cfile=os.path.join(out, n + '.pyc'),\n"
-    "                       doraise=True,\n"
-    "                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n"
+    "py_compile.compile(os.path.join(src, 'proctor_split.py'),\n"
+    "                   cfile=os.path.join(out, 'proctor_split.pyc'), doraise=True,\n"
+    "                   invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n"
     "with open(os.path.join(out, 'tag'), 'w') as f:\n"
     "    f.write(sys.implementation.cache_tag)\n";
 
+/* What this process knows: key's bytecode (tag set), or that there is none
+ * for key (tag empty: the image cannot, or making it failed here once). */
 static struct runtime_pyc cached;
+
+/* An entry of another runtime is left for this long to whichever Proctor
+ * still uses it (two versions may share a state directory while one
+ * replaces the other), then removed by the next new entry of its image. */
+#define STALE_AFTER_S (24 * 3600)
 
 static void pyc_key(const char *image_digest, char key[65])
 {
@@ -46,10 +52,8 @@ static void pyc_key(const char *image_digest, char key[65])
 		key[0] = '\0';
 		return;
 	}
-	digest_update_str(d, "proctor-runtime-pyc 1\n");
+	digest_update_str(d, "proctor-runtime-pyc 2\n");
 	digest_update_str(d, image_digest);
-	digest_update(d, "\0", 1);
-	digest_update(d, pytest_guard_source, strlen(pytest_guard_source));
 	digest_update(d, "\0", 1);
 	digest_update(d, proctor_split_source, proctor_split_source_len);
 	digest_final(d, key);
@@ -68,13 +72,13 @@ static bool tag_ok(const char *s, size_t len)
 }
 
 /* A checked-hash .pyc (PEP 552: flags 0b11 after the magic): Python checks
- * it against its source before it uses it. */
+ * the hash of the source it sits beside before it uses it. */
 static bool pyc_ok(const char *p, size_t len)
 {
 	return len > 16 && p[2] == '\r' && p[3] == '\n' && p[4] == 3 && !p[5] && !p[6] && !p[7];
 }
 
-/* The three files of dirfd into r (tag, split, guard), checked. */
+/* The files of dirfd into r (tag, split), checked. */
 static int load(int dirfd, struct runtime_pyc *r)
 {
 	char *tag = NULL;
@@ -85,13 +89,10 @@ static int load(int dirfd, struct runtime_pyc *r)
 	    !tag_ok(tag, tag_len) ||
 	    read_whole_at(dirfd, "proctor_split.pyc", O_NOFOLLOW, PYC_MAX, &r->split, &r->split_len,
 			  &ignored) < 0 ||
-	    read_whole_at(dirfd, "proctor_guard.pyc", O_NOFOLLOW, PYC_MAX, &r->guard, &r->guard_len,
-			  &ignored) < 0 ||
-	    !pyc_ok(r->split, r->split_len) || !pyc_ok(r->guard, r->guard_len)) {
+	    !pyc_ok(r->split, r->split_len)) {
 		free(tag);
 		free(r->split);
-		free(r->guard);
-		r->split = r->guard = NULL;
+		r->split = NULL;
 		return -1;
 	}
 	memcpy(r->tag, tag, tag_len + 1);
@@ -99,14 +100,15 @@ static int load(int dirfd, struct runtime_pyc *r)
 	return 0;
 }
 
-/* Compile in a sandbox of the image: 1 done (files in out/), 0 the image
- * cannot (its python3 failed), -1 Proctor's own failure. */
+/* Compile in a sandbox of the image: 1 done (files in work/out), 0 the
+ * image cannot (its python3 exited with a failure), -1 anything else
+ * (Proctor's failure, a limit, a signal: not the image's to answer for). */
 static int compile_in_sandbox(const struct sandbox_ops *ops, const struct sandbox_options *so,
 			      const char *work, double factor)
 {
 	char src[PATH_MAX], path[PATH_MAX + 32], host[PATH_MAX + 32];
 	char *argv[] = {"python3", "-c", (char *)compile_py, PYC_SRC, PYC_OUT, NULL};
-	static const char *const outs[] = {"tag", "proctor_split.pyc", "proctor_guard.pyc"};
+	static const char *const outs[] = {"tag", "proctor_split.pyc"};
 	struct sandbox_options o = *so;
 	struct run_spec spec = {.argv = argv, .stdin_fd = -1};
 	struct run_result res;
@@ -122,10 +124,6 @@ static int compile_in_sandbox(const struct sandbox_ops *ops, const struct sandbo
 	unlink(path);
 	if (guard_host_file(path, proctor_split_source, proctor_split_source_len, 0, &e) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/proctor_guard.py", src);
-	unlink(path);
-	if (guard_host_file(path, pytest_guard_source, strlen(pytest_guard_source), 0, &e) < 0)
-		return -1;
 	o.tmpl = NULL;
 	limits_default(&spec.limits);
 	o.disk_bytes = spec.limits.disk_bytes;
@@ -139,7 +137,8 @@ static int compile_in_sandbox(const struct sandbox_ops *ops, const struct sandbo
 	    sandbox_run(sb, &spec, &res, &e) < 0)
 		goto out;
 	if (res.status != RUN_OK) {
-		rc = 0;
+		if (res.status == RUN_NONZERO_EXIT)
+			rc = 0;
 		goto out;
 	}
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
@@ -174,12 +173,15 @@ static bool entry_is_for(int dirfd, const char *name, const char *image_digest)
 	return same;
 }
 
-/* Remove the cache's entries for image_digest, except `keep`. */
-static void forget(const char *dir, const char *image_digest, const char *keep)
+/* Remove the cache's entries for image_digest, except `keep` and those
+ * changed in the last min_age seconds. */
+static void forget(const char *dir, const char *image_digest, const char *keep, time_t min_age)
 {
 	struct err ignored;
 	char **names = NULL;
 	size_t n = 0;
+	struct stat st;
+	time_t now = time(NULL);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (dfd < 0)
@@ -187,7 +189,10 @@ static void forget(const char *dir, const char *image_digest, const char *keep)
 	if (dir_names(dfd, 4096, &names, &n, &ignored) == 0) {
 		for (size_t i = 0; i < n; i++)
 			if (names[i][0] != '.' && (!keep || strcmp(names[i], keep) != 0) &&
-			    strlen(names[i]) < 200 && entry_is_for(dfd, names[i], image_digest))
+			    strlen(names[i]) < 200 &&
+			    fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    now - st.st_mtime >= min_age &&
+			    entry_is_for(dfd, names[i], image_digest))
 				rm_tree_at(dfd, names[i], &ignored);
 		free_names(names, n);
 	}
@@ -199,12 +204,12 @@ void runtime_pyc_forget(const char *state_dir, const char *image_digest)
 	char dir[PATH_MAX + 8];
 
 	snprintf(dir, sizeof(dir), "%s/pyc", state_dir);
-	forget(dir, image_digest, NULL);
+	forget(dir, image_digest, NULL, 0);
 }
 
 /* Move work/out into the cache as dir/key (another process may have put it
  * there first: then that one stays), and drop the same image's entries of
- * other runtimes (an earlier Proctor's). */
+ * other runtimes that have not been made for a day (an earlier Proctor's). */
 static void store(const char *dir, const char *key, const char *work, const char *image_digest)
 {
 	char from[PATH_MAX + 8], to[PATH_MAX + 80];
@@ -219,7 +224,18 @@ static void store(const char *dir, const char *key, const char *work, const char
 	if (rename(from, to) < 0 && errno != EEXIST && errno != ENOTEMPTY)
 		fprintf(stderr, "proctor: keeping the runtime's bytecode in %s: %s\n", to,
 			strerror(errno));
-	forget(dir, image_digest, key);
+	forget(dir, image_digest, key, STALE_AFTER_S);
+}
+
+/* Remember key in this process: with r's bytecode, or (r NULL) as none. */
+static const struct runtime_pyc *remember(const char *key, struct runtime_pyc *r)
+{
+	free(cached.split);
+	memset(&cached, 0, sizeof(cached));
+	if (r)
+		cached = *r;
+	snprintf(cached.key, sizeof(cached.key), "%s", key);
+	return r ? &cached : NULL;
 }
 
 const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
@@ -230,6 +246,7 @@ const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 	char key[65], dir[PATH_MAX], path[PATH_MAX + 80];
 	struct runtime_pyc r = {0};
 	struct err ignored;
+
 	if (!image_digest || !image_digest[0] || getenv("PROCTOR_NO_RUNTIME_PYC"))
 		return NULL;
 	pyc_key(image_digest, key);
@@ -238,10 +255,10 @@ const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 	if (strcmp(cached.key, key) == 0)
 		return cached.tag[0] ? &cached : NULL;
 	if (state_subdir(so->state_dir, "pyc", 0755, dir, sizeof(dir), &ignored) < 0)
-		return NULL;
+		return remember(key, NULL);
 	snprintf(path, sizeof(path), "%s/%s.none", dir, key);
 	if (access(path, F_OK) == 0)
-		goto none;
+		return remember(key, NULL);
 	for (int round = 0; round < 2; round++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, key);
 		int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -249,7 +266,7 @@ const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 			int lr = load(fd, &r);
 			close(fd);
 			if (lr == 0)
-				break;
+				return remember(key, &r);
 			/* Damaged: away with it, and made anew. */
 			int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (dfd >= 0) {
@@ -258,27 +275,28 @@ const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 			}
 		}
 		if (round > 0)
-			return NULL;
+			break;
+		/* Made once per process at most: a failure here is not tried
+		 * again by every grading (each would make a sandbox). */
 		int c = compile_in_sandbox(ops, so, work, time_factor);
 		if (c < 0)
-			return NULL;
+			break;
 		if (c == 0) {
 			snprintf(path, sizeof(path), "%s/%s.none", dir, key);
 			unlink(path);
 			guard_host_file(path, image_digest, strlen(image_digest), 0, &ignored);
-			goto none;
+			break;
 		}
 		store(dir, key, work, image_digest);
+		/* Where the rename failed (another filesystem?), take what was made. */
+		snprintf(path, sizeof(path), "%s/out", work);
+		if (access(path, F_OK) == 0 &&
+		    (fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+			int lr = load(fd, &r);
+			close(fd);
+			if (lr == 0)
+				return remember(key, &r);
+		}
 	}
-	free(cached.split);
-	free(cached.guard);
-	cached = r;
-	memcpy(cached.key, key, sizeof(key));
-	return &cached;
-none:
-	free(cached.split);
-	free(cached.guard);
-	memset(&cached, 0, sizeof(cached));
-	memcpy(cached.key, key, sizeof(key));
-	return NULL;
+	return remember(key, NULL);
 }

@@ -7,33 +7,38 @@
 #include "sandbox.h"
 
 /*
- * Theory of operation.  A guarded or split test step imports Proctor's own
- * modules (the pytest guard and proctor_split.py) from a root-owned
- * directory made for that step, where Python can write no bytecode: each
- * such step compiled them from source, 40 ms natively for proctor_split.py
- * alone, twice in a split run (harness and program side), ten times that
- * under emulation.
+ * Theory of operation.  A split test step imports Proctor's runtime,
+ * proctor_split.py, in both its processes (harness and program side) from
+ * a root-owned directory made for that step, where Python can write no
+ * bytecode: each step compiled it from source twice, 40 ms each natively,
+ * ten times that under emulation.
  *
- * Now they are compiled once per image (its digest) and runtime (both
- * sources), in a throwaway sandbox of that image that holds nothing but
- * the two sources, by the image's own python3, as checked-hash .pyc files
- * (PEP 552): Python compares the hash in the file with the source it sits
- * beside, so a stale or foreign one is never used, only ignored.  They are
- * kept in STATE/pyc/KEY/ (with the image's digest in KEY/image) and in this
- * process; each step puts them beside the sources, root-owned (grade.c,
- * runtime_put()).  A new entry replaces the same image's entries of other
- * runtimes; `proctor image rm` removes the image's.
+ * Now it is compiled once per image (its digest) and runtime (the source),
+ * in a throwaway sandbox of that image that holds nothing but the source,
+ * by the image's own python3, as a checked-hash .pyc (PEP 552): Python
+ * uses it only beside a source whose hash it records, so a stale one or
+ * one of other source is ignored.  Its code is trusted because of where it
+ * comes from (a sandbox no submission ran in) and where it is kept (root's
+ * STATE/pyc/KEY/, with the image's digest in KEY/image); it is cached in
+ * this process too, and each split step puts it beside the source,
+ * root-owned (grade.c, runtime_put()).  A new entry removes the same
+ * image's entries of other runtimes a day old; `proctor image rm` all of
+ * the image's.
  *
- * An image without a python3 that can compile them is noted (KEY.none) and
- * not asked again; any other failure leaves the step as it was: compiled
- * from source.  Never a reason to fail a grading.
+ * The pytest guard gets none: pytest compiles a `-p` plugin itself (its
+ * assertion rewriting) and never reads a .pyc of Python's for it.
+ *
+ * An image whose python3 fails to compile it is noted (KEY.none) and not
+ * asked again; any other failure is remembered by this process only, and
+ * the steps compile from source, as before.  Never a reason to fail a
+ * grading.
  */
 
 struct runtime_pyc {
 	char key[65];
-	char tag[32];	     /* sys.implementation.cache_tag, e.g. "cpython-311" */
-	char *split, *guard; /* the .pyc files' bytes */
-	size_t split_len, guard_len;
+	char tag[32]; /* sys.implementation.cache_tag, e.g. "cpython-311" */
+	char *split;  /* proctor_split's .pyc */
+	size_t split_len;
 };
 
 /*

@@ -2,11 +2,11 @@
  * Integration tests: the bytecode of Proctor's Python runtime (issue 13;
  * src/grade/runtime_pyc.h).
  *
- * A guarded or split test step imports proctor_split.py and the pytest
- * guard from a root-owned directory where Python cannot write bytecode.
- * Proctor compiles them once per image, in a sandbox of their own, as
- * checked-hash .pyc files kept in STATE/pyc/KEY/, and puts them beside
- * the sources in every such step.  These tests grade through the real
+ * A split test step imports proctor_split.py, in both its processes, from
+ * a root-owned directory where Python cannot write bytecode.  Proctor
+ * compiles it once per image, in a sandbox of its own, as a checked-hash
+ * .pyc kept in STATE/pyc/KEY/, and puts it beside the source in every
+ * split step.  These tests grade through the real
  * binary, in a state directory of their own, and check that:
  *
  *   - the first grading makes the cache: a tag and two checked-hash files;
@@ -21,6 +21,7 @@
 #endif
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -152,23 +154,38 @@ static void test_cache_made_and_checked(void **s)
 	assert_non_null(tag);
 	assert_true(strncmp(tag, "cpython-", 8) == 0);
 	free(tag);
-	static const char *const names[] = {"proctor_split.pyc", "proctor_guard.pyc"};
-	for (size_t i = 0; i < 2; i++) {
-		size_t len;
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		unsigned char *p = (unsigned char *)harness_read(path, &len);
-		assert_non_null(p);
-		assert_true(len > 16);
-		/* PEP 552: flags 3, hash-based and checked against the source. */
-		assert_int_equal(p[4], 3);
-		assert_int_equal(p[5] | p[6] | p[7], 0);
-		free(p);
-	}
+	size_t len;
+	snprintf(path, sizeof(path), "%s/proctor_split.pyc", dir);
+	unsigned char *p = (unsigned char *)harness_read(path, &len);
+	assert_non_null(p);
+	assert_true(len > 16);
+	/* PEP 552: flags 3, hash-based and checked against the source. */
+	assert_int_equal(p[4], 3);
+	assert_int_equal(p[5] | p[6] | p[7], 0);
+	free(p);
+	/* The guard gets none: pytest compiles its -p plugins itself. */
+	snprintf(path, sizeof(path), "%s/proctor_guard.pyc", dir);
+	assert_int_not_equal(access(path, F_OK), 0);
 	harness_assert_clean();
 }
 
-/* A new entry replaces the same image's entries of other runtimes (an
- * earlier Proctor's) and leaves other images' alone. */
+/* Make dir/name (a cache entry) for image `digest`, changed `age_s` ago. */
+static void make_entry(const char *dir, const char *name, const char *digest, long age_s)
+{
+	char path[PATH_MAX + 100];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(mkdir(path, 0755), 0);
+	harness_write(path, "image", digest, strlen(digest));
+	struct timespec t[2];
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= age_s;
+	t[1] = t[0];
+	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/* A new entry removes the same image's entries of other runtimes (an
+ * earlier Proctor's) once they are a day old, and leaves younger ones and
+ * other images' alone. */
 static void test_stale_entries_go(void **s)
 {
 	(void)s;
@@ -183,14 +200,13 @@ static void test_stale_entries_go(void **s)
 	snprintf(pyc, sizeof(pyc), "%s/pyc", state);
 	static const char stale[] =
 	    "0000000000000000000000000000000000000000000000000000000000000000";
+	static const char young[] =
+	    "2222222222222222222222222222222222222222222222222222222222222222";
 	static const char other[] =
 	    "1111111111111111111111111111111111111111111111111111111111111111";
-	snprintf(path, sizeof(path), "%s/%s", pyc, stale);
-	assert_int_equal(mkdir(path, 0755), 0);
-	harness_write(path, "image", digest, strlen(digest));
-	snprintf(path, sizeof(path), "%s/%s", pyc, other);
-	assert_int_equal(mkdir(path, 0755), 0);
-	harness_write(path, "image", "sha256:another", 14);
+	make_entry(pyc, stale, digest, 2 * 86400);
+	make_entry(pyc, young, digest, 3600);
+	make_entry(pyc, other, "sha256:another", 2 * 86400);
 	/* Gone: the next grading compiles and stores it anew. */
 	harness_rm_tree(dir);
 
@@ -200,6 +216,9 @@ static void test_stale_entries_go(void **s)
 	proc_out_free(&o);
 	snprintf(path, sizeof(path), "%s/%s", pyc, stale);
 	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/%s", pyc, young);
+	assert_int_equal(access(path, F_OK), 0);
+	harness_rm_tree(path);
 	snprintf(path, sizeof(path), "%s/%s", pyc, other);
 	assert_int_equal(access(path, F_OK), 0);
 	harness_rm_tree(path);
@@ -251,22 +270,29 @@ static void test_steps_run_the_cache(void **s)
 	harness_assert_clean();
 }
 
-/* A checked-hash .pyc of other source (the guard's) where proctor_split's
- * belongs: Python must compile the real source instead. */
+/* A checked-hash .pyc of other source where proctor_split's belongs (code
+ * that would end the harness at once): Python must compile the real
+ * source instead, and the grading gets its usual verdict. */
+static const char forge_foreign[] =
+    "import marshal, py_compile, sys\n"
+    "pyc = sys.argv[1]\n"
+    "open(pyc + '.src.py', 'w').write('import os\\nos._exit(99)\\n')\n"
+    "py_compile.compile(pyc + '.src.py', cfile=pyc, doraise=True,\n"
+    "                   invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n";
+
 static void test_foreign_bytecode_is_not_run(void **s)
 {
 	(void)s;
 	harness_require_root("grading");
-	char dir[PATH_MAX + 300], split[PATH_MAX + 400], guard[PATH_MAX + 400];
+	char dir[PATH_MAX + 300], split[PATH_MAX + 400], src[PATH_MAX + 420];
 	cache_dir(dir, sizeof(dir));
 	snprintf(split, sizeof(split), "%s/proctor_split.pyc", dir);
-	snprintf(guard, sizeof(guard), "%s/proctor_guard.pyc", dir);
-	size_t len, glen;
-	char *orig = harness_read(split, &len), *g = harness_read(guard, &glen);
+	size_t len;
+	char *orig = harness_read(split, &len);
 	assert_non_null(orig);
-	assert_non_null(g);
-	unlink(split);
-	harness_write(dir, "proctor_split.pyc", g, glen);
+	python(forge_foreign, split, "");
+	snprintf(src, sizeof(src), "%s.src.py", split);
+	unlink(src);
 
 	struct proc_out o;
 	grade(&o, "correct", NULL);
@@ -279,7 +305,6 @@ static void test_foreign_bytecode_is_not_run(void **s)
 	unlink(split);
 	harness_write(dir, "proctor_split.pyc", orig, len);
 	free(orig);
-	free(g);
 	harness_assert_clean();
 }
 

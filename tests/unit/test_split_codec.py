@@ -293,13 +293,53 @@ def zygote_forks_a_released_run():
         shutil.rmtree(tmp)
 
 
+def program_side_types_are_pythons_own():
+    """The program side puts /work first on sys.path before the
+    submission's code runs; a submission's numbers.py, datetime.py,
+    pathlib.py or random.py must not stand in for the modules whose values
+    the tests send it.  In a fresh interpreter, as program_main() does."""
+    import shutil
+    import subprocess
+    import tempfile
+    work = tempfile.mkdtemp(prefix="proctor-codec-")
+    try:
+        for name in ("numbers", "datetime", "decimal", "fractions", "pathlib", "random",
+                     "typing", "shutil", "tempfile", "contextlib"):
+            with open(os.path.join(work, name + ".py"), "w") as f:
+                f.write("raise SystemExit('the submission\\'s %s.py was imported')\n" % name)
+        code = (
+            "import sys\n"
+            "sys.path.insert(0, %r)\n"
+            "import proctor_split as ps\n"
+            "sys.path.insert(0, %r)\n"
+            "c = ps.Codec(lambda n, i: None, lambda v: {})\n"
+            "import decimal, fractions, datetime, pathlib\n"
+            "for w, t in ((['D', '1.5'], decimal.Decimal), (['F', '1', '2'], fractions.Fraction),\n"
+            "             (['T', 'date', '2026-12-03'], datetime.date),\n"
+            "             (['td', 1, 0, 0], datetime.timedelta), (['p', '/x'], pathlib.PosixPath)):\n"
+            "    v = c.decode(w)\n"
+            "    assert type(v) is t, (w, type(v))\n"
+            "    assert c.encode(v) == w, (w, c.encode(v))\n"
+            "ps.Worker.handle(type('W', (), {'codec': c})(), {'op': 'seed', 'a': 3, 'version': 2})\n"
+            "print('ok')\n" % (os.path.dirname(ps.__file__), work))
+        # PYTHONSAFEPATH: the working directory is not on sys.path at start,
+        # as in a split step (grade.c).
+        env = dict(os.environ, PYTHONSAFEPATH="1")
+        r = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
+                           text=True, timeout=60, env=env)
+        assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr)
+    finally:
+        shutil.rmtree(work)
+
+
 for name, fn in list(globals().items()):
     if callable(fn) and name in ("roundtrip", "subclasses_cross_as_their_value",
                                  "others_cross_by_reference", "malformed_is_a_protocol_error",
                                  "random_junk_never_escapes",
                                  "exceptions_mirror_the_submissions_classes",
                                  "frames_are_bounded", "zygote_refuses_other_programs",
-                                 "zygote_forks_a_released_run"):
+                                 "zygote_forks_a_released_run",
+                                 "program_side_types_are_pythons_own"):
         check(name, fn)
 # cmocka's summary lines, which scripts/test.sh counts.
 print("[  PASSED  ] %d test(s)." % RESULTS[0])
