@@ -229,6 +229,32 @@ static void test_stale_entries_go(void **s)
 	harness_assert_clean();
 }
 
+/* The cached proctor_split.pyc replaced by what `forge` (Python, argv:
+ * the .pyc's path, SPLIT_SOURCE) writes there; the original is kept for
+ * unforge(). */
+struct forged {
+	char path[PATH_MAX + 400];
+	char *orig;
+	size_t len;
+};
+
+static void forge(struct forged *f, const char *code)
+{
+	char dir[PATH_MAX + 300];
+	cache_dir(dir, sizeof(dir));
+	snprintf(f->path, sizeof(f->path), "%s/proctor_split.pyc", dir);
+	f->orig = harness_read(f->path, &f->len);
+	assert_non_null(f->orig);
+	python(code, f->path, SPLIT_SOURCE);
+}
+
+static void unforge(struct forged *f)
+{
+	unlink(f->path);
+	harness_write(NULL, f->path, f->orig, f->len);
+	free(f->orig);
+}
+
 /* The runtime's own source, with a line that says it ran, under the header
  * (hash) of the real source: Python takes it, so the steps ran the cache. */
 static const char forge_used[] =
@@ -243,15 +269,8 @@ static void test_steps_run_the_cache(void **s)
 {
 	(void)s;
 	harness_require_root("grading");
-	char dir[PATH_MAX + 300], path[PATH_MAX + 400], save[PATH_MAX + 8];
-	cache_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/proctor_split.pyc", dir);
-	snprintf(save, sizeof(save), "%s/split.pyc", tmp);
-	size_t len;
-	char *orig = harness_read(path, &len);
-	assert_non_null(orig);
-	harness_write(tmp, "split.pyc", orig, len);
-	python(forge_used, path, SPLIT_SOURCE);
+	struct forged f;
+	forge(&f, forge_used);
 
 	struct proc_out o;
 	grade(&o, "partial", NULL);
@@ -262,11 +281,7 @@ static void test_steps_run_the_cache(void **s)
 	if (!first || !strstr(first + 1, "PYC-USED"))
 		fail_msg("the test step did not run the cached bytecode twice; stderr: %s", err);
 	proc_out_free(&o);
-
-	/* Back as it was. */
-	unlink(path);
-	harness_write(dir, "proctor_split.pyc", orig, len);
-	free(orig);
+	unforge(&f);
 	harness_assert_clean();
 }
 
@@ -274,25 +289,19 @@ static void test_steps_run_the_cache(void **s)
  * that would end the harness at once): Python must compile the real
  * source instead, and the grading gets its usual verdict. */
 static const char forge_foreign[] =
-    "import marshal, py_compile, sys\n"
+    "import os, py_compile, sys\n"
     "pyc = sys.argv[1]\n"
     "open(pyc + '.src.py', 'w').write('import os\\nos._exit(99)\\n')\n"
     "py_compile.compile(pyc + '.src.py', cfile=pyc, doraise=True,\n"
-    "                   invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n";
+    "                   invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n"
+    "os.unlink(pyc + '.src.py')\n";
 
 static void test_foreign_bytecode_is_not_run(void **s)
 {
 	(void)s;
 	harness_require_root("grading");
-	char dir[PATH_MAX + 300], split[PATH_MAX + 400], src[PATH_MAX + 420];
-	cache_dir(dir, sizeof(dir));
-	snprintf(split, sizeof(split), "%s/proctor_split.pyc", dir);
-	size_t len;
-	char *orig = harness_read(split, &len);
-	assert_non_null(orig);
-	python(forge_foreign, split, "");
-	snprintf(src, sizeof(src), "%s.src.py", split);
-	unlink(src);
+	struct forged f;
+	forge(&f, forge_foreign);
 
 	struct proc_out o;
 	grade(&o, "correct", NULL);
@@ -301,10 +310,7 @@ static void test_foreign_bytecode_is_not_run(void **s)
 	grade(&o, "partial", NULL);
 	expect(&o, "graded", 4);
 	proc_out_free(&o);
-
-	unlink(split);
-	harness_write(dir, "proctor_split.pyc", orig, len);
-	free(orig);
+	unforge(&f);
 	harness_assert_clean();
 }
 
