@@ -147,7 +147,8 @@ static int image_word(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(sub, "rm")) {
-		/* Its microVM snapshots and kits go with it. */
+		/* Its microVM snapshots and kits, and its runtime bytecode, go
+		 * with it. */
 		struct image_info gone;
 		char gone_dir[sizeof(gone.rootfs)] = "";
 		if (image_resolve(state_dir, args[0], &gone, &e) == 0 &&
@@ -158,10 +159,10 @@ static int image_word(int argc, char **argv)
 				*slash = '\0';
 		}
 		rc = image_remove(state_dir, args[0], &e);
-		if (rc == 0 && gone_dir[0])
+		if (rc == 0 && gone_dir[0]) {
 			vm_forget_image(state_dir, gone_dir);
-		if (rc == 0 && gone_dir[0])
 			runtime_pyc_forget(state_dir, gone.digest);
+		}
 		return rc < 0 ? cli_fail(&e) : 0;
 	}
 	/* ls */
