@@ -10,7 +10,7 @@
  * Theory of operation.  A split test step imports Proctor's runtime,
  * proctor_split.py, in both its processes (harness and program side) from
  * a root-owned directory made for that step, where Python can write no
- * bytecode: each step compiled it from source twice, 40 ms each natively,
+ * bytecode: each step compiled it from source twice, 15-20 ms each natively,
  * ten times that under emulation.
  *
  * Now it is compiled once per image (its digest) and runtime (the source),
