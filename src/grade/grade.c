@@ -1473,13 +1473,9 @@ static int attempt_run(struct attempt *at, struct err *e)
 		return -1;
 	if (template_for(at, &gt))
 		so.tmpl = &gt.t;
-	else if (a->mode != GRADE_MODE_IO && assignment_split(a)) {
-		char work[PATH_MAX + 8];
-		snprintf(work, sizeof(work), "%s/pyc", at->staging);
-		if (mkdir(work, 0755) == 0 || errno == EEXIST)
-			at->pyc = runtime_pyc_for(at->o->ops, &at->o->sandbox, at->image_digest,
-						  work, at->time_factor);
-	}
+	else if (a->mode != GRADE_MODE_IO && assignment_split(a))
+		at->pyc = runtime_pyc_for(at->o->ops, &at->o->sandbox, at->image_digest,
+					  at->staging, at->time_factor);
 	int crc = attempt_create(at, &so, &at->sb, e);
 	template_free(&gt);
 	if (crc < 0)

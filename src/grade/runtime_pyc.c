@@ -36,8 +36,11 @@ static const char compile_py[] =
     "    f.write(sys.implementation.cache_tag)\n";
 
 /* What this process knows: key's bytecode (tag set), or that there is none
- * for key (tag empty: the image cannot, or making it failed here once). */
+ * for key (tag empty: the image cannot, or making it failed here once).
+ * The key depends on the image only (the source is this binary's), so a
+ * grading of the same image finds it by the digest, without hashing. */
 static struct runtime_pyc cached;
+static char cached_image[80];
 
 /* An entry of another runtime is left for this long to whichever Proctor
  * still uses it (two versions may share a state directory while one
@@ -118,7 +121,8 @@ static int compile_in_sandbox(const struct sandbox_ops *ops, const struct sandbo
 
 	snprintf(src, sizeof(src), "%s/src", work);
 	snprintf(path, sizeof(path), "%s/out", work);
-	if ((mkdir(src, 0755) < 0 && errno != EEXIST) || (mkdir(path, 0755) < 0 && errno != EEXIST))
+	if ((mkdir(work, 0755) < 0 && errno != EEXIST) ||
+	    (mkdir(src, 0755) < 0 && errno != EEXIST) || (mkdir(path, 0755) < 0 && errno != EEXIST))
 		return -1;
 	snprintf(path, sizeof(path), "%s/proctor_split.py", src);
 	unlink(path);
@@ -228,37 +232,42 @@ static void store(const char *dir, const char *key, const char *work, const char
 }
 
 /* Remember key in this process: with r's bytecode, or (r NULL) as none. */
-static const struct runtime_pyc *remember(const char *key, struct runtime_pyc *r)
+static const struct runtime_pyc *remember(const char *image_digest, const char *key,
+					  struct runtime_pyc *r)
 {
 	free(cached.split);
 	memset(&cached, 0, sizeof(cached));
 	if (r)
 		cached = *r;
 	snprintf(cached.key, sizeof(cached.key), "%s", key);
+	snprintf(cached_image, sizeof(cached_image), "%s", image_digest);
 	return r ? &cached : NULL;
 }
 
 const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 					  const struct sandbox_options *so,
-					  const char *image_digest, const char *work,
+					  const char *image_digest, const char *staging,
 					  double time_factor)
 {
+	char work[PATH_MAX + 8];
 	char key[65], dir[PATH_MAX], path[PATH_MAX + 80];
 	struct runtime_pyc r = {0};
 	struct err ignored;
 
+	snprintf(work, sizeof(work), "%s/pyc", staging);
+
 	if (!image_digest || !image_digest[0] || getenv("PROCTOR_NO_RUNTIME_PYC"))
 		return NULL;
+	if (strcmp(cached_image, image_digest) == 0)
+		return cached.tag[0] ? &cached : NULL;
 	pyc_key(image_digest, key);
 	if (!key[0])
 		return NULL;
-	if (strcmp(cached.key, key) == 0)
-		return cached.tag[0] ? &cached : NULL;
 	if (state_subdir(so->state_dir, "pyc", 0755, dir, sizeof(dir), &ignored) < 0)
-		return remember(key, NULL);
+		return remember(image_digest, key, NULL);
 	snprintf(path, sizeof(path), "%s/%s.none", dir, key);
 	if (access(path, F_OK) == 0)
-		return remember(key, NULL);
+		return remember(image_digest, key, NULL);
 	for (int round = 0; round < 2; round++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, key);
 		int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -266,7 +275,7 @@ const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 			int lr = load(fd, &r);
 			close(fd);
 			if (lr == 0)
-				return remember(key, &r);
+				return remember(image_digest, key, &r);
 			/* Damaged: away with it, and made anew. */
 			int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (dfd >= 0) {
@@ -295,8 +304,8 @@ const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 			int lr = load(fd, &r);
 			close(fd);
 			if (lr == 0)
-				return remember(key, &r);
+				return remember(image_digest, key, &r);
 		}
 	}
-	return remember(key, NULL);
+	return remember(image_digest, key, NULL);
 }

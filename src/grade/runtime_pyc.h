@@ -44,14 +44,15 @@ struct runtime_pyc {
 /*
  * The runtime's bytecode for the image `image_digest`, whose sandboxes are
  * made with (ops, so): from this process, the state directory, or compiled
- * now in a sandbox of its own, with `work` a host directory of the caller's
- * to stage files in.  `time_factor` scales the compile run's time limits.
+ * now in a sandbox of its own, staging files in `staging`/pyc (a host
+ * directory of the caller's; made only then).  `time_factor` scales the
+ * compile run's time limits.
  * NULL when there is none (see above); the result lives as long as the
  * process.
  */
 const struct runtime_pyc *runtime_pyc_for(const struct sandbox_ops *ops,
 					  const struct sandbox_options *so,
-					  const char *image_digest, const char *work,
+					  const char *image_digest, const char *staging,
 					  double time_factor);
 
 /* Remove STATE/pyc's entries for the image image_digest (proctor image rm). */
