@@ -101,6 +101,11 @@ int grade_prepare(const char *isolation, const struct assignment *a, const struc
 	}
 	if (sandbox_select(want, strcmp(a->image, "host") != 0, ret, why, why_len, e) < 0)
 		return -1;
+	/* Before any grading: a helper the sandbox's uid cannot execute would
+	 * fail every attempt of every submission (grade_helper_check). */
+	struct grade_options defaults = {0};
+	if (grade_helper_check(&defaults, e) < 0)
+		return -1;
 	return (*ret)->prepare(e);
 }
 
@@ -111,6 +116,17 @@ int grade_helper_path(const struct grade_options *o, char *buf, size_t len, stru
 	if (!o->helper_path)
 		return own_program("proctor-helper", X_OK, buf, len, e);
 	snprintf(buf, len, "%s", o->helper_path);
+	return 0;
+}
+
+int grade_helper_check(const struct grade_options *o, struct err *e)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (grade_helper_path(o, path, sizeof(path), e) < 0 || (fd = unpriv_helper_open(path, e)) < 0)
+		return -1;
+	close(fd);
 	return 0;
 }
 

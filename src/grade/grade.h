@@ -81,6 +81,11 @@ uint64_t grade_max_memory(const struct assignment *a);
  * else the installed libexec one. */
 int grade_helper_path(const struct grade_options *o, char *buf, size_t len, struct err *e);
 
+/* That proctor-helper exists and the sandbox's unprivileged uid may execute
+ * it (unpriv_helper_open): -1 with an ERR_UNAVAILABLE naming the file, its
+ * mode and the chmod otherwise.  grade_prepare() checks it. */
+int grade_helper_check(const struct grade_options *o, struct err *e);
+
 /* The student view: hidden tests' names, messages and all raw output removed. */
 json_t *grade_student_view(const json_t *result);
 

@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,8 +80,24 @@ static int helper_cgroup_check(struct cgroup_helper *cg, int st, unsigned timeou
  * terminal, no network, no view of any sandbox's files, no children, no
  * privilege, the sandbox's own system-call filter.
  */
+/* Where a containment step that failed says which and why, before the exit
+ * status 126 (containment) or 127 (exec): the answer pipe, which unpriv_run
+ * reads as the reason instead of JSON.  One write of a short line, no
+ * allocation (we are a fork of a process that may have threads). */
+static int fail_fd = -1;
+
+static _Noreturn void child_fail(int status, const char *step)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "%s: %s", step, strerrordesc_np(errno));
+
+	if (fail_fd >= 0 && n > 0)
+		(void)!write(fail_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	_exit(status);
+}
+
 static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_helper *cg,
-			    pid_t parent, int in_fd, int out_fd)
+			    pid_t parent, int exe_fd, int in_fd, int out_fd)
 {
 	char *argv[16];
 	size_t n = 0;
@@ -91,42 +108,51 @@ static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_hel
 
 	/* Before anything costs: every cycle of the helper is charged to
 	 * its group and held to its quota. */
+	fail_fd = out_fd;
 	if (cgroup_helper_join(cg) < 0)
-		_exit(126);
+		child_fail(126, "join the helper's cgroup");
 	/* SECURITY: no controlling terminal (no TIOCSTI into the operator's
 	 * shell), and stderr goes nowhere. */
 	setsid();
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 2) < 0)
-		_exit(126);
+		child_fail(126, "open /dev/null");
 	if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
-		_exit(126);
+		child_fail(126, "set up stdin and stdout");
+	fail_fd = 1;
 	/* SECURITY: no network, no SysV IPC shared with anyone, and a private
 	 * mount namespace in which every slot's scratch tree is hidden. */
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC) < 0 ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		_exit(126);
+		child_fail(126, "unshare the network, mount and IPC namespaces");
 	if (c->hide_dir &&
 	    mount("tmpfs", c->hide_dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  "size=4k,mode=0755") < 0)
-		_exit(126);
-	/* fd3 and fd4 go above 4 first, so neither dup2 overwrites the other;
-	 * everything from the first unused number up is closed. */
+		child_fail(126, "hide the slots");
+	/* fd3, fd4 and the helper's executable go above 4 first, so no dup2
+	 * overwrites another; the executable then takes the first unused
+	 * number (CLOEXEC: the helper never holds it), and everything above
+	 * it is closed. */
+	int first = c->fd4 >= 0 ? 5 : c->fd3 >= 0 ? 4 : 3;
+	int hix = fcntl(exe_fd, F_DUPFD_CLOEXEC, 5);
 	int hi3 = c->fd3 >= 0 ? fcntl(c->fd3, F_DUPFD, 5) : -1;
 	int hi4 = c->fd4 >= 0 ? fcntl(c->fd4, F_DUPFD, 5) : -1;
-	if ((c->fd3 >= 0 && (hi3 < 0 || dup2(hi3, 3) < 0)) ||
+	if (hix < 0 || (c->fd3 >= 0 && (hi3 < 0 || dup2(hi3, 3) < 0)) ||
 	    (c->fd4 >= 0 && (hi4 < 0 || dup2(hi4, 4) < 0)))
-		_exit(126);
+		child_fail(126, "place the descriptors");
 	if (c->fd3 < 0 && c->fd4 >= 0)
 		close(3);
-	syscall(SYS_close_range, c->fd4 >= 0 ? 5 : c->fd3 >= 0 ? 4 : 3, ~0U, 0);
+	if (hix != first && dup3(hix, first, O_CLOEXEC) < 0)
+		child_fail(126, "place the helper's executable");
+	exe_fd = first;
+	syscall(SYS_close_range, first + 1, ~0U, 0);
 	/* SECURITY: the helper reads hostile input, so it runs as the
 	 * sandbox's own unprivileged uid, with no capability, no way to gain
 	 * one, and bounded resources. */
 #if !defined(__SANITIZE_ADDRESS__)
 	/* (AddressSanitizer builds reserve terabytes of address space.) */
 	if (setrlimit(RLIMIT_AS, &as) < 0)
-		_exit(126);
+		child_fail(126, "set RLIMIT_AS");
 #else
 	(void)as;
 #endif
@@ -137,17 +163,17 @@ static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_hel
 	 * the exec fail. */
 	if (setrlimit(RLIMIT_CPU, &cpu) < 0 || setrlimit(RLIMIT_FSIZE, &fsz) < 0 ||
 	    setrlimit(RLIMIT_NOFILE, &nofile) < 0 || setrlimit(RLIMIT_CORE, &core) < 0)
-		_exit(126);
+		child_fail(126, "set the resource limits");
 	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
 	    setresuid(c->uid, c->uid, c->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		_exit(126);
+		child_fail(126, "drop privilege");
 	/* The uid change cleared the death signal: set it now, then make sure
 	 * the parent did not die in between. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(126);
+		child_fail(126, "watch the parent");
 	seccomp_default_program(&filter);
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter, 0, 0) < 0)
-		_exit(126);
+		child_fail(126, "install the system-call filter");
 	argv[n++] = (char *)"proctor-helper";
 	for (size_t i = 0; c->argv[i] && n < 15; i++)
 		argv[n++] = c->argv[i];
@@ -162,8 +188,10 @@ static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_hel
 #endif
 		NULL
 	};
-	execve(c->helper, argv, envp);
-	_exit(127);
+	/* By the descriptor root opened, not by path: the uid need not be
+	 * able to walk to it (a build below /root, 0700). */
+	fexecve(exe_fd, argv, envp);
+	child_fail(127, "execute the helper as an unprivileged uid");
 }
 
 /* SIGKILL through the pidfd (no pid reuse), else by pid. */
@@ -270,6 +298,45 @@ static void write_request(int fd, const char *text)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+int unpriv_helper_open(const char *path, struct err *e)
+{
+	struct stat st;
+	int fd = open(path, O_PATH | O_CLOEXEC);
+
+	if (fd < 0)
+		return err_set(e, errno, "open %s", path);
+	if (fstat(fd, &st) < 0) {
+		err_set(e, errno, "stat %s", path);
+		close(fd);
+		return -1;
+	}
+	/* SECURITY: it runs as an unprivileged uid that is neither its owner
+	 * nor in its group: only the bits for others let that uid execute
+	 * it.  The path to it need not be walkable (it is executed through
+	 * this descriptor), the file itself must be. */
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & S_IXOTH)) {
+		err_setk(e, ERR_UNAVAILABLE, 0,
+			 "%s is %s mode %04o: it runs as an unprivileged uid, which can execute "
+			 "it only when others may (chmod o+rx %s, or build with umask 022)",
+			 path, S_ISREG(st.st_mode) ? "a file of" : "not a regular file,",
+			 (unsigned)(st.st_mode & 07777), path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The reason a helper that could not start wrote before its exit status
+ * 126 or 127 (child_fail), as one printable line; "" when it wrote none. */
+static void start_failure(const struct unpriv_wait *w, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; w->buf && i < w->len && o + 1 < len; i++)
+		buf[o++] = (w->buf[i] >= 0x20 && w->buf[i] < 0x7f) ? w->buf[i] : '?';
+	buf[o] = '\0';
+}
+
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 {
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, rc = -1;
@@ -277,8 +344,15 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 	struct cgroup_helper cg;
 	pid_t pid;
 
-	if (helper_cgroup_open(c, &cg, e) < 0)
+	/* Opened here as root and executed by descriptor (child()): -2, a
+	 * helper that cannot be run is never the input's doing. */
+	int exe = unpriv_helper_open(c->helper, e);
+	if (exe < 0)
+		return -2;
+	if (helper_cgroup_open(c, &cg, e) < 0) {
+		close(exe);
 		return -1;
+	}
 	if (pipe2(out, O_CLOEXEC) < 0) {
 		err_set(e, errno, "pipe");
 		goto out_close;
@@ -294,8 +368,9 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		goto out_close;
 	}
 	if (pid == 0)
-		child(c, &cg, parent, c->stdin_fd >= 0 ? c->stdin_fd : in[0], out[1]);
+		child(c, &cg, parent, exe, c->stdin_fd >= 0 ? c->stdin_fd : in[0], out[1]);
 	out[1] = xclose(out[1]);
+	exe = xclose(exe);
 	if (in[0] >= 0) {
 		in[0] = xclose(in[0]);
 		/* Requests are small (well under a pipe's buffer): no deadlock. */
@@ -324,7 +399,10 @@ int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e)
 		 * killed owner's sandbox, and RLIMIT_NPROC refuses the exec.  (A
 		 * helper taken over could claim this with a "failure" answer
 		 * just as well.) */
-		err_set(e, 0, "the helper could not start (exit status %d)", WEXITSTATUS(w.status));
+		char why[200];
+		start_failure(&w, why, sizeof(why));
+		err_set(e, 0, "the helper %s could not start (exit status %d)%s%s", c->helper,
+			WEXITSTATUS(w.status), *why ? ": " : "", why);
 		rc = -2;
 		goto out_close;
 	}
@@ -362,6 +440,7 @@ out_close:
 	xclose(in[1]);
 	xclose(out[0]);
 	xclose(out[1]);
+	xclose(exe);
 	cgroup_helper_close(&cg);
 	return rc;
 }

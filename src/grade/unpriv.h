@@ -39,6 +39,15 @@ struct unpriv_call {
  */
 int unpriv_run(const struct unpriv_call *c, json_t **ret, struct err *e);
 
+/*
+ * Open the helper at `path` for unpriv_run (O_PATH, close-on-exec) and
+ * check that an unprivileged uid may execute it: the descriptor, or -1
+ * (ERR_UNAVAILABLE when the file's mode keeps others out, naming the file,
+ * its mode and the chmod that mends it).  The directories above it need
+ * not be reachable by that uid: unpriv_run executes the descriptor.
+ */
+int unpriv_helper_open(const char *path, struct err *e);
+
 /* What unpriv_wait() collected; buf is malloc'd (NULL when nothing came),
  * the caller frees it. */
 struct unpriv_wait {

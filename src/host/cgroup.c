@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rawsys.h"
 #include "util.h"
 
 #define CG_ROOT "/sys/fs/cgroup"
@@ -582,9 +583,10 @@ static int armer_main(void *arg)
 {
 	struct armer *a = arg;
 
-	/* exit(2) as a plain system call: a noreturn call would have a
-	 * sanitizer look for this stack among the process's. */
-	syscall(SYS_exit, write(a->cfd, a->line, strlen(a->line)) < 0);
+	/* Raw system calls (rawsys.h): we share the caller's errno while it
+	 * runs on; and exit(2) as a plain system call, as a noreturn call
+	 * would have a sanitizer look for this stack among the process's. */
+	RAW1(SYS_exit, RAW3(SYS_write, a->cfd, a->line, strlen(a->line)) < 0);
 	return 0;
 }
 

@@ -6,7 +6,10 @@
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "rawsys.h"
 
 static int set_limit(int resource, const char *name, rlim_t soft, rlim_t hard, struct err *e)
 {
@@ -40,14 +43,30 @@ int creds_set_rlimits(const struct limits *l, struct err *e)
 
 int creds_drop_bounding(struct err *e)
 {
+	int cap;
+	long r;
+
 	/* SECURITY: clear the bounding set while we still hold CAP_SETPCAP, so
-	 * no execve can ever regain a capability, and the ambient set. */
-	for (int cap = 0; cap <= 63; cap++) {
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-			return err_set(e, errno, "drop capability %d from the bounding set", cap);
+	 * no execve can ever regain a capability, and the ambient set.  The
+	 * program's process shares init's errno while init builds the root
+	 * (rawsys.h): every decision is made from the value the kernel
+	 * returned.  The kernel's capabilities end at the first that
+	 * PR_CAPBSET_READ calls invalid (cap_last_cap, without /proc). */
+	for (cap = 0; cap < 64; cap++) {
+		r = RAW2(SYS_prctl, PR_CAPBSET_READ, cap);
+		if (r == -EINVAL)
+			break;
+		if (r < 0)
+			return err_set(e, (int)-r, "read capability %d of the bounding set", cap);
+		if (r == 1 && (r = RAW2(SYS_prctl, PR_CAPBSET_DROP, cap)) < 0)
+			return err_set(e, (int)-r, "drop capability %d from the bounding set", cap);
 	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return err_set(e, errno, "clear ambient capabilities");
+	if (cap <= CAP_SYS_ADMIN)
+		return err_set(e, 0, "the bounding set ends at capability %d: not a kernel this runs on",
+			       cap);
+	r = RAW5(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (r < 0 && r != -EINVAL)
+		return err_set(e, (int)-r, "clear ambient capabilities");
 	return 0;
 }
 

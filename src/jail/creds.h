@@ -12,7 +12,9 @@
 int creds_set_rlimits(const struct limits *l, struct err *e);
 
 /* Empty the bounding and ambient capability sets (as root, before
- * creds_drop, which refuses to run otherwise). */
+ * creds_drop, which refuses to run otherwise): every capability the kernel
+ * has, decided from the kernel's return values alone (rawsys.h), so it is
+ * safe in a process that shares its errno with another. */
 int creds_drop_bounding(struct err *e);
 
 /* Become uid/gid with no supplementary groups and no capabilities in any

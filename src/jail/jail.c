@@ -87,6 +87,7 @@
 #include "jail/creds.h"
 #include "jail/files.h"
 #include "jail/mount.h"
+#include "rawsys.h"
 #include "scratch.h"
 #include "util.h"
 
@@ -181,7 +182,7 @@ static _Noreturn void exec_fail(int fd, int setup_failed, int errnum, const char
 	struct exec_report r = {.setup_failed = setup_failed, .errnum = errnum};
 
 	snprintf(r.text, sizeof(r.text), "%s", text);
-	(void)!write(fd, &r, sizeof(r));
+	RAW3(SYS_write, fd, &r, sizeof(r)); /* also before `go` (rawsys.h) */
 	_exit(127);
 }
 
@@ -214,30 +215,46 @@ static int exec_search(char *const *argv, char **envp)
 	return last;
 }
 
-/* Steps 1 to 4 need nothing of the run: the run's first program takes them
- * before it waits for the run (stub_entry), a peer just before the rest. */
+/* The kernel's struct sigaction (rt_sigaction), for SIG_DFL only. */
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/*
+ * Steps 1 to 4 need nothing of the run: the run's first program takes them
+ * before it waits for the run (stub_entry), a peer just before the rest.
+ * The first program runs them beside init, which builds the root at the
+ * same time in the same memory, errno included: every call here is a
+ * raw_syscall() decided by its return value (rawsys.h), so neither
+ * process reads an errno the other wrote.
+ */
 static void contain_early(struct child_ctx *c, int report_fd)
 {
+	const struct kernel_sigaction dfl = {.handler = SIG_DFL};
+	const uint64_t none = 0;
 	struct err e;
-	sigset_t none;
+	long r;
 
 	/* 1. Join the run's cgroups (memory, cpu, pids, kill) before anything
 	 *    of the program runs, so every byte and fork is accounted.  Both
 	 *    programs of a split run join the same groups: one budget. */
 	for (size_t i = 0; i < c->n_cg; i++)
-		if (write(c->cg_fds[i], "0", 1) != 1)
-			exec_fail(report_fd, 1, errno, "join cgroup");
+		if ((r = RAW3(SYS_write, c->cg_fds[i], "0", 1)) != 1)
+			exec_fail(report_fd, 1, r < 0 ? (int)-r : EIO, "join cgroup");
 	/* 2. SECURITY: a cgroup namespace rooted at the run's group hides the
 	 *    host's cgroup paths. */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		exec_fail(report_fd, 1, errno, "unshare cgroup namespace");
+	if ((r = RAW1(SYS_unshare, CLONE_NEWCGROUP)) < 0)
+		exec_fail(report_fd, 1, (int)-r, "unshare cgroup namespace");
 	/* 3. A session of its own: no controlling terminal of ours. */
-	setsid();
-	/* 4. Default signal dispositions and mask: ignored signals survive execve. */
-	for (int sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	RAW0(SYS_setsid);
+	/* 4. Default signal dispositions and mask: ignored signals survive
+	 *    execve.  (SIGKILL and SIGSTOP refuse, and need not.) */
+	for (int sig = 1; sig <= 64; sig++)
+		RAW4(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(none));
+	RAW4(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 	/* 4b. SECURITY: an empty bounding set (while still root): no execve
 	 *     can ever regain a capability.  Step 7 drops the rest. */
 	if (creds_drop_bounding(&e) < 0)
@@ -459,6 +476,37 @@ struct stub_arg {
 	int report_fd, go;
 };
 
+/*
+ * The stub's wait for the run on `go`: one byte of flags with up to two
+ * descriptors.  Through raw_syscall(), as init may still be building the
+ * root (contain_early).  -1 at EOF or on any failure.
+ */
+static int stub_wait(int go, char *flags, int fds[2], size_t *nfds)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = flags, .iov_len = 1};
+	struct msghdr m = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+	long n;
+
+	*nfds = 0;
+	while ((n = RAW3(SYS_recvmsg, go, &m, MSG_CMSG_CLOEXEC)) == -EINTR)
+		;
+	if (n != 1 || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)))
+		return -1;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k && *nfds < 2; i++)
+			memcpy(&fds[(*nfds)++], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+	}
+	return 0;
+}
+
 static int stub_entry(void *arg)
 {
 	struct stub_arg *a = arg;
@@ -468,8 +516,8 @@ static int stub_entry(void *arg)
 	char flags;
 
 	contain_early(c, a->report_fd);
-	(void)!write(a->go, "j", 1); /* joined */
-	if (recv_fds(a->go, &flags, 1, fds, 2, &nfds) < 0)
+	RAW3(SYS_write, a->go, "j", 1); /* joined */
+	if (stub_wait(a->go, &flags, fds, &nfds) < 0)
 		_exit(1); /* init is gone */
 	struct child_ctx sc = *c;
 	struct program p = *a->p;

@@ -596,7 +596,8 @@ static int setup(struct worker *w, struct err *e)
 						   .uid_base = SANDBOX_UID_BASE},
 				       .on_sandbox = sandbox_up,
 				       .on_sandbox_ctx = w};
-	if (grade_helper_path(&w->go, w->helper, sizeof(w->helper), e) < 0)
+	if (grade_helper_path(&w->go, w->helper, sizeof(w->helper), e) < 0 ||
+	    grade_helper_check(&w->go, e) < 0)
 		return -1;
 	if (store_open(w->o->db_url, &w->st, e) < 0)
 		return err_wrap(e, "--db");
