@@ -7,24 +7,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "harness.h"
 
+extern char **environ;
+
 #ifndef EXAMPLES_DIR
 #error "EXAMPLES_DIR must point at examples/"
 #endif
 
-/* Grade every row of examples/<name>/EXPECTED.tsv and compare. */
-static void check_example(const char *name)
+/* Grade every row of <examples>/<name>/EXPECTED.tsv and compare. */
+static void check_example_in(const char *examples, const char *name)
 {
 	char path[4096], line[4096];
 	int rows = 0;
 
 	harness_require_root("grading");
-	snprintf(path, sizeof(path), "%s/%s/EXPECTED.tsv", EXAMPLES_DIR, name);
+	snprintf(path, sizeof(path), "%s/%s/EXPECTED.tsv", examples, name);
 	FILE *f = fopen(path, "r");
 	assert_non_null(f);
 	assert_non_null(fgets(line, sizeof(line), f)); /* header */
@@ -36,8 +41,8 @@ static void check_example(const char *name)
 			   &score) != 5)
 			continue;
 		char assignment[4096], submission[4096];
-		snprintf(assignment, sizeof(assignment), "%s/%s", EXAMPLES_DIR, name);
-		snprintf(submission, sizeof(submission), "%s/%s/submissions/%s", EXAMPLES_DIR, name,
+		snprintf(assignment, sizeof(assignment), "%s/%s", examples, name);
+		snprintf(submission, sizeof(submission), "%s/%s/submissions/%s", examples, name,
 			 sub);
 		char *args[] = {"grade", "--json", assignment, submission, NULL};
 		struct proc_out o;
@@ -64,6 +69,112 @@ static void check_example(const char *name)
 	}
 	fclose(f);
 	assert_true(rows >= 3);
+}
+
+static void check_example(const char *name)
+{
+	check_example_in(EXAMPLES_DIR, name);
+}
+
+/* Run argv (absolute program path) to its end; its exit status. */
+static int run_tool(char *const *argv)
+{
+	pid_t pid;
+	int st;
+
+	if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+		fail_msg("spawn %s", argv[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/*
+ * A checkout below a directory only root may enter, as a clone in /root
+ * is (0700 on Debian): `dir` becomes <tmp 0700>/clone with build/proctor,
+ * build/proctor-helper (mode `helper_mode`) and examples/; $PROCTOR points
+ * there until restore_proctor().  The sandbox's uid cannot walk to any of it.
+ */
+static char saved_proctor[4096], clone_top[4096];
+
+static void clone_below_0700(char *dir, size_t len, mode_t helper_mode)
+{
+	char *top = harness_tmpdir(), build[4096], bin[4096], helper[4096], examples[4096];
+
+	snprintf(saved_proctor, sizeof(saved_proctor), "%s", harness_proctor());
+	assert_int_equal(chmod(top, 0700), 0);
+	snprintf(dir, len, "%s/clone", top);
+	snprintf(build, sizeof(build), "%s/build", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(mkdir(build, 0755), 0);
+	snprintf(bin, sizeof(bin), "%s/proctor", build);
+	snprintf(helper, sizeof(helper), "%s/proctor-helper", build);
+	snprintf(examples, sizeof(examples), "%s/examples", dir);
+	char src_helper[4096];
+	snprintf(src_helper, sizeof(src_helper), "%s", saved_proctor);
+	*strrchr(src_helper, '/') = '\0';
+	strncat(src_helper, "/proctor-helper", sizeof(src_helper) - strlen(src_helper) - 1);
+	char *cp_bin[] = {"/bin/cp", saved_proctor, bin, NULL};
+	char *cp_helper[] = {"/bin/cp", src_helper, helper, NULL};
+	char *cp_examples[] = {"/bin/cp", "-r", EXAMPLES_DIR, examples, NULL};
+	assert_int_equal(run_tool(cp_bin), 0);
+	assert_int_equal(run_tool(cp_helper), 0);
+	assert_int_equal(run_tool(cp_examples), 0);
+	assert_int_equal(chmod(bin, 0755), 0);
+	assert_int_equal(chmod(helper, helper_mode), 0);
+	setenv("PROCTOR", bin, 1);
+	snprintf(clone_top, sizeof(clone_top), "%s", top);
+	free(top);
+}
+
+/* The tests' teardown: also after a failure. */
+static int restore_proctor(void **state)
+{
+	char *rm[] = {"/bin/rm", "-rf", clone_top, NULL};
+
+	(void)state;
+	if (saved_proctor[0])
+		setenv("PROCTOR", saved_proctor, 1);
+	return clone_top[0] && run_tool(rm) != 0 ? -1 : 0;
+}
+
+/* The README's first command from a clone in /root: every example's every
+ * submission gets its expected verdict when nothing of the checkout is
+ * reachable by the sandbox's uid (the helper is executed by descriptor). */
+static void test_examples_from_a_checkout_below_a_0700_directory(void **state)
+{
+	static const char *const names[] = {"python-pytest", "c-tap", "js-node", "java-junit5",
+					    "io-sum"};
+	char dir[4096], examples[4096];
+
+	(void)state;
+	harness_require_root("grading");
+	clone_below_0700(dir, sizeof(dir), 0755);
+	snprintf(examples, sizeof(examples), "%s/examples", dir);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		check_example_in(examples, names[i]);
+}
+
+/* A helper the sandbox's uid may not execute (built with umask 077): the
+ * first grading says so, naming the file, its mode and the chmod, with the
+ * exit status of ERR_UNAVAILABLE (3), and grades nothing. */
+static void test_unexecutable_helper_is_named_up_front(void **state)
+{
+	char dir[4096], assignment[4096], submission[4096];
+
+	(void)state;
+	harness_require_root("grading");
+	clone_below_0700(dir, sizeof(dir), 0700);
+	snprintf(assignment, sizeof(assignment), "%s/examples/python-pytest", dir);
+	snprintf(submission, sizeof(submission), "%s/submissions/correct", assignment);
+	char *args[] = {"grade", "--json", assignment, submission, NULL};
+	struct proc_out o;
+	harness_run(&o, NULL, 120, args);
+	if (o.exit_status != 3 || !strstr(o.err, "/build/proctor-helper") ||
+	    !strstr(o.err, "mode 0700") || !strstr(o.err, "chmod o+rx"))
+		fail_msg("exit status %d, stderr: %s", o.exit_status, o.err);
+	proc_out_free(&o);
+	harness_assert_clean();
 }
 
 static void test_python_pytest_example(void **state)
@@ -288,6 +399,10 @@ int main(void)
 		cmocka_unit_test(test_student_view_of_hidden_case_carries_nothing_modulable),
 		cmocka_unit_test(test_gradescope_output_follows_visibility),
 		cmocka_unit_test(test_bad_assignment_and_submission_are_usage_errors),
+		cmocka_unit_test_teardown(test_examples_from_a_checkout_below_a_0700_directory,
+					  restore_proctor),
+		cmocka_unit_test_teardown(test_unexecutable_helper_is_named_up_front,
+					  restore_proctor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
