@@ -497,3 +497,27 @@ int random_hex(char *buf, size_t cap, const char *prefix, size_t n, struct err *
 		snprintf(buf + len + 2 * i, 3, "%02x", rnd[i]);
 	return 0;
 }
+
+char *csv_cell(const char *s)
+{
+	size_t n = strlen(s);
+	/* At most: two quotes, each byte doubled or given an apostrophe. */
+	char *out = malloc(2 * n + 3), *o = out;
+	bool piece_start = true;
+
+	if (!out)
+		return NULL;
+	*o++ = '"';
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char c = (*p < 0x20 || *p == 0x7f) ? ' ' : *p;
+		if (piece_start && (c == '=' || c == '+' || c == '-' || c == '@'))
+			*o++ = '\'';
+		if (c == '"')
+			*o++ = '"';
+		*o++ = (char)c;
+		piece_start = c == ',' || c == ';' || c == '|' || *p == '\t';
+	}
+	*o++ = '"';
+	*o = '\0';
+	return out;
+}

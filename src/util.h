@@ -124,6 +124,17 @@ bool json_nesting_exceeds(const char *s, size_t len, size_t max);
 /* `prefix` then n (at most 32) random bytes in hex, into buf: a fresh,
  * unguessable name or key.  -1 with e set when buf is too small or the
  * kernel gives no randomness. */
+/*
+ * One CSV text cell (RFC 4180), for text a student or a submission may have
+ * chosen: always quoted ("" for a quote inside); control characters become
+ * spaces, so a row is one line; and a formula character (= + - @) at the
+ * start of the cell or of any piece a spreadsheet's import could split off
+ * (after , ; | or a tab, whichever separator it is told to use) gets an
+ * apostrophe before it, so no piece is ever run as a formula.  Returns
+ * what to write, malloc'd, or NULL when out of memory.
+ */
+char *csv_cell(const char *s);
+
 int random_hex(char *buf, size_t cap, const char *prefix, size_t n, struct err *e);
 
 #endif

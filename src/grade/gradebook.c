@@ -144,29 +144,15 @@ int gradebook_row_from_json(const json_t *j, struct gradebook_row *ret)
 	return 0;
 }
 
-/* One CSV field (RFC 4180).  Control characters become spaces, so a row is
- * one line; text that a spreadsheet would run as a formula gets a leading
- * apostrophe (submission names and reasons come from students). */
-static void csv_text(FILE *f, const char *s)
+/* One CSV text cell (csv_cell: quoted, one line, no formula): submission
+ * names and reasons come from students.  False when out of memory. */
+static bool csv_text(FILE *f, const char *s)
 {
-	bool guard = s[0] && strchr("=+-@", s[0]);
-	bool quote = strpbrk(s, ",\"") != NULL;
+	char *cell = csv_cell(s);
+	bool ok = cell && fputs(cell, f) >= 0;
 
-	if (quote)
-		fputc('"', f);
-	if (guard)
-		fputc('\'', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f) {
-			fputc(' ', f);
-			continue;
-		}
-		if (*p == '"')
-			fputc('"', f);
-		fputc(*p, f);
-	}
-	if (quote)
-		fputc('"', f);
+	free(cell);
+	return ok;
 }
 
 /* The gradebook row of one submission, "\r\n"-terminated; malloc'd. */
@@ -175,21 +161,21 @@ static char *csv_row(const char *name, const struct gradebook_row *r)
 	char *buf = NULL, score[64], max[64];
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
+	bool ok;
 
 	if (!f)
 		return NULL;
-	csv_text(f, name);
-	fprintf(f, ",%s,%s,%s", r->status,
-		r->has_score ? gradebook_fmt_num(score, sizeof(score), r->score) : "",
+	ok = csv_text(f, name) && fputc(',', f) != EOF && csv_text(f, r->status);
+	fprintf(f, ",%s,%s", r->has_score ? gradebook_fmt_num(score, sizeof(score), r->score) : "",
 		r->has_max ? gradebook_fmt_num(max, sizeof(max), r->max_score) : "");
 	if (r->has_counts)
 		fprintf(f, ",%lld,%lld,", r->passed, r->total);
 	else
 		fputs(",,,", f);
 	if (r->reason)
-		csv_text(f, r->reason);
+		ok = ok && csv_text(f, r->reason);
 	fputs("\r\n", f);
-	if (fclose(f) != 0) {
+	if (fclose(f) != 0 || !ok) {
 		free(buf);
 		return NULL;
 	}

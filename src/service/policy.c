@@ -792,22 +792,19 @@ static void text_add(struct text *t, const char *s, size_t n)
 	t->s[t->len] = '\0';
 }
 
-/* One CSV cell of text: neutralised against formulas, quoted when needed. */
+/* One CSV cell of text and its comma (csv_cell: quoted, one line, no
+ * formula: student labels and statuses come from users). */
 static void csv_text(struct text *t, const char *s)
 {
-	bool formula = s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' ||
-		       s[0] == '\r';
-	bool quote = strpbrk(s, ",\"\r\n") != NULL;
+	char *cell = csv_cell(s);
 
-	if (quote)
-		text_add(t, "\"", 1);
-	if (formula)
-		text_add(t, "'", 1);
-	for (const char *q = s; *q; q++)
-		text_add(t, *q == '"' ? "\"\"" : q, *q == '"' ? 2 : 1);
-	if (quote)
-		text_add(t, "\"", 1);
+	if (!cell) {
+		t->failed = true;
+		return;
+	}
+	text_add(t, cell, strlen(cell));
 	text_add(t, ",", 1);
+	free(cell);
 }
 
 /* A number cell: empty when NaN. */
@@ -861,7 +858,7 @@ static void csv_line(struct text *t, const struct policy_grade *g)
 	csv_counting(t, g);
 	csv_int(t, g->submissions);
 	csv_int(t, g->pending);
-	text_add(t, g->extension ? "yes\r\n" : "no\r\n", g->extension ? 5 : 4);
+	text_add(t, g->extension ? "\"yes\"\r\n" : "\"no\"\r\n", g->extension ? 7 : 6);
 }
 
 char *policy_gradebook_csv(const struct policy *p, const struct policy_grade *g, size_t n,

@@ -402,10 +402,10 @@ static void test_vm_class_grades_in_microvms(void **state)
 		if (strncmp(line, "submission", 10) == 0)
 			continue;
 		rows++;
-		if ((strncmp(line, "c1,", 3) == 0 || strncmp(line, "c2,", 3) == 0) &&
-		    strstr(line, ",graded,"))
+		if ((strncmp(line, "\"c1\",", 5) == 0 || strncmp(line, "\"c2\",", 5) == 0) &&
+		    strstr(line, ",\"graded\","))
 			full++;
-		if (strncmp(line, "s1,", 3) == 0 && !strstr(line, "compile_error"))
+		if (strncmp(line, "\"s1\",", 5) == 0 && !strstr(line, "compile_error"))
 			fail_msg("syntax_error: %s", line);
 	}
 	fclose(f);

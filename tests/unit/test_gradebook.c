@@ -438,7 +438,7 @@ static void test_gradebook_writes_a_safe_sorted_csv(void **state)
 	    /* alice */
 	    "{\"status\":\"graded\",\"score\":0.333333333,\"max_score\":1e20}",
 	    /* bob */
-	    "{\"status\":\"timeout\",\"reason\":\"-1\"}",
+	    "{\"status\":\"timeout\",\"reason\":\"-1;=1+1|@x\\t+y\"}",
 	};
 	const size_t which[] = {2, 0, 1};
 	struct err e;
@@ -456,9 +456,9 @@ static void test_gradebook_writes_a_safe_sorted_csv(void **state)
 	}
 	const char *appended =
 	    "submission,status,score,max_score,passed,total,reason\r\n"
-	    "carol,graded,2.5,3,1,3,\"'=HYPERLINK(\"\"x\"\"), \"\"quoted\"\"  next [2J\"\r\n"
-	    "alice,graded,0.3333,1e+20,,,\r\n"
-	    "bob,timeout,,,,,'-1\r\n";
+	    "\"carol\",\"graded\",2.5,3,1,3,\"'=HYPERLINK(\"\"x\"\"), \"\"quoted\"\"  next [2J\"\r\n"
+	    "\"alice\",\"graded\",0.3333,1e+20,,,\r\n"
+	    "\"bob\",\"timeout\",,,,,\"'-1;'=1+1|'@x '+y\"\r\n";
 	char *csv = read_file(f->csv, NULL);
 	assert_string_equal(csv, appended);
 	free(csv);
@@ -466,9 +466,9 @@ static void test_gradebook_writes_a_safe_sorted_csv(void **state)
 	assert_int_equal(gradebook_rewrite_csv(f->g, &e), 0);
 	csv = read_file(f->csv, NULL);
 	assert_string_equal(csv, "submission,status,score,max_score,passed,total,reason\r\n"
-				 "alice,graded,0.3333,1e+20,,,\r\n"
-				 "bob,timeout,,,,,'-1\r\n"
-				 "carol,graded,2.5,3,1,3,\"'=HYPERLINK(\"\"x\"\"), \"\"quoted\"\"  "
+				 "\"alice\",\"graded\",0.3333,1e+20,,,\r\n"
+				 "\"bob\",\"timeout\",,,,,\"'-1;'=1+1|'@x '+y\"\r\n"
+				 "\"carol\",\"graded\",2.5,3,1,3,\"'=HYPERLINK(\"\"x\"\"), \"\"quoted\"\"  "
 				 "next [2J\"\r\n");
 	free(csv);
 	/* The JSON lines hold each document as given, in the order recorded. */
@@ -478,7 +478,7 @@ static void test_gradebook_writes_a_safe_sorted_csv(void **state)
 			    "\"total\":3,\"reason\":\"=HYPERLINK(\\\"x\\\"), "
 			    "\\\"quoted\\\"\\r\\nnext\\u001b[2J\"}\n"
 			    "{\"status\":\"graded\",\"score\":0.333333333,\"max_score\":1e20}\n"
-			    "{\"status\":\"timeout\",\"reason\":\"-1\"}\n");
+			    "{\"status\":\"timeout\",\"reason\":\"-1;=1+1|@x\\t+y\"}\n");
 	free(jsonl);
 	/* A document without a valid status is refused, and nothing written. */
 	json_t *bad = json_pack("{s:s}", "status", "Nope");
@@ -500,8 +500,8 @@ static void test_gradebook_open_rewrites_the_csv_from_resumed_rows(void **state)
 	assert_int_equal(gradebook_open(f->g, &e), 0);
 	char *csv = read_file(f->csv, NULL);
 	assert_string_equal(csv, "submission,status,score,max_score,passed,total,reason\r\n"
-				 "alice,graded,7,10,7,10,\r\n"
-				 "bob,compile_error,0,10,0,10,foo.c:1: error\r\n");
+				 "\"alice\",\"graded\",7,10,7,10,\r\n"
+				 "\"bob\",\"compile_error\",0,10,0,10,\"foo.c:1: error\"\r\n");
 	free(csv);
 	assert_false(f->g->subs[0].this_run);
 }

@@ -736,9 +736,9 @@ static void test_policy_gradebook_csv(void **state)
 	    student_row("ada", 4, DUE - HOUR, 6, "graded"),
 	    student_row("ada", 5, DUE + DAY + 1, 10, "graded"), /* 2 days: 7 */
 	    student_row("ada", 6, DUE + 9 * DAY, NAN, NULL),
-	    student_row("bob, jr", 7, DUE + 2 * DAY, 10, "graded"),
+	    student_row("bob;=1+1, jr", 7, DUE + 2 * DAY, 10, "graded"),
 	};
-	struct store_extension exts[] = {{.student = "bob, jr", .extra_s = 3 * 86400}};
+	struct store_extension exts[] = {{.student = "bob;=1+1, jr", .extra_s = 3 * 86400}};
 	struct policy_grade *g = NULL;
 	size_t n = 0, len = 0;
 	struct err e;
@@ -752,12 +752,14 @@ static void test_policy_gradebook_csv(void **state)
 	static const char want[] =
 	    "student,submission_id,submitted_at,status,raw_score,max_score,late,late_seconds,"
 	    "days_late,penalty_percent,final_score,submissions,pending,extension\r\n"
-	    "'+1 555,1,2026-11-30T23:59:00Z,graded,7,10,no,0,0,0,7,1,0,no\r\n"
-	    "\"'=HYPERLINK(\"\"x\"\")\",2,2026-12-02T00:59:00Z,graded,8.5,10,yes,3600,1,15,"
-	    "7.225,1,0,no\r\n"
-	    "'@sum,,,,,,,,,,,0,0,no\r\n"
-	    "ada,5,2026-12-02T23:59:00.001Z,graded,10,10,yes,86400,2,30,7,3,1,no\r\n"
-	    "\"bob, jr\",7,2026-12-03T23:59:00Z,graded,10,10,no,0,0,0,10,1,0,yes\r\n";
+	    "\"'+1 555\",1,\"2026-11-30T23:59:00Z\",\"graded\",7,10,\"no\",0,0,0,7,1,0,\"no\"\r\n"
+	    "\"'=HYPERLINK(\"\"x\"\")\",2,\"2026-12-02T00:59:00Z\",\"graded\",8.5,10,\"yes\",3600,"
+	    "1,15,7.225,1,0,\"no\"\r\n"
+	    "\"'@sum\",,,,,,,,,,,0,0,\"no\"\r\n"
+	    "\"ada\",5,\"2026-12-02T23:59:00.001Z\",\"graded\",10,10,\"yes\",86400,2,30,7,3,1,"
+	    "\"no\"\r\n"
+	    "\"bob;'=1+1, jr\",7,\"2026-12-03T23:59:00Z\",\"graded\",10,10,\"no\",0,0,0,10,1,0,"
+	    "\"yes\"\r\n";
 	assert_string_equal(csv, want);
 	free(csv);
 	free(g);
