@@ -74,6 +74,10 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The test's sandbox and run result, where test_teardown finds them. */
+static struct sandbox *cur_sb;
+static struct run_result run_res;
+
 static struct sandbox *make(void)
 {
 	struct sandbox *sb = NULL;
@@ -93,6 +97,7 @@ static struct sandbox *make(void)
 	};
 	if (ops->create(&o, &sb, &e) < 0)
 		fail_msg("create: %s", e.msg);
+	cur_sb = sb;
 	return sb;
 }
 
@@ -162,8 +167,11 @@ __attribute__((format(printf, 2, 3))) static void expect_line(const struct run_r
 	va_end(ap);
 	if (has_line(res, want))
 		return;
-	char *out = text(&res->out), *err = text(&res->err);
-	fail_msg("no line '%s' in the output:\n%s\nstderr:\n%s", want, out, err);
+	char *out = text(&res->out), *err = text(&res->err), msg[8192];
+	snprintf(msg, sizeof(msg), "no line '%s' in the output:\n%s\nstderr:\n%s", want, out, err);
+	free(out);
+	free(err);
+	fail_msg("%s", msg);
 }
 
 /* Lines both ways over fd 3; each side's uid and environment; the run's
@@ -171,7 +179,6 @@ __attribute__((format(printf, 2, 3))) static void expect_line(const struct run_r
 static void test_channel_identity_and_status(void **state)
 {
 	struct sandbox *sb = make();
-	struct run_result res;
 	unsigned peer_uid, harness_uid;
 
 	(void)state;
@@ -179,17 +186,18 @@ static void test_channel_identity_and_status(void **state)
 	split_run(sb,
 		  "echo \"harness uid $(id -u) $(id -un) $WHO\"; echo ping >&3; read r <&3; "
 		  "echo \"harness got $r\"; exit 7",
-		  "read l <&3; echo \"pong $(id -u) $(id -un) $WHO $l\" >&3; "
-		  "test -t 0 || read x || echo 'peer stdin empty'; sleep 1000",
-		  &res);
-	expect_line(&res, "harness uid %u harness harness", harness_uid);
-	expect_line(&res, "harness got pong %u student peer ping", peer_uid);
-	expect_line(&res, "peer stdin empty");
-	assert_int_equal(res.status, RUN_NONZERO_EXIT);
-	assert_int_equal(res.exit_code, 7);
-	assert_true(res.wall_ms < 10000);
-	run_result_free(&res);
+		  "test -t 0 || read x || echo 'peer stdin empty'; "
+		  "read l <&3; echo \"pong $(id -u) $(id -un) $WHO $l\" >&3; sleep 1000",
+		  &run_res);
+	expect_line(&run_res, "harness uid %u harness harness", harness_uid);
+	expect_line(&run_res, "harness got pong %u student peer ping", peer_uid);
+	expect_line(&run_res, "peer stdin empty");
+	assert_int_equal(run_res.status, RUN_NONZERO_EXIT);
+	assert_int_equal(run_res.exit_code, 7);
+	assert_true(run_res.wall_ms < 10000);
+	run_result_free(&run_res);
 	sandbox_destroy(sb);
+	cur_sb = NULL;
 }
 
 /* HARNESS files: the harness reads, the peer gets EACCES, neither writes;
@@ -197,7 +205,6 @@ static void test_channel_identity_and_status(void **state)
 static void test_harness_files(void **state)
 {
 	struct sandbox *sb = make();
-	struct run_result res;
 	struct err e;
 	char *dir = harness_tmpdir(), hidden[PATH_MAX], report[PATH_MAX], got[PATH_MAX];
 
@@ -230,20 +237,20 @@ static void test_harness_files(void **state)
 	    "rm -f /work/sub/tests.txt 2>/dev/null; test -e /work/sub/tests.txt && "
 	    "echo 'peer cannot remove tests'; "
 	    "echo fine >&3; sleep 1000",
-	    &res);
-	expect_line(&res, "the answer is 42");
-	expect_line(&res, "hidden test");
-	expect_line(&res, "harness cannot write");
-	expect_line(&res, "harness wrote report");
-	expect_line(&res, "peer said fine");
-	expect_line(&res, "peer cannot read hidden");
-	expect_line(&res, "peer EACCES tests");
-	expect_line(&res, "peer cannot write tests");
-	expect_line(&res, "peer cannot write report");
-	expect_line(&res, "peer cannot move sub");
-	expect_line(&res, "peer cannot remove tests");
-	assert_int_equal(res.status, RUN_OK);
-	run_result_free(&res);
+	    &run_res);
+	expect_line(&run_res, "the answer is 42");
+	expect_line(&run_res, "hidden test");
+	expect_line(&run_res, "harness cannot write");
+	expect_line(&run_res, "harness wrote report");
+	expect_line(&run_res, "peer said fine");
+	expect_line(&run_res, "peer cannot read hidden");
+	expect_line(&run_res, "peer EACCES tests");
+	expect_line(&run_res, "peer cannot write tests");
+	expect_line(&run_res, "peer cannot write report");
+	expect_line(&run_res, "peer cannot move sub");
+	expect_line(&run_res, "peer cannot remove tests");
+	assert_int_equal(run_res.status, RUN_OK);
+	run_result_free(&run_res);
 
 	harness_path_join(got, dir, "got");
 	if (ops->get(sb, "/work/report", got, &e) < 0)
@@ -255,6 +262,7 @@ static void test_harness_files(void **state)
 	harness_path_join(report, got, "p.txt");
 	assert_int_not_equal(access(report, F_OK), 0);
 	sandbox_destroy(sb);
+	cur_sb = NULL;
 	harness_rm_tree(dir);
 	free(dir);
 }
@@ -264,7 +272,6 @@ static void test_harness_files(void **state)
 static void test_peer_cannot_see_or_kill_harness(void **state)
 {
 	struct sandbox *sb = make();
-	struct run_result res;
 
 	(void)state;
 	split_run(
@@ -275,16 +282,17 @@ static void test_peer_cannot_see_or_kill_harness(void **state)
 	    "kill -9 $hp 2>/dev/null && echo 'peer killed harness' || "
 	    "echo 'peer cannot kill harness'; "
 	    "echo done >&3; sleep 1000",
-	    &res);
-	expect_line(&res, "peer has the pid");
-	expect_line(&res, "peer cannot see harness");
-	expect_line(&res, "peer cannot kill harness");
-	expect_line(&res, "peer said done");
-	expect_line(&res, "harness alive");
-	assert_false(has_line(&res, "peer lists harness"));
-	assert_int_equal(res.status, RUN_OK);
-	run_result_free(&res);
+	    &run_res);
+	expect_line(&run_res, "peer has the pid");
+	expect_line(&run_res, "peer cannot see harness");
+	expect_line(&run_res, "peer cannot kill harness");
+	expect_line(&run_res, "peer said done");
+	expect_line(&run_res, "harness alive");
+	assert_false(has_line(&run_res, "peer lists harness"));
+	assert_int_equal(run_res.status, RUN_OK);
+	run_result_free(&run_res);
 	sandbox_destroy(sb);
+	cur_sb = NULL;
 }
 
 /* A peer that cannot be executed fails the run as a program that cannot
@@ -292,7 +300,6 @@ static void test_peer_cannot_see_or_kill_harness(void **state)
 static void test_exec_failures_are_reported(void **state)
 {
 	struct sandbox *sb = make();
-	struct run_result res;
 	struct err e;
 	char *argv[] = {"sh", "-c", "sleep 30", NULL};
 	char *peer_argv[] = {"no-such-peer-program", NULL};
@@ -300,51 +307,64 @@ static void test_exec_failures_are_reported(void **state)
 
 	(void)state;
 	limits_default(&spec.limits);
-	assert_int_equal(run_result_init(&res, 1 << 16), 0);
-	if (ops->run(sb, &spec, &res, &e) < 0)
+	assert_int_equal(run_result_init(&run_res, 1 << 16), 0);
+	if (ops->run(sb, &spec, &run_res, &e) < 0)
 		fail_msg("run: %s", e.msg);
-	assert_int_equal(res.status, RUN_NONZERO_EXIT);
-	assert_int_equal(res.exit_code, 127);
-	if (!strstr(res.message, "peer: cannot execute 'no-such-peer-program'"))
-		fail_msg("message: %s", res.message);
-	assert_true(res.wall_ms < 10000);
-	run_result_free(&res);
+	assert_int_equal(run_res.status, RUN_NONZERO_EXIT);
+	assert_int_equal(run_res.exit_code, 127);
+	if (!strstr(run_res.message, "peer: cannot execute 'no-such-peer-program'"))
+		fail_msg("message: %s", run_res.message);
+	assert_true(run_res.wall_ms < 10000);
+	run_result_free(&run_res);
 
 	char *bad[] = {"no-such-harness", NULL};
 	char *peer_ok[] = {"sleep", "1000", NULL};
 	spec.argv = bad;
 	spec.peer_argv = peer_ok;
-	assert_int_equal(run_result_init(&res, 1 << 16), 0);
-	if (ops->run(sb, &spec, &res, &e) < 0)
+	assert_int_equal(run_result_init(&run_res, 1 << 16), 0);
+	if (ops->run(sb, &spec, &run_res, &e) < 0)
 		fail_msg("run: %s", e.msg);
-	assert_int_equal(res.exit_code, 127);
-	if (!strstr(res.message, "cannot execute 'no-such-harness'") || strstr(res.message, "peer"))
-		fail_msg("message: %s", res.message);
-	run_result_free(&res);
+	assert_int_equal(run_res.exit_code, 127);
+	if (!strstr(run_res.message, "cannot execute 'no-such-harness'") || strstr(run_res.message, "peer"))
+		fail_msg("message: %s", run_res.message);
+	run_result_free(&run_res);
 	sandbox_destroy(sb);
+	cur_sb = NULL;
 }
 
 /* A plain run in the same sandbox afterwards: the slot uid, no fd 3. */
 static void test_plain_run_is_unchanged(void **state)
 {
 	struct sandbox *sb = make();
-	struct run_result res;
 	unsigned peer_uid, harness_uid;
 
 	(void)state;
 	uids(sb, &peer_uid, &harness_uid);
-	split_run(sb, "echo \"uid $(id -u)\"; (: <&3) 2>/dev/null || echo 'no fd 3'", NULL, &res);
-	expect_line(&res, "uid %u", peer_uid);
-	expect_line(&res, "no fd 3");
-	assert_int_equal(res.status, RUN_OK);
-	run_result_free(&res);
+	split_run(sb, "echo \"uid $(id -u)\"; (: <&3) 2>/dev/null || echo 'no fd 3'", NULL, &run_res);
+	expect_line(&run_res, "uid %u", peer_uid);
+	expect_line(&run_res, "no fd 3");
+	assert_int_equal(run_res.status, RUN_OK);
+	run_result_free(&run_res);
 	sandbox_destroy(sb);
+	cur_sb = NULL;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	sandbox_pool_drain();
+	return 0;
+}
+
+/* After each test, also one a failed assertion left: its result's buffers
+ * and its sandbox, so the failure is all the run reports. */
+static int test_teardown(void **state)
+{
+	(void)state;
+	run_result_free(&run_res);
+	if (cur_sb)
+		sandbox_destroy(cur_sb);
+	cur_sb = NULL;
 	return 0;
 }
 
@@ -378,11 +398,11 @@ int main(int argc, char **argv)
 	if (iso && strcmp(iso, "vm") == 0)
 		beside_agent(argv);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_channel_identity_and_status),
-	    cmocka_unit_test(test_harness_files),
-	    cmocka_unit_test(test_peer_cannot_see_or_kill_harness),
-	    cmocka_unit_test(test_exec_failures_are_reported),
-	    cmocka_unit_test(test_plain_run_is_unchanged),
+	    cmocka_unit_test_teardown(test_channel_identity_and_status, test_teardown),
+	    cmocka_unit_test_teardown(test_harness_files, test_teardown),
+	    cmocka_unit_test_teardown(test_peer_cannot_see_or_kill_harness, test_teardown),
+	    cmocka_unit_test_teardown(test_exec_failures_are_reported, test_teardown),
+	    cmocka_unit_test_teardown(test_plain_run_is_unchanged, test_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, setup, teardown);
 	const char *tmp = getenv("SPLIT_BESIDE_AGENT");
