@@ -789,6 +789,9 @@ static void submit_one(struct api *a, struct store *st, const struct store_token
 					 .student = student,
 					 .idempotency_key = key,
 					 .callback_url = callback,
+					 /* A student's callback gets what the
+					  * student may see (policy_result_view). */
+					 .callback_staff = ti.scope >= STORE_SCOPE_INSTRUCTOR,
 					 .data = archive,
 					 .len = len,
 					 .max_attempts = (int)attempts,
@@ -916,16 +919,14 @@ static json_t *service_fields(struct store *st, const struct store_submission_vi
 	    "delivered_ms", ms_or_null(j->delivered_ms));
 }
 
-enum view { VIEW_INSTRUCTOR, VIEW_STUDENT, VIEW_GRADESCOPE };
-
 /*
- * The result as `view` shows it: the student view and Gradescope's output
- * reveal the tests the assignment's policy reveals now (to this student,
- * extension included).  If the policy cannot be read, the student sees the
- * default view (every hidden test hidden): never more than the policy says.
+ * The result as `viewer` may see it in `format` (policy_result_view): the
+ * policy reveals tests after the due date (to this student, extension
+ * included).  If the policy cannot be read, the default view (every hidden
+ * test hidden): never more than the policy says.
  */
 static json_t *shown_result(struct store *st, const struct store_submission_view *v,
-			    const json_t *full, enum view view)
+			    const json_t *full, enum result_viewer viewer, enum result_format format)
 {
 	struct store_version ver;
 	struct store_extension x;
@@ -933,35 +934,32 @@ static json_t *shown_result(struct store *st, const struct store_submission_view
 	int64_t now;
 	struct err e;
 
-	if (view == VIEW_INSTRUCTOR)
-		return json_deep_copy(full);
 	if (store_version_get(st, v->version_id, &ver, &e) < 0 ||
 	    policy_load(st, ver.assignment_id, &p, &e) < 0 || store_now_ms(st, &now, &e) < 0)
-		return view == VIEW_STUDENT ? grade_student_view(full) : grade_to_gradescope(full);
+		return policy_result_view(viewer, format, NULL, NULL, 0, full);
 	bool has_x =
 	    v->student[0] && store_extension_get(st, ver.assignment_id, v->student, &x, &e) == 0;
-	return view == VIEW_STUDENT ? policy_student_view(&p, has_x ? &x : NULL, now, full)
-				    : policy_gradescope(&p, has_x ? &x : NULL, now, full);
+	return policy_result_view(viewer, format, &p, has_x ? &x : NULL, now, full);
 }
 
 /* The answer for one submission: the result document as `view` shows it,
  * with the service's fields under "service" (not in Gradescope's format). */
 static json_t *submission_doc(struct store *st, const struct store_submission_view *v,
-			      enum view view)
+			      enum result_viewer viewer, enum result_format format)
 {
 	json_t *doc = NULL;
 
 	if (v->has_result && v->result.doc_json) {
 		json_t *full = json_loads(v->result.doc_json, 0, NULL);
-		doc = full ? shown_result(st, v, full, view) : NULL;
+		doc = full ? shown_result(st, v, full, viewer, format) : NULL;
 		json_decref(full);
-		if (view == VIEW_GRADESCOPE)
+		if (format == RESULT_FORMAT_GRADESCOPE)
 			return doc;
 	} else if (v->job.state == STORE_JOB_ERROR) {
 		doc = json_pack("{s:s, s:s}", "status", "error", "reason",
 				v->job.error[0] ? v->job.error : "Proctor could not grade it");
 	}
-	if (view == VIEW_GRADESCOPE)
+	if (format == RESULT_FORMAT_GRADESCOPE)
 		return json_pack("{s:s, s:s}", "status",
 				 v->job.state == STORE_JOB_ERROR ? "error" : "pending", "output",
 				 "no result yet");
@@ -1003,18 +1001,20 @@ static void get_submission(struct api *a, struct store *st, const struct http_re
 		sleep_step(start);
 	}
 	const char *fmt = http_request_query(rq, "format");
-	enum view view = ti.scope == STORE_SCOPE_SUBMIT ? VIEW_STUDENT : VIEW_INSTRUCTOR;
+	enum result_viewer viewer =
+	    ti.scope == STORE_SCOPE_SUBMIT ? RESULT_VIEWER_STUDENT : RESULT_VIEWER_STAFF;
+	enum result_format format = RESULT_FORMAT_RESULT;
 	if (fmt && strcmp(fmt, "gradescope") == 0)
-		view = VIEW_GRADESCOPE;
+		format = RESULT_FORMAT_GRADESCOPE;
 	else if (fmt && strcmp(fmt, "student") == 0)
-		view = VIEW_STUDENT;
+		format = RESULT_FORMAT_STUDENT;
 	else if (fmt && strcmp(fmt, "result") != 0) {
 		store_submission_view_clear(&v);
 		http_error(rs, 400, "invalid_request",
 			   "format: '%.40s' is not result, student or gradescope", fmt);
 		return;
 	}
-	reply(rs, 200, submission_doc(st, &v, view));
+	reply(rs, 200, submission_doc(st, &v, viewer, format));
 	store_submission_view_clear(&v);
 }
 

@@ -694,6 +694,24 @@ json_t *policy_gradescope(const struct policy *p, const struct store_extension *
 	return gs;
 }
 
+json_t *policy_result_view(enum result_viewer viewer, enum result_format format,
+			   const struct policy *p, const struct store_extension *ext, int64_t now_ms,
+			   const json_t *full)
+{
+	if (viewer == RESULT_VIEWER_STAFF && format == RESULT_FORMAT_RESULT)
+		return json_deep_copy(full);
+	if (viewer == RESULT_VIEWER_STAFF && format == RESULT_FORMAT_GRADESCOPE)
+		return p ? policy_gradescope(p, ext, now_ms, full) : grade_to_gradescope(full);
+	/* A student, or staff asking for the student's view: the student view
+	 * first, whatever is made of it after. */
+	json_t *view = p ? policy_student_view(p, ext, now_ms, full) : grade_student_view(full);
+	if (!view || format != RESULT_FORMAT_GRADESCOPE)
+		return view;
+	json_t *gs = p ? policy_gradescope(p, ext, now_ms, view) : grade_to_gradescope(view);
+	json_decref(view);
+	return gs;
+}
+
 /* ---- the gradebook ---- */
 
 static const struct store_extension *find_extension(const struct store_extension *exts, size_t next,

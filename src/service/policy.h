@@ -208,6 +208,32 @@ json_t *policy_student_view(const struct policy *p, const struct store_extension
 json_t *policy_gradescope(const struct policy *p, const struct store_extension *ext, int64_t now_ms,
 			  const json_t *result);
 
+/* Who is looking at a result, and in which format they asked for it. */
+enum result_viewer {
+	RESULT_VIEWER_STAFF,   /* an instructor's or admin's token, the course's own callbacks */
+	RESULT_VIEWER_STUDENT, /* a submit-scoped token, and a callback it asked for */
+};
+enum result_format {
+	RESULT_FORMAT_RESULT,	  /* the result document (docs/result.md) */
+	RESULT_FORMAT_STUDENT,	  /* the student view of it */
+	RESULT_FORMAT_GRADESCOPE, /* Gradescope's results.json */
+};
+
+/*
+ * What `viewer` may see of the result document `full`, in `format`: the one
+ * function every answer of the service that carries a result goes through
+ * (GET /v1/submissions/{id} in every format, callbacks, the web pages).  A
+ * student gets the student view under the policy (policy_student_view), in
+ * whatever format they ask for: Gradescope's output is built from that
+ * view, never from the full result.  Staff get the result itself, the
+ * student view as a student would see it, or Gradescope's output under the
+ * policy.  p NULL (the policy could not be read): the default view, every
+ * test not marked visible hidden, never more.  NULL when out of memory.
+ */
+json_t *policy_result_view(enum result_viewer viewer, enum result_format format,
+			   const struct policy *p, const struct store_extension *ext, int64_t now_ms,
+			   const json_t *full);
+
 /* ---- the gradebook ---- */
 
 /* One student's line of the gradebook. */

@@ -21,6 +21,7 @@
 #include "sandbox.h"
 #include "service/commands.h"
 #include "service/files.h"
+#include "service/policy.h"
 #include "service/worker.h"
 #include "store/store.h"
 #include "util.h"
@@ -316,7 +317,19 @@ static void record(struct worker *w, struct inflight *j, json_t *doc)
 		fail_ours(w, j, "out of memory");
 		return;
 	}
+	/* A callback a student asked for carries the student view, with the
+	 * default visibility (the policy is read when a student asks). */
+	json_t *student = policy_result_view(RESULT_VIEWER_STUDENT, RESULT_FORMAT_RESULT, NULL, NULL,
+					     0, doc);
+	char *student_text = student ? json_dumps(student, JSON_COMPACT) : NULL;
+	json_decref(student);
+	if (!student_text) {
+		free(text);
+		fail_ours(w, j, "out of memory");
+		return;
+	}
 	res.doc_json = text;
+	res.student_json = student_text;
 	res.score = number_or_nan(json_object_get(doc, "score"));
 	res.max_score = number_or_nan(json_object_get(doc, "max_score"));
 	usage_of(doc, j->max_memory_gib, &res.cpu_seconds, &res.gib_seconds);
@@ -324,6 +337,7 @@ static void record(struct worker *w, struct inflight *j, json_t *doc)
 	if (r == STORE_ERROR && reopen(w))
 		r = store_job_complete(w->st, j->job_id, j->attempt, j->token, &res, NULL, &e);
 	free(text);
+	free(student_text);
 	if (r == STORE_FENCED)
 		say("job %lld attempt %d: lease lost; the result is dropped (another worker "
 		    "owns the job)",

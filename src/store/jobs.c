@@ -66,9 +66,9 @@ static const char sql_version_course[] =
 /* Inserts nothing when the version is not the course's or the key is taken. */
 static const char sql_submission_add[] =
     "INSERT INTO submissions (course_id, version_id, student, idempotency_key, callback_url, "
-    "blob_sha256, received_ms) "
+    "blob_sha256, callback_view, received_ms) "
     "SELECT CAST($1 AS BIGINT), CAST($2 AS BIGINT), CAST($3 AS TEXT), CAST($4 AS TEXT), "
-    "CAST($5 AS TEXT), CAST($6 AS TEXT), {now} WHERE EXISTS (SELECT 1 FROM assignment_versions v "
+    "CAST($5 AS TEXT), CAST($6 AS TEXT), CAST($7 AS TEXT), {now} WHERE EXISTS (SELECT 1 FROM assignment_versions v "
     "JOIN assignments a ON a.id = v.assignment_id WHERE v.id = $2 AND a.course_id = $1) "
     "ON CONFLICT (course_id, idempotency_key) DO NOTHING RETURNING id, received_ms";
 static const char sql_job_add[] =
@@ -162,8 +162,10 @@ static int submit_tx(struct store *st, void *arg, struct err *e)
 		return rc;
 	struct store_val ps[] = {sv_int(in->course_id),	    sv_int(in->version_id),
 				 sv_text(in->student),	    sv_text(in->idempotency_key),
-				 sv_text(in->callback_url), sv_text(sha)};
-	if (store_q(st, sql_submission_add, ps, 6, &rows, e) < 0)
+				 sv_text(in->callback_url), sv_text(sha),
+				 sv_text(in->callback_url ? (in->callback_staff ? "staff" : "student")
+							  : NULL)};
+	if (store_q(st, sql_submission_add, ps, 7, &rows, e) < 0)
 		return err_wrap(e, "add submission");
 	if (rows->nrows == 0) {
 		/* The key was used (perhaps by a transaction that committed
@@ -453,7 +455,8 @@ static const char sql_complete[] =
     "lease_expires_ms = NULL, error = NULL "
     "WHERE id = $1 AND attempt = $2 AND lease_token = $3 AND state = 'running' "
     "AND lease_expires_ms >= {now} RETURNING submission_id, version_id, "
-    "(SELECT callback_url FROM submissions s WHERE s.id = jobs.submission_id)";
+    "(SELECT callback_url FROM submissions s WHERE s.id = jobs.submission_id), "
+    "(SELECT callback_view FROM submissions s WHERE s.id = jobs.submission_id)";
 static const char sql_result_add[] =
     "INSERT INTO results (job_id, submission_id, version_id, attempt, doc, score, max_score, "
     "cpu_seconds, gib_seconds, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {now}) "
@@ -471,6 +474,7 @@ struct complete_arg {
 	const char *token;
 	const struct store_result_in *res;
 	json_t *doc;
+	json_t *student_doc; /* NULL: none given */
 	int64_t result;
 };
 
@@ -480,7 +484,7 @@ static json_t *json_score(double v)
 }
 
 static int add_outbox(struct store *st, struct complete_arg *a, int64_t submission, const char *url,
-		      struct err *e)
+		      bool staff, struct err *e)
 {
 	char delivery[33];
 
@@ -492,7 +496,8 @@ static int add_outbox(struct store *st, struct complete_arg *a, int64_t submissi
 	    json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:O}", "delivery_id", delivery,
 		      "submission_id", (json_int_t)submission, "job_id", (json_int_t)a->job,
 		      "result_id", (json_int_t)a->result, "score", json_score(a->res->score),
-		      "max_score", json_score(a->res->max_score), "result", a->doc);
+		      "max_score", json_score(a->res->max_score), "result",
+		      staff ? a->doc : a->student_doc ? a->student_doc : json_null());
 	char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
 	json_decref(payload);
 	if (!text)
@@ -522,8 +527,9 @@ static int complete_tx(struct store *st, void *arg, struct err *e)
 		    (long long)a->job, a->attempt);
 	}
 	int64_t submission = store_col_int(rows, 0, 0), version = store_col_int(rows, 0, 1);
-	char url[STORE_TEXT_MAX];
+	char url[STORE_TEXT_MAX], view[16];
 	store_col_copy(rows, 0, 2, url, sizeof(url));
+	store_col_copy(rows, 0, 3, view, sizeof(view));
 	rows = store_rows_free(rows);
 	struct store_val pr[] = {sv_int(a->job),
 				 sv_int(submission),
@@ -541,7 +547,7 @@ static int complete_tx(struct store *st, void *arg, struct err *e)
 	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt), sv_text("done"), sv_null()};
 	if (store_q(st, sql_attempt_end, pa, 4, NULL, e) < 0)
 		return err_wrap(e, "attempt of job %lld", (long long)a->job);
-	return add_outbox(st, a, submission, url, e);
+	return add_outbox(st, a, submission, url, strcmp(view, "staff") == 0, e);
 }
 
 int store_job_complete(struct store *st, int64_t job_id, int attempt, const char *lease_token,
@@ -568,8 +574,17 @@ int store_job_complete(struct store *st, int64_t job_id, int attempt, const char
 		json_decref(a.doc);
 		return store_fail(e, STORE_INVALID, "result document: not a JSON object");
 	}
+	if (res->student_json) {
+		a.student_doc = json_loads(res->student_json, JSON_REJECT_DUPLICATES, &jerr);
+		if (!json_is_object(a.student_doc)) {
+			json_decref(a.student_doc);
+			json_decref(a.doc);
+			return store_fail(e, STORE_INVALID, "student view: not a JSON object");
+		}
+	}
 	int rc = store_tx_run(st, STORE_TX_WRITE, complete_tx, &a, e);
 	json_decref(a.doc);
+	json_decref(a.student_doc);
 	if (rc < 0)
 		return rc;
 	if (ret_result)

@@ -179,10 +179,16 @@ static const char migration_4[] =
     "CREATE INDEX jobs_course_unfinished ON jobs (course_id) WHERE state IN ('queued', "
     "'running');";
 
+/* Whom a submission's callback is for: 'staff' (made with an instructor's
+ * token) gets the result document, anything else (a submit-scoped token,
+ * and rows from before this column) the student view. */
+static const char migration_5[] = "ALTER TABLE submissions ADD COLUMN callback_view TEXT;";
+
 const struct store_migration store_migrations[] = {
     {1, migration_1},
     {2, migration_2},
     {3, migration_3},
     {4, migration_4},
+    {5, migration_5},
 };
 const size_t store_migration_count = sizeof(store_migrations) / sizeof(store_migrations[0]);

@@ -55,7 +55,7 @@ enum store_status {
 };
 
 /* The schema version this code writes; store_open() refuses a newer database. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 /* Attempts of a job when the submission does not say. */
 #define STORE_DEFAULT_ATTEMPTS 3
@@ -188,6 +188,8 @@ struct store_submission_in {
 	const char *student;	     /* label, may be NULL */
 	const char *idempotency_key; /* unique per course; NULL: none */
 	const char *callback_url;    /* NULL: no callback */
+	bool callback_staff;	     /* the callback carries the result document (made with an
+					instructor's token); false: the student view */
 	const void *data;	     /* the submission's archive bytes */
 	size_t len;
 	int max_attempts; /* attempts for our own failures; <= 0: STORE_DEFAULT_ATTEMPTS */
@@ -265,6 +267,8 @@ int store_job_sandbox_ready(struct store *st, int64_t job_id, const char *lease_
 /* What a worker reports for a graded job (the student's verdict is data). */
 struct store_result_in {
 	const char *doc_json; /* the result document, JSON (docs/result.md) */
+	const char *student_json; /* its student view, for a callback a student asked for;
+				     NULL: such a callback carries "result": null */
 	double score;	      /* NaN: none */
 	double max_score;     /* NaN: none */
 	double cpu_seconds;   /* reserved CPU-seconds */

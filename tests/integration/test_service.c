@@ -830,6 +830,67 @@ static void test_service_upload_submit_and_long_poll(void **state)
 	reply_free(&r);
 }
 
+/* Every format with every scope: a submit token never receives a hidden
+ * test's name or failure output (expected values included), nor raw
+ * output; an instructor's result does carry them (so the check can fail). */
+static void test_service_every_format_with_every_scope(void **state)
+{
+	struct env *v = ready(state);
+	struct reply r;
+	char path[160], *hidden_msg = NULL;
+
+	graded(v); /* the API's assignment */
+	char *archive = packed(EXAMPLES_DIR "/python-pytest/submissions/partial");
+	char *body = submission_body(v->api_assignment, "hana", archive);
+	call(&v->main, "POST", "/v1/submissions", v->a.submit, body, NULL, &r);
+	free(body);
+	free(archive);
+	expect_status(&r, 202);
+	long long id = int_at(&r, "submission_id");
+	reply_free(&r);
+	wait_verdict(&v->main, v->a.instructor, id, 0, &r);
+	assert_string_equal(str_at(&r, "status"), "graded");
+	/* The hidden test failed, with pytest's message (the values it compared). */
+	size_t i;
+	json_t *t;
+	json_array_foreach(at(r.json, "tests"), i, t)
+	{
+		const char *name = json_string_value(json_object_get(t, "name"));
+		if (name && strcmp(name, "test_most_common_word_tie") == 0)
+			hidden_msg = strdup(json_string_value(json_object_get(t, "message")));
+	}
+	reply_free(&r);
+	if (!hidden_msg || strlen(hidden_msg) < 8)
+		fail_msg("the hidden test has no failure message to look for");
+	/* A distinctive piece of it: its first line, at most 40 bytes. */
+	hidden_msg[strcspn(hidden_msg, "\n")] = '\0';
+	if (strlen(hidden_msg) > 40)
+		hidden_msg[40] = '\0';
+
+	static const char *const formats[] = {"", "&format=result", "&format=student",
+					      "&format=gradescope"};
+	const char *const tokens[] = {v->a.submit, v->a.instructor, v->a.admin};
+	for (size_t k = 0; k < 3; k++)
+		for (size_t f = 0; f < 4; f++) {
+			snprintf(path, sizeof(path), "/v1/submissions/%lld?wait=0%s", id, formats[f]);
+			call(&v->main, "GET", path, tokens[k], NULL, NULL, &r);
+			expect_status(&r, 200);
+			bool student = k == 0 || f == 2;
+			bool leaks = strstr(r.body, "test_most_common_word_tie") ||
+				     strstr(r.body, hidden_msg) || strstr(r.body, "\"stdout\":\"");
+			if (student && leaks)
+				fail_msg("token %zu, '%s': the hidden test shows: %.3000s", k,
+					 formats[f], r.body);
+			/* Staff's own result and Gradescope output name it. */
+			if (!student && !strstr(r.body, "test_most_common_word_tie"))
+				fail_msg("token %zu, '%s': the instructor's answer lacks the "
+					 "hidden test: %.2000s",
+					 k, formats[f], r.body);
+			reply_free(&r);
+		}
+	free(hidden_msg);
+}
+
 static void test_service_health_ready_and_metrics_need_no_token(void **state)
 {
 	struct env *v = ready(state);
@@ -1812,6 +1873,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_service_upload_submit_and_long_poll),
+	    cmocka_unit_test(test_service_every_format_with_every_scope),
 	    cmocka_unit_test(test_service_health_ready_and_metrics_need_no_token),
 	    cmocka_unit_test(test_service_tokens_and_scopes),
 	    cmocka_unit_test(test_service_token_of_another_course_sees_nothing),

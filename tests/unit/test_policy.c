@@ -715,6 +715,62 @@ static void test_policy_gradescope_visibility(void **state)
 	json_decref(r);
 }
 
+/* Every format a student may ask for carries nothing of a test they may
+ * not see: no name, message, reason, raw output or step number; staff's
+ * result and Gradescope output do (so this check can fail). */
+static void test_policy_result_view_for_every_viewer_and_format(void **state)
+{
+	static const char *const secrets[] = {"t_hidden", "input was 42", "wrong_answer", "t_due",
+					      "off by one", "secret", "/srv/ada.zip", "\"41\""};
+	static const enum result_format formats[] = {RESULT_FORMAT_RESULT, RESULT_FORMAT_STUDENT,
+						     RESULT_FORMAT_GRADESCOPE};
+	json_t *r = sample_result();
+	struct policy dflt, after = parse_ok("{\"due\": \"" DUE_STR "\", \"tests_visibility\": "
+					     "\"after_due\"}");
+
+	(void)state;
+	policy_default(&dflt);
+	for (int with_policy = 0; with_policy < 3; with_policy++) {
+		const struct policy *p = with_policy == 0 ? NULL : with_policy == 1 ? &dflt : &after;
+		for (size_t f = 0; f < 3; f++) {
+			/* Before the due date: after_due reveals nothing yet. */
+			json_t *v = policy_result_view(RESULT_VIEWER_STUDENT, formats[f], p, NULL,
+						       DUE - 1, r);
+			char *text = json_dumps(v, JSON_COMPACT);
+			assert_non_null(text);
+			for (size_t k = 0; k < sizeof(secrets) / sizeof(secrets[0]); k++)
+				if (strstr(text, secrets[k]))
+					fail_msg("policy %d, format %zu: '%s' in %s", with_policy,
+						 f, secrets[k], text);
+			if (formats[f] == RESULT_FORMAT_GRADESCOPE)
+				assert_true(json_real_value(json_object_get(v, "execution_time")) ==
+					    0);
+			else
+				assert_string_equal(field(v, "view"), "student");
+			free(text);
+			json_decref(v);
+		}
+	}
+	/* Staff: the student format is the student's; the others carry it all. */
+	json_t *v = policy_result_view(RESULT_VIEWER_STAFF, RESULT_FORMAT_STUDENT, &dflt, NULL, DUE, r);
+	assert_never_revealed(v);
+	json_decref(v);
+	v = policy_result_view(RESULT_VIEWER_STAFF, RESULT_FORMAT_RESULT, &dflt, NULL, DUE, r);
+	assert_true(json_equal(v, r));
+	json_decref(v);
+	v = policy_result_view(RESULT_VIEWER_STAFF, RESULT_FORMAT_GRADESCOPE, NULL, NULL, DUE, r);
+	assert_string_equal(field(test_at(v, 1), "name"), "t_hidden");
+	assert_string_equal(field(test_at(v, 1), "output"), "input was 42");
+	json_decref(v);
+	/* After the due date, after_due reveals t_due to the student too. */
+	v = policy_result_view(RESULT_VIEWER_STUDENT, RESULT_FORMAT_GRADESCOPE, &after, NULL,
+			       DUE + 1, r);
+	assert_string_equal(field(test_at(v, 2), "name"), "t_due");
+	assert_string_equal(field(test_at(v, 1), "name"), "hidden test 1");
+	json_decref(v);
+	json_decref(r);
+}
+
 /* ---- the gradebook ---- */
 
 static struct store_grade_row student_row(const char *student, int64_t id, int64_t at, double score,
@@ -878,6 +934,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_visible_reveals_all_but_hidden_tests),
 	    cmocka_unit_test(test_policy_after_due_reveals_at_due_plus_grace),
 	    cmocka_unit_test(test_policy_gradescope_visibility),
+	    cmocka_unit_test(test_policy_result_view_for_every_viewer_and_format),
 	    cmocka_unit_test(test_policy_gradebook_csv),
 	    cmocka_unit_test(test_policy_gradebook_json),
 	    cmocka_unit_test(test_policy_cost),

@@ -97,7 +97,9 @@ static int64_t submit(struct store *st, int64_t course, int64_t version, const c
 	return sub;
 }
 
-static const struct store_result_in a_result = {.doc_json = "{\"status\":\"ok\",\"score\":1}",
+static const struct store_result_in a_result = {.doc_json = "{\"status\":\"ok\",\"score\":1,"
+							    "\"tests\":[{\"name\":\"secret\"}]}",
+						.student_json = "{\"status\":\"ok\",\"view\":\"student\"}",
 						.score = 1,
 						.max_score = 2,
 						.cpu_seconds = 0.5,
@@ -529,7 +531,9 @@ static void test_store_outbox_row_is_written_with_the_result(void **state)
 	assert_string_equal(d[0].url, "http://127.0.0.1:9/hook");
 	assert_int_equal(strlen(d[0].delivery_id), 32);
 	assert_non_null(strstr(d[0].payload, d[0].delivery_id));
-	assert_non_null(strstr(d[0].payload, "\"status\":\"ok\""));
+	/* A callback a submit token asked for carries the student view. */
+	assert_non_null(strstr(d[0].payload, "\"view\":\"student\""));
+	assert_null(strstr(d[0].payload, "secret"));
 	int64_t outbox = d[0].outbox_id;
 	store_delivery_clear(&d[0]);
 	/* Held for the first sender: nobody else takes it. */
@@ -554,6 +558,51 @@ static void test_store_outbox_row_is_written_with_the_result(void **state)
 	struct err e;
 	assert_int_equal(store_outbox_record(st, outbox, true, 204, NULL, 0, 5, &e),
 			 STORE_NOT_FOUND);
+	store_close(st);
+}
+
+/* A callback made with an instructor's token carries the result document;
+ * a student's without a student view given carries "result": null. */
+static void test_store_callback_payload_follows_who_asked(void **state)
+{
+	char url[512];
+	int64_t c, v, sub, job;
+	bool existing;
+	struct store_claim cl;
+	struct store_delivery d[2];
+	size_t n;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	struct store_submission_in in = {.course_id = c,
+					 .version_id = v,
+					 .student = "ada",
+					 .callback_url = "http://127.0.0.1:9/staff",
+					 .callback_staff = true,
+					 .data = "x",
+					 .len = 1};
+	CHECK(store_submit(st, &in, &sub, &job, &existing, E));
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &a_result, NULL, E));
+	CHECK(store_outbox_take_due(st, 60000, d, 2, &n, E));
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(d[0].payload, "\"tests\":[{\"name\":\"secret\"}]"));
+	store_delivery_clear(&d[0]);
+
+	struct store_result_in no_view = a_result;
+	no_view.student_json = NULL;
+	in.callback_url = "http://127.0.0.1:9/student";
+	in.callback_staff = false;
+	CHECK(store_submit(st, &in, &sub, &job, &existing, E));
+	assert_int_equal(claim(st, "w1", 60000, &cl), 1);
+	CHECK(store_job_complete(st, cl.job_id, cl.attempt, cl.lease_token, &no_view, NULL, E));
+	CHECK(store_outbox_take_due(st, 60000, d, 2, &n, E));
+	assert_int_equal(n, 1);
+	assert_string_equal(d[0].url, "http://127.0.0.1:9/student");
+	assert_non_null(strstr(d[0].payload, "\"result\":null"));
+	assert_null(strstr(d[0].payload, "secret"));
+	store_delivery_clear(&d[0]);
 	store_close(st);
 }
 
@@ -1279,7 +1328,8 @@ static const char doc_compile[] = "{\"tests\":[{\"status\":\"passed\"}],\n \"sta
 				  "\"compile_error\"}";
 
 /* The version-2 schema, as an older proctor left it. */
-static const char sql_downgrade[] = "DROP INDEX jobs_course_unfinished;"
+static const char sql_downgrade[] = "ALTER TABLE submissions DROP COLUMN callback_view;"
+				    "DROP INDEX jobs_course_unfinished;"
 				    "DROP INDEX submissions_version;"
 				    "DROP TABLE extensions;"
 				    "ALTER TABLE assignments DROP COLUMN policy_ms;"
@@ -1740,8 +1790,8 @@ static void test_store_policy_admit_and_export(void **state)
 	CHECK(store_extension_set(st, id, &x, E));
 	CHECK(policy_export(st, id, POLICY_FORMAT_CSV, &text, &len, E));
 	assert_int_equal(strlen(text), len);
-	assert_non_null(strstr(text, "\r\nada,"));
-	assert_non_null(strstr(text, ",graded,9,10,no,0,0,0,9,2,0,yes\r\n"));
+	assert_non_null(strstr(text, "\r\n\"ada\","));
+	assert_non_null(strstr(text, ",\"graded\",9,10,\"no\",0,0,0,9,2,0,\"yes\"\r\n"));
 	free(text);
 	CHECK(policy_export(st, id, POLICY_FORMAT_JSON, &text, &len, E));
 	json_t *j = json_loads(text, 0, NULL);
@@ -1824,6 +1874,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_store_our_failure_backs_off_then_ends_as_error),
 	    cmocka_unit_test(test_store_lost_worker_on_last_attempt_ends_as_error),
 	    cmocka_unit_test(test_store_outbox_row_is_written_with_the_result),
+	    cmocka_unit_test(test_store_callback_payload_follows_who_asked),
 	    cmocka_unit_test(test_store_blobs_are_deduplicated),
 	    cmocka_unit_test(test_store_tokens_are_hashed_and_checked),
 	    cmocka_unit_test(test_store_crash_between_claim_and_complete_loses_nothing),
