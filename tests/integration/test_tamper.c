@@ -1,7 +1,7 @@
 /*
  * Integration tests: split Python runs (issue 12, docs/grading.md).
  *
- * Four assignments under tests/data/assignments, each with EXPECTED.tsv:
+ * Five assignments under tests/data/assignments, each with EXPECTED.tsv:
  *
  *   py_compat, py_compat_unittest     real test-suite shapes (classes,
  *                                     exceptions, generators, dataclasses,
@@ -9,6 +9,13 @@
  *                                     helper modules, callables) for pytest
  *                                     and unittest: the reference solution
  *                                     keeps full marks in both modes.
+ *   py_compat_realworld               what real-world exercise suites do
+ *                                     (issue 21): arithmetic with the tests'
+ *                                     values in both orders, context
+ *                                     managers and mocks across the
+ *                                     processes, callbacks' identity,
+ *                                     mock.patch of builtins, containers,
+ *                                     star imports with and without __all__.
  *   py_attacks, py_attacks_unittest   wrong code plus one tampering attack
  *                                     per submission: in the default (split)
  *                                     mode every attacked test scores 0 and
@@ -365,6 +372,12 @@ static void test_unittest_compat_split(void **state)
 	check_assignment("py_compat_unittest", MODE_SPLIT);
 }
 
+static void test_pytest_compat_realworld_split(void **state)
+{
+	(void)state;
+	check_assignment("py_compat_realworld", MODE_SPLIT);
+}
+
 /* The same suites in one process, as before split runs. */
 static void test_pytest_compat_in_process(void **state)
 {
@@ -376,6 +389,12 @@ static void test_unittest_compat_in_process(void **state)
 {
 	(void)state;
 	check_assignment("py_compat_unittest", MODE_IN_PROCESS);
+}
+
+static void test_pytest_compat_realworld_in_process(void **state)
+{
+	(void)state;
+	check_assignment("py_compat_realworld", MODE_IN_PROCESS);
 }
 
 /* Tampering from the submission scores nothing in the default mode. */
@@ -415,8 +434,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pytest_compat_split),
 	    cmocka_unit_test(test_unittest_compat_split),
+	    cmocka_unit_test(test_pytest_compat_realworld_split),
 	    cmocka_unit_test(test_pytest_compat_in_process),
 	    cmocka_unit_test(test_unittest_compat_in_process),
+	    cmocka_unit_test(test_pytest_compat_realworld_in_process),
 	    cmocka_unit_test(test_pytest_attacks_split),
 	    cmocka_unit_test(test_unittest_attacks_split),
 	    cmocka_unit_test(test_pytest_attacks_in_process),

@@ -71,6 +71,12 @@ class ProtocolError(Exception):
     """The other side sent something that is not a message of ours."""
 
 
+class ChannelError(EOFError):
+    """The channel itself failed (the other side is gone).  Not an OSError:
+    an OSError the other side raised, decoded as its answer (a
+    FileNotFoundError of the submission's), is that call's exception."""
+
+
 # ---- framing ------------------------------------------------------------------
 
 def _send(sock, obj):
@@ -78,13 +84,19 @@ def _send(sock, obj):
     if len(body) > _MAX_BYTES:
         raise ValueError("a value of %d bytes is more than the %d a call may carry"
                          % (len(body), _MAX_BYTES))
-    sock.sendall(struct.pack(">I", len(body)) + body)
+    try:
+        sock.sendall(struct.pack(">I", len(body)) + body)
+    except OSError as e:
+        raise ChannelError(str(e)) from None
 
 
 def _recv_exact(sock, n):
     chunks = []
     while n:
-        b = sock.recv(min(n, 1 << 20))
+        try:
+            b = sock.recv(min(n, 1 << 20))
+        except OSError as e:
+            raise ChannelError(str(e)) from None
         if not b:
             raise EOFError
         chunks.append(b)
@@ -328,6 +340,11 @@ def _describe_exception(codec, exc, quiet=False):
         args = codec.encode(tuple(exc.args)) if t.__module__ == "builtins" and not quiet else None
     except (ValueError, RecursionError):
         args = None
+    if quiet and isinstance(exc, OSError) and type(exc.errno) is int and 0 < exc.errno < 4096:
+        # An OSError's errno, and the system's words for it, are no value
+        # of the tests' (a wrapped socket's EBADF after close).
+        args = codec.encode((exc.errno, os.strerror(exc.errno)))
+        message = str(OSError(exc.errno, os.strerror(exc.errno)))
     out = {"type": _class_info(t), "message": message[:20000], "args": args}
     if isinstance(exc, SystemExit):
         code = exc.code
@@ -422,6 +439,7 @@ class Endpoint:
         self.quiet = False  # send exceptions' types only (the harness's side)
         self.seq = 0
         self.mirror = ExceptionMirror()
+        self.on_message = None  # called with every message received (the worker: patches)
 
     def request(self, op, **fields):
         self.seq += 1
@@ -439,6 +457,8 @@ class Endpoint:
             if "op" in m:
                 self.serve_one(m)
                 continue
+            if self.on_message:
+                self.on_message(m)
             if m.get("re") != n:
                 raise ProtocolError("an answer out of order")
             if self.on_output:
@@ -449,6 +469,8 @@ class Endpoint:
 
     def serve_one(self, m):
         n = m.get("n")
+        if self.on_message:
+            self.on_message(m)
         if self.on_output:
             self.on_output(m.get("out"), m.get("err"))
         try:
@@ -471,14 +493,26 @@ class Endpoint:
 
 # ---- the program side: zygote and worker ----------------------------------------
 
+def _math(name):
+    def f(x):
+        import math
+        return getattr(math, name)(x)
+    return f
+
+
 _UNARY = {"len": len, "iter": iter, "next": next, "repr": repr, "str": str, "bool": bool,
           "hash": hash, "neg": operator.neg, "pos": operator.pos, "abs": abs,
           "invert": operator.invert, "int": int, "float": float, "index": operator.index,
-          "reversed": reversed, "dir": dir, "complex": complex}
+          "reversed": reversed, "dir": dir, "complex": complex, "trunc": _math("trunc"),
+          "floor": _math("floor"), "ceil": _math("ceil")}
+# Arithmetic is the submission's to compute (that is what is tested), in
+# both orders and in place; comparisons are not (harness: _proxy_eq).
+_ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift",
+               "rshift", "and_", "or_", "xor")
 _BINARY = {n: getattr(operator, n) for n in
-           ("eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul", "truediv", "floordiv",
-            "mod", "pow", "matmul", "lshift", "rshift", "and_", "or_", "xor", "contains",
-            "getitem", "delitem")}
+           ("eq", "ne", "lt", "le", "gt", "ge", "contains", "getitem", "delitem")
+           + _ARITHMETIC + tuple("i" + n.rstrip("_") for n in _ARITHMETIC)}
+_BINARY["divmod"] = divmod
 
 
 def _describe_local(v, export):
@@ -543,6 +577,22 @@ class ReverseProxy:
     def __repr__(self):
         return self._proctor("unary", name="repr")
 
+    def __bool__(self):
+        return self._proctor("unary", name="bool") is True
+
+    def __enter__(self):
+        return self._proctor("enter")
+
+    def __exit__(self, exc_type, exc, tb):
+        # The submission's exception, by type and message (the tests'
+        # context manager may swallow it, as it would in one process).
+        desc = None
+        if isinstance(exc_type, type) and issubclass(exc_type, BaseException):
+            if not isinstance(exc, BaseException):
+                exc = exc_type()
+            desc = _describe_exception(self._proctor_ep.codec, exc)
+        return self._proctor("exit", exc=desc) is True
+
     def _proctor_encode(self):
         return object.__getattribute__(self, "_proctor_id")
 
@@ -571,20 +621,62 @@ def _harness_object_op(codec, m):
         kwargs = {_str(k): codec.decode(v) for k, v in (_list(p) for p in _list(m.get("kwargs")))}
         return obj(*args, **kwargs)
     if op == "getattr":
-        # Only a file's reading and writing (a StringIO to write to): the
-        # tests' other objects would let the submission reach the harness.
+        # Only a file's reading and writing (a StringIO to write to) and a
+        # mock's own attributes: the tests' other objects would let the
+        # submission reach the harness.
         name = _str(m.get("name"))
-        if name not in _FILE_METHODS or not isinstance(obj, io.IOBase):
-            raise AttributeError("%r: of the tests' objects the submission may only call "
-                                 "them, iterate them, and read and write files" % name)
-        return getattr(obj, name)
+        if name in _FILE_METHODS and isinstance(obj, io.IOBase):
+            return getattr(obj, name)
+        if _mock_attribute_allowed(obj, name):
+            return getattr(obj, name)
+        raise AttributeError("%r: of the tests' objects the submission may only call "
+                             "them, iterate them, use them in `with`, read and write "
+                             "files and use mocks" % name)
+    if op in ("enter", "exit"):
+        # As `with` finds them: on the type, bound to the object (a
+        # MagicMock's are descriptors of its own class).
+        method = getattr(type(obj), "__%s__" % op)
+        method = method.__get__(obj, type(obj)) if hasattr(method, "__get__") else method
+        if op == "enter":
+            return method()
+        desc = m.get("exc")
+        if desc is None:
+            return bool(method(None, None, None))
+        exc = _harness_mirror(codec).build(codec, desc)
+        return bool(method(type(exc), exc, None))
     if op == "unary" and m.get("name") == "repr":
         return "<the tests' %s object>" % type(obj).__name__
-    if op == "unary" and m.get("name") in ("iter", "next", "len"):
+    if op == "unary" and m.get("name") in ("iter", "next", "len", "bool"):
         return _UNARY[m["name"]](obj)
     if op == "binary" and m.get("name") == "getitem":
         return obj[codec.decode(m.get("other"))]
     raise ProtocolError("the submission asked for %r" % op)
+
+
+# What the submission may read of a mock the tests gave it (a
+# NonCallableMagicMock(wraps=socket), mock_open's file handle): what the
+# mocked object has, never the mock's own interface (assert_*, reset_mock,
+# configure_mock, side_effect, return_value, call records, _mock_*), which
+# would let it change what the tests check afterwards.
+_MOCK_MAGIC = {"__enter__", "__exit__", "__iter__", "__next__", "__len__", "__contains__",
+               "__getitem__", "__bool__", "__call__", "__fspath__"}
+_MOCK_API = None
+
+
+def _mock_attribute_allowed(obj, name):
+    global _MOCK_API
+    mock = sys.modules.get("unittest.mock")
+    if mock is None or not isinstance(obj, mock.NonCallableMock):
+        return False
+    if _MOCK_API is None:
+        _MOCK_API = frozenset(n for k in type.mro(mock.MagicMock) for n in vars(k))
+    if name in _MOCK_MAGIC:
+        return True
+    return not name.startswith("_") and name not in _MOCK_API
+
+
+def _harness_mirror(codec):
+    return _SESSION.mirror if _SESSION is not None else ExceptionMirror()
 
 
 class _TestsStdin(io.TextIOBase):
@@ -617,6 +709,9 @@ class Worker:
         self.ep = Endpoint(sock, self.codec, self.handle)
         self.ep.take_output = self.take_output
         self.ep.on_output = None
+        self.ep.on_message = self.apply_patches
+        self.reverse = {}
+        self.patched = {}
         ep = self.ep
 
         def tests_input(prompt=""):
@@ -626,7 +721,43 @@ class Worker:
         sys.stdin = _TestsStdin(ep)
 
     def make_proxy(self, n, info):
-        return ReverseProxy(n, self.ep)
+        # One proxy per object of the harness's, so `is`, `in` and
+        # list.remove find a callback registered earlier.
+        p = self.reverse.get(n)
+        if p is None:
+            p = self.reverse[n] = ReverseProxy(n, self.ep)
+        return p
+
+    def apply_patches(self, m):
+        """The tests' mock.patch / monkeypatch.setattr of a module other than
+        the submission's (builtins.open, time.time): the same attribute of
+        the worker's module is the tests' value (a proxy to their mock)
+        while the patch lasts, and its own again after."""
+        want = m.get("patches")
+        if want is None:
+            return
+        state = {}
+        for entry in _list(want):
+            mod, attr, value = _list(entry)
+            state[(_str(mod), _str(attr))] = self.codec.decode(value)
+        for key in [k for k in self.patched if k not in state]:
+            original = self.patched.pop(key)
+            mod = sys.modules.get(key[0])
+            try:
+                if original is _MISSING:
+                    delattr(mod, key[1])
+                else:
+                    setattr(mod, key[1], original)
+            except (AttributeError, TypeError):
+                pass
+        for (name, attr), value in state.items():
+            try:
+                mod = sys.modules.get(name) or importlib.import_module(name)
+                if (name, attr) not in self.patched:
+                    self.patched[(name, attr)] = getattr(mod, attr, _MISSING)
+                setattr(mod, attr, value)
+            except Exception:  # noqa: BLE001 -- a module the worker lacks: nothing to patch
+                pass
 
     def take_output(self):
         out, err = self.out.getvalue(), self.err.getvalue()
@@ -663,6 +794,18 @@ class Worker:
         if op == "binary":
             f = _BINARY[_str(m.get("name"))]
             return f(obj, c.decode(m.get("other")))
+        if op == "rbinary":
+            f = _BINARY[_str(m.get("name"))]
+            return f(c.decode(m.get("other")), obj)
+        if op == "pow3":
+            return pow(obj, c.decode(m.get("other")), c.decode(m.get("modulo")))
+        if op == "round":
+            ndigits = c.decode(m.get("ndigits"))
+            return round(obj) if ndigits is None else round(obj, ndigits)
+        if op == "state":
+            return [_state(x) for x in [obj] + [c.local(t) for t in _list(m.get("others"))]]
+        if op == "star":
+            return _star_names(obj)
         if op == "setitem":
             obj[c.decode(m.get("key"))] = c.decode(m.get("value"))
             return None
@@ -678,6 +821,54 @@ class Worker:
             if "op" not in m:
                 raise ProtocolError("an answer nobody asked for")
             self.ep.serve_one(m)
+
+
+_MISSING = object()
+
+
+def _state(obj):
+    """How the harness decides `a == b` between two objects of the
+    submission's (docs/grading.md): None when the class keeps Python's
+    identity equality, else [its fields, as values].  A dataclass's compared
+    fields, else its __dict__ and __slots__ values, read without running
+    the submission's code (no __eq__, no properties)."""
+    t = type(obj)
+    if getattr(t, "__eq__", None) is object.__eq__:
+        return None
+    dc = sys.modules.get("dataclasses")
+    if dc is not None and "__dataclass_fields__" in dir(t):
+        return [[f.name, object.__getattribute__(obj, f.name)] for f in dc.fields(obj)
+                if f.compare and _has(obj, f.name)]
+    out = []
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+        out = [[str(k), v] for k, v in dict.items(d) if type(k) is str]
+    except (AttributeError, TypeError):
+        pass
+    for klass in t.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if type(slots) is str else slots if type(slots) in (tuple, list) else ():
+            if type(name) is str and name not in ("__dict__", "__weakref__") and _has(obj, name):
+                out.append([name, object.__getattribute__(obj, name)])
+    return sorted(out, key=lambda kv: kv[0])
+
+
+def _has(obj, name):
+    try:
+        object.__getattribute__(obj, name)
+        return True
+    except AttributeError:
+        return False
+
+
+def _star_names(mod):
+    """The names `from mod import *` binds in a plain interpreter: its
+    __all__ when it has one, else its public names."""
+    d = getattr(mod, "__dict__", {})
+    names = d.get("__all__") if type(d) is dict else None
+    if names is None:
+        return sorted(k for k in d if type(k) is str and not k.startswith("_"))
+    return [n for n in list(names) if type(n) is str]
 
 
 def program_main():
@@ -707,7 +898,7 @@ def program_main():
     sig = os.WTERMSIG(st) if os.WIFSIGNALED(st) else 0
     try:
         _send(ctl, {"signal": sig, "code": os.WEXITSTATUS(st) if not sig else None})
-    except OSError:  # the harness is done (it ends the run): no one to tell
+    except (OSError, EOFError):  # the harness is done (it ends the run): no one to tell
         return 0
     ctl.settimeout(60)
     try:
@@ -733,27 +924,49 @@ def _abort(why, ctl=None, status=ABORT_STATUS):
     as when the code under test crashes a runner it shares a process with,
     the run ends here, with no report, and by the signal that ended the
     submission's process if one did (the program side reports it)."""
+    # Nothing here may raise: an exception would reach the test that made
+    # the call (it fails, the run goes on and is graded) instead of ending
+    # the run.  signal.signal(SIGKILL) is one (OSError), a signal number
+    # Python does not know another (ValueError); so every step is guarded
+    # and os._exit comes last whatever happened.
     sig = 0
-    if ctl is not None:
-        try:
-            ctl.settimeout(5)
-            m = _recv(ctl)
-            if type(m.get("signal")) is int and 0 < m["signal"] < 65:
-                sig = m["signal"]
-                why += " (killed by signal %d)" % sig
-            elif type(m.get("code")) is int:
-                why += " (exit status %d)" % m["code"]
-        except (OSError, EOFError, ProtocolError):
-            pass
     try:
-        # The step's own stderr, kept before the runner captured fd 2.
-        os.write(_STDERR_FD if _STDERR_FD >= 0 else 2,
-                 ("proctor_split: %s; the test run cannot go on\n" % why).encode())
-    finally:
+        if ctl is not None:
+            try:
+                ctl.settimeout(5)
+                m = _recv(ctl)
+                if type(m.get("signal")) is int and 0 < m["signal"] < 65:
+                    sig = m["signal"]
+                    why += " (killed by signal %d)" % sig
+                elif type(m.get("code")) is int:
+                    why += " (exit status %d)" % m["code"]
+            except BaseException:  # noqa: BLE001 -- no word from the program side
+                pass
+        try:
+            # The step's own stderr, kept before the runner captured fd 2.
+            os.write(_STDERR_FD if _STDERR_FD >= 0 else 2,
+                     ("proctor_split: %s; the test run cannot go on\n" % why).encode())
+        except BaseException:  # noqa: BLE001
+            pass
         if sig and sig not in (signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
+            _die_by(sig)
+    finally:
         os._exit(status)
+
+
+def _die_by(sig):
+    """End this process by signal sig, as the submission's ended (the
+    verdict names it); returns only if the signal did not end it."""
+    try:
+        if sig != signal.SIGKILL:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+    except BaseException:  # noqa: BLE001 -- SIGKILL, or a number Python refuses
+        pass
+    try:
+        os.kill(os.getpid(), sig)
+    except BaseException:  # noqa: BLE001
+        pass
 
 
 class Session:
@@ -779,11 +992,30 @@ class Session:
                            _write_output)
         self.ep.quiet = True
         self.ep.mirror = self.mirror
+        self.ep.take_output = self.patch_update
+        self.sent_patches = []
+
+    def patch_update(self):
+        """With a message to the worker: the tests' patches of other modules
+        (mirror_patches), when they changed since the last message."""
+        now = []
+        for (name, attr), original in _MIRRORED.items():
+            mod = sys.modules.get(name)
+            cur = getattr(mod, attr, _MISSING) if mod is not None else _MISSING
+            if cur is not original and cur is not _MISSING:
+                now.append((name, attr, cur))
+        if len(now) == len(self.sent_patches) and all(
+                a[0] == b[0] and a[1] == b[1] and a[2] is b[2]
+                for a, b in zip(now, self.sent_patches)):
+            return {}
+        self.sent_patches = now
+        c = self.ep.codec
+        return {"patches": [[n, a, c.encode(v)] for n, a, v in now]}
 
     def request(self, op, **kw):
         try:
             return self.ep.request(op, **kw)
-        except (EOFError, OSError):
+        except EOFError:  # ChannelError too; never an OSError the call raised
             _abort("the submission's process ended during a call", self.ctl)
         except ProtocolError as e:
             _abort("the submission's process broke the protocol (%s)" % e)
@@ -866,14 +1098,92 @@ def _call_args(args, kwargs):
     return {"args": c.encode(tuple(args)), "kwargs": [[k, c.encode(v)] for k, v in kwargs.items()]}
 
 
-def _binary(name, reflected=False):
+def _ordering(name):
+    """<, <=, >, >= between two of the submission's objects are its own
+    methods (sorted() of its objects); with a value of the tests' they
+    raise TypeError: no verdict is the submission's to make."""
     def op(self, other):
         if not isinstance(other, RemoteObject):
             return NotImplemented
-        a, b = (other, self) if reflected else (self, other)
-        return _remote(a, "binary", name=name, other=_codec().encode(b))
-    op.__name__ = "__%s__" % name.rstrip("_")
+        return _remote(self, "binary", name=name, other=_codec().encode(other))
+    op.__name__ = "__%s__" % name
     return op
+
+
+def _arithmetic(name, reflected=False):
+    """An operator of the submission's class, computed there with the
+    tests' value (by value, or a reference to it), in either order:
+    `Clock(10, 0) + 3`, `3 + Complex(1, 2)`, `2 ** Rational(1, 2)`."""
+    def op(self, other):
+        return _remote(self, "rbinary" if reflected else "binary", name=name,
+                       other=_codec().encode(other))
+    op.__name__ = "__%s%s__" % ("r" if reflected else "", name.rstrip("_"))
+    return op
+
+
+class SplitComparisonError(Exception):
+    """Two objects of the submission's whose fields differ while its own
+    __eq__ says they are equal: a split run cannot take its word for it."""
+
+
+# Pairs being compared (a cycle of references compares equal, as an
+# object with itself).
+_EQ_ACTIVE = set()
+
+
+def _proxy_eq(a, b):
+    """`a == b` for two of the submission's objects, decided here from
+    their state as data (_state): the same class and equal fields (a
+    dataclass's compared fields, else __dict__ and __slots__); a class
+    without __eq__ of its own compares by identity.  The submission's
+    __eq__ never decides; when it disagrees (says equal while the fields
+    differ), the comparison fails visibly rather than silently."""
+    if a is b:
+        return True
+    na, nb = (object.__getattribute__(x, "_proctor_id") for x in (a, b))
+    if na == nb:
+        return True
+    if type(a) is not type(b):
+        return False
+    key = (na, nb)
+    if key in _EQ_ACTIVE:
+        return True
+    _EQ_ACTIVE.add(key)
+    try:
+        states = _remote(a, "state", others=[nb])
+        if type(states) is not list or len(states) != 2:
+            raise ProtocolError("bad state")
+        sa, sb = states
+        if sa is None or sb is None:
+            return False
+        if type(sa) is not list or type(sb) is not list:
+            raise ProtocolError("bad state")
+        equal = sa == sb
+    finally:
+        _EQ_ACTIVE.discard(key)
+    if not equal and _remote(a, "binary", name="eq", other=_codec().encode(b)) is True:
+        fa = dict(x for x in sa if type(x) is list and len(x) == 2 and type(x[0]) is str)
+        fb = dict(x for x in sb if type(x) is list and len(x) == 2 and type(x[0]) is str)
+        differ = sorted(k for k in set(fa) | set(fb) if k not in fa or k not in fb
+                        or not fa[k] == fb[k])
+        raise SplitComparisonError(
+            "two objects of the submission's class %s differ in %s while its __eq__ says "
+            "they are equal; a split run compares the submission's objects by their fields, "
+            "never by its __eq__ (docs/grading.md, \"Tamper-proof runs\")"
+            % (type(a).__qualname__, ", ".join(differ[:10]) or "their fields"))
+    return equal
+
+
+def _eq(self, other):
+    if not isinstance(other, RemoteObject):
+        return NotImplemented  # then identity: never equal to the tests' values
+    return _proxy_eq(self, other)
+
+
+def _ne(self, other):
+    if not isinstance(other, RemoteObject):
+        return NotImplemented
+    return not _proxy_eq(self, other)
 
 
 def _unary(name, want=None):
@@ -954,14 +1264,12 @@ class RemoteObject:
         _remote(self, "binary", name="delitem", other=_codec().encode(key))
 
     def __contains__(self, item):
-        if isinstance(item, RemoteObject):
-            v = _remote(self, "binary", name="contains", other=_codec().encode(item))
-            if type(v) is not bool:
-                raise TypeError("the submission's __contains__ did not return a bool")
-            return v
-        # One of the tests' values: decided here, over what the container
-        # holds (never sent there, never the submission's __contains__).
-        return any(x is item or x == item for x in iter(self))
+        # The container's own operator, as in one process: its __contains__,
+        # else its iteration or __getitem__, like a method of its class.
+        v = _remote(self, "binary", name="contains", other=_codec().encode(item))
+        if type(v) is not bool:
+            raise TypeError("the submission's __contains__ did not return a bool")
+        return v
 
     def __dir__(self):
         v = _remote(self, "unary", name="dir")
@@ -990,15 +1298,31 @@ class RemoteObject:
     __pos__ = _unary("pos")
     __abs__ = _unary("abs")
     __invert__ = _unary("invert")
+    __trunc__ = _unary("trunc")
+    __floor__ = _unary("floor")
+    __ceil__ = _unary("ceil")
+    __eq__ = _eq
+    __ne__ = _ne
+
+    def __round__(self, ndigits=None):
+        return _remote(self, "round", ndigits=_codec().encode(ndigits))
+
+    def __pow__(self, other, modulo=None):
+        if modulo is None:
+            return _remote(self, "binary", name="pow", other=_codec().encode(other))
+        c = _codec()
+        return _remote(self, "pow3", other=c.encode(other), modulo=c.encode(modulo))
 
 
-for _n in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(RemoteObject, "__%s__" % _n, _binary(_n))
-for _n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift",
-           "rshift", "and_", "or_", "xor"):
+for _n in ("lt", "le", "gt", "ge"):
+    setattr(RemoteObject, "__%s__" % _n, _ordering(_n))
+for _n in _ARITHMETIC + ("divmod",):
     _d = _n.rstrip("_")
-    setattr(RemoteObject, "__%s__" % _d, _binary(_n))
-    setattr(RemoteObject, "__r%s__" % _d, _binary(_n, reflected=True))
+    if _n != "pow":
+        setattr(RemoteObject, "__%s__" % _d, _arithmetic(_n))
+    setattr(RemoteObject, "__r%s__" % _d, _arithmetic(_n, reflected=True))
+    if _n != "divmod":
+        setattr(RemoteObject, "__i%s__" % _d, _arithmetic("i" + _d))
 
 
 class ProxyModule(types.ModuleType):
@@ -1013,7 +1337,11 @@ class ProxyModule(types.ModuleType):
         return self.__dict__["_proctor_ref"]
 
     def __getattr__(self, name):
-        if name.startswith("__") and name.endswith("__") and name not in ("__all__", "__version__"):
+        if name == "__all__":
+            names = _session().request("star", target=self.__dict__["_proctor_ref"])
+            names = [n for n in names if type(n) is str] if type(names) is list else []
+            return _star_filter(names, sys._getframe(1))
+        if name.startswith("__") and name.endswith("__") and name != "__version__":
             raise AttributeError(name)
         return _session().request("getattr", target=self.__dict__["_proctor_ref"], name=name)
 
@@ -1029,6 +1357,22 @@ class ProxyModule(types.ModuleType):
     def __dir__(self):
         v = _session().request("unary", target=self.__dict__["_proctor_ref"], name="dir")
         return [x for x in v if type(x) is str] if type(v) is list else []
+
+
+def _star_filter(names, frame):
+    """`from solution import *` binds the names a plain interpreter would
+    (the module's __all__, else its public names: the worker says which),
+    except one the importing module already holds or a builtin's name: a
+    submission's `pytest`, `sorted` or `len` never replaces the tests'.
+    Only for the star import itself (the frame's instruction); a plain
+    `solution.__all__` reads the list as it is."""
+    code = frame.f_code.co_code
+    i = frame.f_lasti
+    op = __import__("dis").opname[code[i]] if 0 <= i < len(code) else ""
+    if op not in ("IMPORT_STAR", "CALL_INTRINSIC_1"):
+        return names
+    held = frame.f_globals
+    return [n for n in names if n not in held and not hasattr(_builtins, n)]
 
 
 # ---- the harness side: which imports are the submission's ----------------------
@@ -1195,6 +1539,65 @@ def pytest_collection(session):
     _first_on_meta_path()
 
 
+# (module, attribute) -> the harness's value before the tests first
+# patched it; the worker's is the tests' value whenever the harness's
+# differs (Session.patch_update, Worker.apply_patches).
+_MIRRORED = {}
+_NOT_MIRRORED = {("builtins", "input"), ("sys", "stdin"), ("sys", "stdout"), ("sys", "stderr"),
+                 ("sys", "modules"), ("sys", "path"), ("sys", "meta_path"),
+                 ("sys", "path_hooks"), ("sys", "path_importer_cache")}
+_RUNNER_MODULES = ("_pytest", "pytest", "pluggy", "unittest", "proctor_", "xmlrunner", "_py",
+                   "py", "importlib", "_frozen_importlib", "__main__")
+
+
+def _note_patch(target, attr, original):
+    """A patch the tests made (mock.patch, monkeypatch.setattr) of a module
+    of Python's or an installed one, which the submission's code may call:
+    mirrored into the worker (builtins.open, time.time, random.randint)."""
+    if not isinstance(target, types.ModuleType) or isinstance(target, ProxyModule):
+        return
+    name = getattr(target, "__name__", None)
+    if type(name) is not str or type(attr) is not str or sys.modules.get(name) is not target:
+        return
+    if (name, attr) in _NOT_MIRRORED or name.split(".")[0] in _RUNNER_MODULES:
+        return
+    where = getattr(target, "__file__", None)
+    if type(where) is str and _in_work(where):  # the tests' own helper modules
+        return
+    _MIRRORED.setdefault((name, attr), original)
+
+
+def mirror_patches():
+    """Note the tests' patches as they are made: unittest.mock's _patch
+    (patch, patch.object, as decorator, context manager or start()) and
+    pytest's MonkeyPatch.setattr."""
+    import unittest.mock as um
+    enter = um._patch.__enter__
+
+    def patched_enter(self):
+        new = enter(self)
+        original = getattr(self, "temp_original", _MISSING)
+        _note_patch(getattr(self, "target", None), getattr(self, "attribute", None),
+                    _MISSING if original is um.DEFAULT else original)
+        return new
+
+    um._patch.__enter__ = patched_enter
+    mp = sys.modules.get("_pytest.monkeypatch")
+    if mp is None:
+        return
+    setattr_ = mp.MonkeyPatch.setattr
+
+    def patched_setattr(self, *args, **kwargs):
+        n = len(self._setattr)
+        out = setattr_(self, *args, **kwargs)
+        if len(self._setattr) > n:
+            target, name, old = self._setattr[-1]
+            _note_patch(target, name, _MISSING if old is mp.notset else old)
+        return out
+
+    mp.MonkeyPatch.setattr = patched_setattr
+
+
 def _seed_both():
     """random.seed() in the tests seeds the submission's random too, so a
     test that seeds, draws the expected numbers, seeds again and calls the
@@ -1208,6 +1611,107 @@ def _seed_both():
             _session().request("seed", a=_codec().encode(a), version=version)
 
     random.seed = seed
+
+
+# ---- the harness side: visible tests first -----------------------------------
+
+def _hidden_tests():
+    """The manifest's tests that are not visible, as grade.c passes them:
+    one per line, NAME or NAME<tab>CLASSNAME."""
+    out = []
+    for line in os.environ.get("PROCTOR_SPLIT_HIDDEN", "").split("\n"):
+        name, _, classname = line.partition("\t")
+        if name:
+            out.append((name, classname or None))
+    return out
+
+
+def _param_suffix(s):
+    """What may follow a manifest name in a report's name (match.c)."""
+    if len(s) < 2:
+        return False
+    if s[0] == "[":
+        return s[-1] == "]"
+    if s[0] != "(":
+        return False
+    return s[-1] == ")" or (s[-1] == "]" and ")[" in s)
+
+
+def _is_hidden(hidden, name, classname):
+    """Whether report entry (name, classname) is one of the hidden manifest
+    tests, by match.c's rules: the name, or it with a parameter suffix; the
+    classname, when the manifest gives one, equal or a dotted suffix."""
+    for want, want_class in hidden:
+        if not (name == want or name.startswith(want) and _param_suffix(name[len(want):])):
+            continue
+        if want_class is None or classname == want_class or (
+                classname is not None and classname.endswith("." + want_class)):
+            return True
+    return False
+
+
+def _visible_first(tests, hidden, name_of):
+    """tests with the hidden ones moved after all others, order otherwise
+    kept: every visible test's message is made before a hidden test passes
+    anything to the worker (docs/grading.md, "Hidden inputs")."""
+    if not hidden:
+        return list(tests)
+    first, last = [], []
+    for t in tests:
+        (last if _is_hidden(hidden, *name_of(t)) else first).append(t)
+    return first + last
+
+
+def _pytest_names(item):
+    """An item's name and classname as pytest's JUnit XML writes them."""
+    path, bracket, params = item.nodeid.partition("[")
+    names = path.split("::")
+    names[0] = names[0].replace("/", ".")
+    if names[0].endswith(".py"):
+        names[0] = names[0][:-3]
+    names[-1] += bracket + params
+    return names[-1], ".".join(names[:-1]) or None
+
+
+def _visible_first_plugin(pytest, hidden):
+    """A pytest plugin: the collected items, hidden ones last (after any
+    other plugin's reordering)."""
+    class VisibleFirst:
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_modifyitems(self, session, config, items):
+            items[:] = _visible_first(items, hidden, _pytest_names)
+    return VisibleFirst()
+
+
+def _unittest_names(test):
+    tid = test.id() if hasattr(test, "id") else ""
+    tid = tid if type(tid) is str else ""
+    classname, _, name = tid.rpartition(".")
+    return name, classname or None
+
+
+def _unittest_visible_first(hidden):
+    """unittest (and xmlrunner): the suite TestProgram made, flattened,
+    hidden tests last."""
+    import unittest
+    create = unittest.TestProgram.createTests
+
+    def flat(suite, out):
+        if isinstance(suite, unittest.TestSuite):
+            for t in suite:
+                flat(t, out)
+        else:
+            out.append(suite)
+        return out
+
+    def create_tests(self, *args, **kwargs):
+        create(self, *args, **kwargs)
+        tests = flat(self.test, [])
+        ordered = _visible_first(tests, hidden, _unittest_names)
+        if ordered != tests:
+            self.test = unittest.TestSuite(ordered)
+
+    unittest.TestProgram.createTests = create_tests
 
 
 def _preload(runner):
@@ -1245,11 +1749,18 @@ def harness_main(argv):
     _session()  # the channel, before the runner opens anything
     _first_on_meta_path()
     _seed_both()
+    mirror_patches()
     sys.dont_write_bytecode = True
+    hidden = _hidden_tests()
     if argv[0] == "pytest":
         import pytest
         sys.argv = ["pytest"] + argv[1:]
-        return int(pytest.main(argv[1:], plugins=[sys.modules["proctor_split"]]))
+        plugins = [sys.modules["proctor_split"]]
+        if hidden:
+            plugins.append(_visible_first_plugin(pytest, hidden))
+        return int(pytest.main(argv[1:], plugins=plugins))
+    if hidden:
+        _unittest_visible_first(hidden)
     # `python -m` would have put the working directory first; the hidden
     # tests are found there, last (the finder keeps the program's files
     # out whatever the order).
