@@ -1,7 +1,7 @@
 /*
  * Integration tests: split Python runs (issue 12, docs/grading.md).
  *
- * Five assignments under tests/data/assignments, each with EXPECTED.tsv:
+ * Six assignments under tests/data/assignments, each with EXPECTED.tsv:
  *
  *   py_compat, py_compat_unittest     real test-suite shapes (classes,
  *                                     exceptions, generators, dataclasses,
@@ -16,6 +16,12 @@
  *                                     processes, callbacks' identity,
  *                                     mock.patch of builtins, containers,
  *                                     star imports with and without __all__.
+ *   py_attacks_split                  attacks on split runs themselves
+ *                                     (issue 21): a star import replacing the
+ *                                     tests' pytest, a SIGKILL mid-call, an
+ *                                     always-True __eq__ between two of the
+ *                                     submission's objects, hidden inputs
+ *                                     shown in a visible test's message.
  *   py_attacks, py_attacks_unittest   wrong code plus one tampering attack
  *                                     per submission: in the default (split)
  *                                     mode every attacked test scores 0 and
@@ -410,6 +416,12 @@ static void test_unittest_attacks_split(void **state)
 	check_assignment("py_attacks_unittest", MODE_SPLIT);
 }
 
+static void test_pytest_split_attacks_split(void **state)
+{
+	(void)state;
+	check_assignment("py_attacks_split", MODE_SPLIT);
+}
+
 /* The attacks are real: in one process they get the marks EXPECTED.tsv says. */
 static void test_pytest_attacks_in_process(void **state)
 {
@@ -423,11 +435,18 @@ static void test_unittest_attacks_in_process(void **state)
 	check_assignment("py_attacks_unittest", MODE_IN_PROCESS);
 }
 
+static void test_pytest_split_attacks_in_process(void **state)
+{
+	(void)state;
+	check_assignment("py_attacks_split", MODE_IN_PROCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest vm_tests[] = {
 	    cmocka_unit_test(test_pytest_attacks_split),
 	    cmocka_unit_test(test_unittest_attacks_split),
+	    cmocka_unit_test(test_pytest_split_attacks_split),
 	};
 	if (strcmp(isolation(), "jail") != 0)
 		return cmocka_run_group_tests(vm_tests, NULL, NULL);
@@ -442,6 +461,8 @@ int main(void)
 	    cmocka_unit_test(test_unittest_attacks_split),
 	    cmocka_unit_test(test_pytest_attacks_in_process),
 	    cmocka_unit_test(test_unittest_attacks_in_process),
+	    cmocka_unit_test(test_pytest_split_attacks_split),
+	    cmocka_unit_test(test_pytest_split_attacks_in_process),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
