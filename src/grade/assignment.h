@@ -67,6 +67,13 @@ struct build_objects {
 	size_t n_files;
 	char **allow; /* fnmatch(3) globs over symbol names, NULL-terminated */
 	size_t n_allow;
+	/* Set by the grader, never by assignment.yaml: the default check of a
+	 * build without build.objects (grade.c, "the compiler shim").  files
+	 * are then absolute sandbox paths, names what messages call them (the
+	 * sources), and instead of `allow` every name the system libraries
+	 * define is refused (symcheck.h). */
+	bool deny_system;
+	char **names;
 };
 
 /* isolation: which backend may grade it, so a mixed fleet never grades one

@@ -1,6 +1,7 @@
 /* Grading one submission: sandbox, intake, build, test, report, verdict, score. */
 #include "grade/grade.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +79,7 @@ struct attempt {
 			       the submission's doing, whatever ran before */
 	double time_factor; /* the backend's slowdown: time limits are scaled by it */
 	bool zygote;	    /* the test step's harness is a fork of the template's zygote */
+	const char *objects_check; /* "explicit", "default", "unchecked" or NULL (cc_check) */
 	char snapshot[65];  /* the snapshot the sandbox was restored from, or "" */
 	bool templated;	    /* ... the assignment's template (template_for()) */
 	const struct runtime_pyc *pyc; /* the runtime's bytecode for the image, or NULL */
@@ -1354,7 +1356,7 @@ uint64_t grade_max_memory(const struct assignment *a)
 
 /* build.objects (grade/symcheck.h): the objects the build made define only
  * what the assignment allows, else a compile_error.  -1: Proctor's. */
-static int check_objects(struct attempt *at, struct err *e)
+static int check_objects(struct attempt *at, const struct build_objects *objects, struct err *e)
 {
 	char helper[PATH_MAX], slots_dir[PATH_MAX], why[sizeof(at->reason)];
 
@@ -1365,10 +1367,188 @@ static int check_objects(struct attempt *at, struct err *e)
 				.uid = at->sb->untrusted_uid,
 				.timeout_s = HELPER_TIMEOUT_S,
 				.hide_dir = slots_dir};
-	int rc = symcheck_objects(&at->a->objects, at->sb, at->staging, &c, why, sizeof(why), e);
+	int rc = symcheck_objects(objects, at->sb, at->staging, &c, why, sizeof(why), e);
 	if (rc > 0)
 		set_verdict(at, "compile_error", "%s", why);
 	return rc < 0 ? -1 : 0;
+}
+
+/* ---- the compiler shim (grade/cc/proctor_cc.sh; docs/grading.md, "C and C++") ---- */
+
+/*
+ * A runner assignment whose build compiles the submission's C or C++
+ * sources, and that names no build.objects, is still checked: the build
+ * finds Proctor's compiler shim first on its PATH, which compiles each
+ * source of the submission it sees on its own, too, to an object it lists
+ * in `out`; after the build those objects are checked as build.objects'
+ * would be, refusing every name the system libraries define instead of
+ * an allow list.  A source the shim never saw (a compiler called by an
+ * absolute path, a driver that #includes the source) leaves the grading
+ * "unchecked" (objects_check in the result; `proctor assignment check`
+ * says so).
+ */
+extern const char proctor_cc_source[];
+extern const unsigned long proctor_cc_source_len;
+
+#define CC_PATH	       "/usr/local/bin:/usr/bin:/bin"
+#define CC_SOURCES_MAX 64
+
+struct cc_shim {
+	char dir[64], out[64];
+	char *sources; /* "/work/NAME\n" per source */
+	size_t n_sources;
+	char *env[4];
+};
+
+static void cc_shim_free(struct cc_shim *s)
+{
+	free(s->sources);
+	for (size_t i = 0; i < 4; i++)
+		free(s->env[i]);
+	*s = (struct cc_shim){0};
+}
+
+static bool c_source(const char *name)
+{
+	static const char *const ext[] = {".c", ".cc", ".cpp", ".cxx", ".c++", ".cp", ".C", ".CPP"};
+	const char *dot = strrchr(name, '.');
+
+	for (size_t i = 0; dot && i < sizeof(ext) / sizeof(ext[0]); i++)
+		if (strcmp(dot, ext[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The submission's sources into s->sources; 0 with none (no shim). */
+static int cc_sources(struct attempt *at, struct cc_shim *s, struct err *e)
+{
+	size_t i, len = 0;
+	json_t *f;
+
+	json_array_foreach(json_object_get(at->sub, "files"), i, f)
+	{
+		const char *name = json_string_value(f);
+		if (!name || !c_source(name) || strchr(name, '\n'))
+			continue;
+		char *grown = realloc(s->sources, len + strlen(name) + 8);
+		if (!grown)
+			return err_set(e, ENOMEM, "the submission's sources");
+		s->sources = grown;
+		len += (size_t)sprintf(s->sources + len, "/work/%s\n", name);
+		s->n_sources++;
+	}
+	return 0;
+}
+
+/* Put the shim under its names and make the build's environment. */
+static int cc_shim_put(struct attempt *at, struct cc_shim *s, struct err *e)
+{
+	static const char *const names[] = {"cc", "gcc", "c++", "g++", "clang", "clang++"};
+	char host[PATH_MAX], file[PATH_MAX + 16];
+
+	if (random_hex(s->dir, sizeof(s->dir), "/tmp/.proctor-cc-", 8, e) < 0 ||
+	    random_hex(s->out, sizeof(s->out), "/tmp/.proctor-objects-", 8, e) < 0)
+		return -1;
+	snprintf(host, sizeof(host), "%s/cc", at->staging);
+	if (mkdir(host, 0755) < 0 && errno != EEXIST)
+		return err_set(e, errno, "mkdir '%s'", host);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(file, sizeof(file), "%s/%s", host, names[i]);
+		if (guard_host_file(file, proctor_cc_source, proctor_cc_source_len, 0, e) < 0)
+			return -1;
+		if (chmod(file, 0755) < 0)
+			return err_set(e, errno, "chmod '%s'", file);
+	}
+	if (sandbox_put(at->sb, host, s->dir, SANDBOX_PUT_PROTECTED, e) < 0)
+		return err_wrap(e, "the compiler shim");
+	if (asprintf(&s->env[0], "PATH=%s:%s", s->dir, CC_PATH) < 0 ||
+	    asprintf(&s->env[1], "PROCTOR_CC_PATH=%s", CC_PATH) < 0 ||
+	    asprintf(&s->env[2], "PROCTOR_CC_SOURCES=%s", s->sources) < 0 ||
+	    asprintf(&s->env[3], "PROCTOR_CC_OUT=%s", s->out) < 0) {
+		for (size_t i = 0; i < 4; i++)
+			s->env[i] = NULL; /* asprintf leaves them undefined */
+		return err_set(e, ENOMEM, "the compiler shim's environment");
+	}
+	return 0;
+}
+
+/* Whether `obj` is a name the shim makes in s->out ("OUT/XXXXXXXX.o"). */
+static bool cc_object_name(const struct cc_shim *s, const char *obj)
+{
+	size_t n = strlen(s->out);
+
+	if (strncmp(obj, s->out, n) != 0 || obj[n] != '/' || strlen(obj + n + 1) != 10 ||
+	    strcmp(obj + n + 9, ".o") != 0)
+		return false;
+	for (size_t i = n + 1; i < n + 9; i++)
+		if (!isalnum((unsigned char)obj[i]))
+			return false;
+	return true;
+}
+
+/* After a build that succeeded: check what the shim listed.  -1: Proctor's. */
+static int cc_check(struct attempt *at, const struct cc_shim *s, struct err *e)
+{
+	char path[96], *list = NULL, *files[CC_SOURCES_MAX], *names[CC_SOURCES_MAX];
+	size_t len = 0, n = 0, seen = 0;
+	int rc = 0;
+
+	at->objects_check = "unchecked";
+	snprintf(path, sizeof(path), "%s/list", s->out);
+	if (!fetch_small(at, path, "cc-list", 1u << 20, &list, &len))
+		return 0; /* no source went through the shim */
+	for (char *line = list, *next; line && *line && n < CC_SOURCES_MAX; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *src = strchr(line, '\t'), *obj = NULL;
+		if (!src)
+			continue;
+		*src++ = '\0';
+		if ((obj = strchr(src, '\t')))
+			*obj++ = '\0';
+		const char *shown = strncmp(src, "/work/", 6) == 0 ? src + 6 : src;
+		if (strcmp(line, "fail") == 0) {
+			set_verdict(at, "compile_error",
+				    "%s compiled as the build asked but not on its own with the same "
+				    "options, so Proctor could not check what it links "
+				    "(docs/grading.md, \"C and C++\")",
+				    shown);
+			at->objects_check = "default";
+			goto out;
+		}
+		/* Only names the shim makes, for sources of the submission. */
+		char want[PATH_MAX];
+		snprintf(want, sizeof(want), "%s\n", src);
+		if (strcmp(line, "ok") != 0 || !obj || !cc_object_name(s, obj) ||
+		    strncmp(src, "/work/", 6) != 0 || !strstr(s->sources, want))
+			continue;
+		files[n] = obj;
+		names[n] = (char *)shown;
+		n++;
+	}
+	/* Every source seen, at least once? */
+	for (const char *p = s->sources; *p; p = strchr(p, '\n') + 1) {
+		size_t l = strcspn(p, "\n");
+		for (size_t i = 0; i < n; i++)
+			if (strlen(names[i]) + 6 == l && strncmp(p + 6, names[i], l - 6) == 0) {
+				seen++;
+				break;
+			}
+	}
+	if (n > 0) {
+		struct build_objects o = {.files = files,
+					  .n_files = n,
+					  .deny_system = true,
+					  .names = names};
+		rc = check_objects(at, &o, e);
+	}
+	/* The check decided (a refusal), or saw every source. */
+	if (rc == 0 && (at->status || seen == s->n_sources))
+		at->objects_check = "default";
+out:
+	free(list);
+	return rc;
 }
 
 /* ---- the assignment's template (sandbox.h; docs/vm.md, "Assignment snapshots") ---- */
@@ -1551,22 +1731,46 @@ static int attempt_run(struct attempt *at, struct err *e)
 			assignment_split(a) ? SANDBOX_PUT_HARNESS : SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "copy the hidden tests in");
 	if (a->build.present) {
+		struct cc_shim shim = {0};
+		/* The compiler shim, for a runner build of C or C++ sources
+		 * without build.objects. */
+		if (a->mode == GRADE_MODE_RUNNER && !a->objects.n_files &&
+		    (cc_sources(at, &shim, e) < 0 ||
+		     (shim.n_sources && shim.n_sources <= CC_SOURCES_MAX &&
+		      cc_shim_put(at, &shim, e) < 0))) {
+			cc_shim_free(&shim);
+			return -1;
+		}
 		char **argv = step_argv(&a->build, "/tmp", NULL, 0);
-		if (!argv)
+		if (!argv) {
+			cc_shim_free(&shim);
 			return err_set(e, ENOMEM, "build argv");
+		}
 		at->student_ran = true;
+		if (shim.env[0]) {
+			at->extra_env = shim.env;
+			at->n_extra_env = 4;
+		}
 		int rc = run_step(at, "build", argv, &a->build.limits, -1,
 				  a->build.limits.output_bytes, &r, e);
+		at->extra_env = NULL;
+		at->n_extra_env = 0;
 		free_argv(argv);
+		bool ok = rc == 0 && build_verdict(at, &r);
+		if (rc == 0)
+			run_result_free(&r);
+		if (ok && a->objects.n_files) {
+			at->objects_check = "explicit";
+			rc = check_objects(at, &a->objects, e);
+		} else if (ok && shim.n_sources) {
+			rc = shim.env[0] ? cc_check(at, &shim, e) : 0;
+			if (!shim.env[0])
+				at->objects_check = "unchecked";
+		}
+		cc_shim_free(&shim);
 		if (rc < 0)
 			return -1;
-		bool ok = build_verdict(at, &r);
-		run_result_free(&r);
-		if (!ok)
-			return 0;
-		if (a->objects.n_files && check_objects(at, e) < 0)
-			return -1;
-		if (at->status) /* refused by build.objects */
+		if (!ok || at->status) /* the build failed, or its objects were refused */
 			return 0;
 	}
 	return a->mode == GRADE_MODE_IO ? io_mode(at, e) : runner_mode(at, e);
@@ -1604,7 +1808,7 @@ static json_t *document(struct attempt *at, unsigned attempts)
 			    : json_null();
 	return json_pack(
 	    "{s:i, s:s, s:s, s:o, s:f, s:f, s:I, s:I, s:O, s:O, s:O, s:{s:s, s:s}, "
-	    "s:o, s:s, s:i, s:s, s:f, s:o}",
+	    "s:o, s:s, s:i, s:s, s:f, s:o, s:o}",
 	    "schema_version", 1, "proctor_version", PROCTOR_VERSION, "status", at->status, "reason",
 	    at->reason[0] ? json_text(at->reason) : json_null(), "score", at->score, "max_score",
 	    a->max_score, "passed", (json_int_t)at->passed, "total", (json_int_t)total, "tests",
@@ -1613,7 +1817,8 @@ static json_t *document(struct attempt *at, unsigned attempts)
 	    (int)attempts, "view", "instructor", "time_factor", at->time_factor, "snapshot",
 	    at->snapshot[0]
 		? json_pack("{s:s, s:b}", "key", at->snapshot, "template", at->templated)
-		: json_null());
+		: json_null(),
+	    "objects_check", at->objects_check ? json_string(at->objects_check) : json_null());
 }
 
 static void attempt_reset(struct attempt *at)
@@ -1630,6 +1835,7 @@ static void attempt_reset(struct attempt *at)
 	at->passed = 0;
 	at->student_ran = false;
 	at->create_failed = false;
+	at->objects_check = NULL;
 }
 
 json_t *grade_error_document(const struct assignment *a, const char *submission,

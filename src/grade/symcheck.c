@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -123,6 +124,16 @@ static int bad_answer(struct err *e, const char *object, const char *what)
 	return err_set(e, 0, "the helper's answer about '%s' is malformed: %s", object, what);
 }
 
+/* sysnames.c, generated at build time (src/grade/cc/sysnames.py): sorted
+ * bytewise. */
+extern const char *const sysnames[];
+extern const size_t sysnames_count;
+
+bool symcheck_system_name(const char *name)
+{
+	return bsearch(&name, sysnames, sysnames_count, sizeof(sysnames[0]), strcmp_ptr) != NULL;
+}
+
 static bool allowed(const struct build_objects *o, const char *name)
 {
 	for (size_t i = 0; i < o->n_allow; i++)
@@ -194,6 +205,14 @@ static int check_symbols(const json_t *syms, const char *object, const struct bu
 				      "program loads), which build.objects never allows",
 				      object, name);
 		if (bind == STB_LOCAL || shndx == SHN_UNDEF)
+			continue;
+		if (o->deny_system && symcheck_system_name(name))
+			return refuse(why, why_len,
+				      "%s defines '%s', which the C library (or libm, libstdc++, "
+				      "libgcc) defines: the program would call yours instead of "
+				      "the library's; give yours another name or make it static",
+				      object, name);
+		if (o->deny_system)
 			continue;
 		if (!allowed(o, name))
 			return refuse(why, why_len,
@@ -277,7 +296,8 @@ int symcheck_objects(const struct build_objects *o, struct sandbox *sb, const ch
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return err_set(e, errno, "mkdir '%s'", dir);
 	for (size_t i = 0; i < o->n_files; i++) {
-		snprintf(src, sizeof(src), "/work/%s", o->files[i]);
+		const char *name = o->names ? o->names[i] : o->files[i];
+		snprintf(src, sizeof(src), o->files[i][0] == '/' ? "%s" : "/work/%s", o->files[i]);
 		snprintf(host, sizeof(host), "%s/%zu.o", dir, i);
 		/* The build ran as the submission's uid; only what it made
 		 * comes out, and only a regular file is read. */
@@ -286,12 +306,11 @@ int symcheck_objects(const struct build_objects *o, struct sandbox *sb, const ch
 			 * that did not make it.  Anything else is ours. */
 			if (gerr.errnum == ENOENT || gerr.errnum == ENOTDIR || gerr.errnum == ELOOP)
 				return refuse(why, why_len,
-					      "the build made no '%s' (build.objects.files)",
-					      o->files[i]);
+					      "the build made no '%s' (build.objects.files)", name);
 			*e = gerr;
 			return err_wrap(e, "copy '%s' out", src);
 		}
-		int rc = check_one(o, o->files[i], host, call, why, why_len, e);
+		int rc = check_one(o, name, host, call, why, why_len, e);
 		if (rc != 0)
 			return rc;
 	}

@@ -4,6 +4,7 @@
 #define PROCTOR_GRADE_SYMCHECK_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -41,6 +42,18 @@
  * It cannot see what the object's code does once called: in runner mode
  * the submission still shares the driver's process (docs/grading.md).
  */
+/*
+ * Without build.objects, a build that compiles the submission's C or C++
+ * sources still gets these checks (grade.c, "the compiler shim"): each
+ * source, compiled on its own by the shim, is checked as an object of
+ * build.objects would be, except that instead of an allow list every name
+ * a system library defines (the C library, libm, libstdc++, libgcc: the
+ * build host's, listed at build time) is refused, so the object can
+ * neither run code before main() nor stand in for a function the test
+ * driver calls (deny_system in struct build_objects).
+ */
+bool symcheck_system_name(const char *name);
+
 /*
  * Decide on the helper's answer about `object` (its name in messages).
  * 0: it may be linked; 1: refused, the reason in why (the submission's

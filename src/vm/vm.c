@@ -1547,22 +1547,50 @@ static int check_strings(char *const *argv, size_t argc, char *const *env, size_
 	return 0;
 }
 
+/* Whether env (n entries) sets the variable of base entry `kv`: then the
+ * base entry is left out, so the guest's environment has one of each (a
+ * build's PATH with Proctor's compiler shim first, grade.c). */
+static bool overridden(const char *kv, char *const *env, size_t n)
+{
+	size_t klen = strcspn(kv, "=") + 1;
+
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(env[i], kv, klen) == 0)
+			return true;
+	return false;
+}
+
+/* The base entries env does not override, one after the other. */
+static uint32_t base_kept(char *const *env, size_t n)
+{
+	uint32_t k = 0;
+
+	for (size_t i = 0; i < sizeof(base_env) / sizeof(base_env[0]); i++)
+		k += !overridden(base_env[i], env, n);
+	return k;
+}
+
+static void encode_env(struct vm *v, char *const *env, size_t n)
+{
+	pbuf_u32(&v->ob, base_kept(env, n) + (uint32_t)n);
+	for (size_t i = 0; i < sizeof(base_env) / sizeof(base_env[0]); i++)
+		if (!overridden(base_env[i], env, n))
+			pbuf_str(&v->ob, base_env[i]);
+	for (size_t i = 0; i < n; i++)
+		pbuf_str(&v->ob, env[i]);
+}
+
 /* A P_RUN (or P_ZYGOTE) frame of spec into v->ob. */
 static void encode_run(struct vm *v, unsigned type, const struct run_spec *spec, size_t argc,
 		       size_t peer_argc, const char *stdin_rel)
 {
 	const struct limits *l = &spec->limits;
-	size_t envc = sizeof(base_env) / sizeof(base_env[0]);
 
 	pbuf_start(&v->ob, type);
 	pbuf_u32(&v->ob, (uint32_t)argc);
 	for (size_t i = 0; i < argc; i++)
 		pbuf_str(&v->ob, spec->argv[i]);
-	pbuf_u32(&v->ob, (uint32_t)(envc + spec->env_count));
-	for (size_t i = 0; i < envc; i++)
-		pbuf_str(&v->ob, base_env[i]);
-	for (size_t i = 0; i < spec->env_count; i++)
-		pbuf_str(&v->ob, spec->env[i]);
+	encode_env(v, spec->env, spec->env_count);
 	pbuf_str(&v->ob, stdin_rel);
 	pbuf_u64(&v->ob, l->cpu_ms);
 	pbuf_u64(&v->ob, l->wall_ms);
@@ -1577,11 +1605,10 @@ static void encode_run(struct vm *v, unsigned type, const struct run_spec *spec,
 	pbuf_u32(&v->ob, (uint32_t)peer_argc);
 	for (size_t i = 0; i < peer_argc; i++)
 		pbuf_str(&v->ob, spec->peer_argv[i]);
-	pbuf_u32(&v->ob, peer_argc ? (uint32_t)(envc + spec->peer_env_count) : 0);
-	for (size_t i = 0; peer_argc && i < envc; i++)
-		pbuf_str(&v->ob, base_env[i]);
-	for (size_t i = 0; peer_argc && i < spec->peer_env_count; i++)
-		pbuf_str(&v->ob, spec->peer_env[i]);
+	if (peer_argc)
+		encode_env(v, spec->peer_env, spec->peer_env_count);
+	else
+		pbuf_u32(&v->ob, 0);
 }
 
 static int vm_zygote(struct sandbox *sb, const struct run_spec *spec, struct err *e)

@@ -1,4 +1,5 @@
-/* Leaves a daemon behind: before main(), forks a session leader that
+/* Leaves a daemon behind: in the first call the driver makes (no
+ * constructor: Proctor refuses those before anything runs), forks a session leader that
  * ignores SIGTERM and SIGHUP, keeps stdout and stderr open and sleeps for an
  * hour.  The solution is correct; a grader that waits for EOF on the output
  * pipes, or for every process to exit, hangs instead of grading 10/10. */
@@ -7,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-__attribute__((constructor)) static void leave_daemon(void)
+static void leave_daemon(void)
 {
 	pid_t child = fork();
 
@@ -28,6 +29,10 @@ __attribute__((constructor)) static void leave_daemon(void)
 
 int digit_sum(long n)
 {
+	static int once;
+
+	if (!once++)
+		leave_daemon();
 	unsigned long u = n < 0 ? 0ul - (unsigned long)n : (unsigned long)n;
 	int sum = 0;
 

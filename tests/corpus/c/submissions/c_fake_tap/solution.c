@@ -1,4 +1,5 @@
-/* Wrong answers (1/10), and at start and at exit an all-pass TAP stream,
+/* Wrong answers (1/10), and from its first call (no constructor: Proctor
+ * refuses those) and at exit an all-pass TAP stream,
  * a Unity summary, a "10 passed" line and a JUnit fragment on stdout and
  * stderr.  Grades come from the report only. */
 #include <stdio.h>
@@ -18,7 +19,7 @@ static void lie(void)
 	fflush(stdout);
 }
 
-__attribute__((constructor)) static void lie_first(void)
+static void lie_first(void)
 {
 	lie();
 	atexit(lie);
@@ -26,6 +27,10 @@ __attribute__((constructor)) static void lie_first(void)
 
 int digit_sum(long n)
 {
+	static int once;
+
+	if (!once++)
+		lie_first();
 	(void)n;
 	return 0;
 }

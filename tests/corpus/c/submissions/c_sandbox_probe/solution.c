@@ -1,4 +1,5 @@
-/* Before main(), tries to step outside the sandbox: connect to loopback and
+/* In the first call the driver makes (no constructor: Proctor refuses those
+ * before anything runs), tries to step outside the sandbox: connect to loopback and
  * to a documentation-only address, read /etc/shadow and PID 1's
  * environment, write into /usr, /etc and /, become root, make namespaces,
  * mount a file system, change root.  If anything works, every function
@@ -60,7 +61,7 @@ static int can_open(const char *path, int flags)
 	return 1;
 }
 
-__attribute__((constructor)) static void probe(void)
+static void probe(void)
 {
 	note(tcp("127.0.0.1", 22), "tcp 127.0.0.1:22");
 	note(tcp("127.0.0.1", 5432), "tcp 127.0.0.1:5432");
@@ -80,6 +81,10 @@ __attribute__((constructor)) static void probe(void)
 
 int digit_sum(long n)
 {
+	static int once;
+
+	if (!once++)
+		probe();
 	if (escaped)
 		return -1;
 	unsigned long u = n < 0 ? 0ul - (unsigned long)n : (unsigned long)n;
