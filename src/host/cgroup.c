@@ -371,6 +371,7 @@ int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err
 		return err_set(e, 0, "slot %u has no run group", cg->index);
 	if (write_file_at(cg->run_fd, "pids.max", val, e) < 0)
 		return err_wrap(e, "set pids limit");
+	cg->pids_limit = l->pids;
 	return 0;
 }
 
@@ -472,9 +473,16 @@ int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
 		u->peak_bytes = cg->sampled_peak_bytes;
 
 	if (cg->run_fd >= 0) {
-		if (read_u64_at(cg->run_fd, "pids.current", &cur, &ignored) == 0 &&
-		    cur > cg->sampled_peak_pids)
-			cg->sampled_peak_pids = cur;
+		/* A fork the limit refuses is counted, then taken back: a
+		 * sample of pids.current can catch the count one or more
+		 * above pids.max for that moment.  No process ever ran past
+		 * the limit, so the peak is at most the limit. */
+		if (read_u64_at(cg->run_fd, "pids.current", &cur, &ignored) == 0) {
+			if (cg->pids_limit && cur > cg->pids_limit)
+				cur = cg->pids_limit;
+			if (cur > cg->sampled_peak_pids)
+				cg->sampled_peak_pids = cur;
+		}
 		if (read_u64_at(cg->run_fd, "pids.peak", &v, &ignored) == 0 &&
 		    v > cg->sampled_peak_pids)
 			cg->sampled_peak_pids = v;

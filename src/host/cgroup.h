@@ -45,6 +45,7 @@ struct cgroup_slot {
 	/* Counters at the start of the run, so usage is per run. */
 	uint64_t cpu_base_ns, oom_base;
 	uint64_t sampled_peak_bytes, sampled_peak_pids;
+	uint64_t pids_limit; /* the run's pids.max, 0 before cgroup_run_begin */
 	uint64_t mem_limit_bytes;
 	uint64_t hard_limit_bytes; /* the group's hard limit: memory + disk */
 };
