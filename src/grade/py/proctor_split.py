@@ -23,10 +23,15 @@ times, paths, and references to objects that stay where they were made.
 A value of a subclass of a builtin type crosses as the builtin value
 (read with the base type's own methods, so an int whose __eq__ always
 says True arrives as the int it holds).  An object of the submission's
-own classes stays in the worker and arrives as a proxy; comparisons and
-arithmetic between a proxy and the tests' own values are never decided by
-the submission (`proxy == 42` is False, `proxy < 1` raises TypeError);
-between two proxies they are the submission's methods.  Exceptions cross
+own classes stays in the worker and arrives as a proxy; its operators
+(arithmetic in both orders, `in`) are computed there, but no comparison is
+decided by the submission: `proxy == 42` is False, `proxy < 1` raises
+TypeError, and two proxies are equal when the harness finds their class
+and fields equal (_proxy_eq), never by their __eq__.  A star import binds
+no name the tests' module holds.  Visible tests run before hidden ones
+(PROCTOR_SPLIT_HIDDEN), so no visible message carries a hidden input.
+The tests' patches of other modules (builtins.open) are mirrored into the
+worker.  Exceptions cross
 by type and message; the submission's exception classes are mirrored as
 harness classes with the same names and bases.  Output the submission
 prints during a call is written to the harness's sys.stdout/sys.stderr,
