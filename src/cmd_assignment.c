@@ -114,7 +114,10 @@ static void print_check(const json_t *c)
 	const json_t *v;
 	size_t i;
 
-	printf("  %-4s  %-12s expected ", strcmp(result, "fail") == 0 ? "FAIL" : result,
+	printf("  %-4s  %-12s expected ",
+	       strcmp(result, "fail") == 0	 ? "FAIL"
+	       : strcmp(result, "warn") == 0 ? "WARN"
+					     : result,
 	       json_string_value(json_object_get(c, "name")));
 	print_clean(stdout, json_string_value(json_object_get(c, "expected")), 300);
 	if (got) {
@@ -474,6 +477,80 @@ static int check_tamper_proof(struct checker *k, const char *reference, const js
 	return 0;
 }
 
+/*
+ * Whether the submission can change the verdict from inside the test step
+ * (docs/grading.md, "Threat model"), from the assignment and what the
+ * reference's grading says of its build: "pass" when it cannot, else
+ * "warn" with why and what to change.  A warning does not fail the check:
+ * the assignment grades as it says, with this on record.
+ */
+static void check_protection(struct checker *k, const json_t *ref)
+{
+	json_t *c = check_new("protection", "the submission cannot change its verdict from "
+					    "inside the test step");
+	const struct assignment *a = k->a;
+	const char *objects = rstr(ref, "objects_check");
+
+	if (a->mode == GRADE_MODE_IO) {
+		json_object_set_new(c, "got", json_string("I/O mode: each case runs the program "
+							  "alone, its output compared on the host"));
+		check_end(k, c, "pass");
+		return;
+	}
+	if (assignment_split(a)) {
+		json_object_set_new(c, "got", json_string("the tests run split from the "
+							  "submission, in another process and uid"));
+		check_end(k, c, "pass");
+		return;
+	}
+	if (a->in_process) {
+		json_object_set_new(c, "got",
+				    json_string("test.in_process: true: the submission shares the "
+						"test runner's process"));
+		detail(c, "it can patch the test framework, return objects equal to anything, "
+			  "read the tests, forge the report and exit; remove test.in_process "
+			  "unless the tests cannot run split (the tamper_proof check names those)");
+		check_end(k, c, "warn");
+		return;
+	}
+	if (objects && strcmp(objects, "unchecked") == 0) {
+		json_object_set_new(c, "got", json_string("the build compiled a C or C++ source "
+							  "of the submission out of Proctor's "
+							  "sight: its objects were not checked"));
+		detail(c, "call the compiler by its name (cc, gcc, g++, clang), not by a path, "
+			  "and compile the submission's sources themselves, not #include them; "
+			  "or name the objects in build.objects (docs/assignment.md)");
+		check_end(k, c, "warn");
+		return;
+	}
+	if (objects) {
+		json_object_set_new(
+		    c, "got",
+		    json_sprintf("the objects of the submission are checked (%s): no constructor, "
+				 "destructor, IFUNC or stand-in for a library function",
+				 strcmp(objects, "explicit") == 0 ? "build.objects" : "by default"));
+		detail(c, "once the driver calls it, the code under test still shares the "
+			  "driver's process: it can write a report and exit, or overwrite the "
+			  "driver's memory; I/O mode is the tamper-proof choice for compiled "
+			  "languages (docs/grading.md, \"C and C++\")");
+		check_end(k, c, "warn");
+		return;
+	}
+	const char *who = a->runner == RUNNER_NODE	  ? "node --test"
+			  : a->runner == RUNNER_JUNIT ? "the JUnit launcher"
+						      : "the test runner";
+	json_object_set_new(c, "got", json_sprintf("%s and the submission share one process", who));
+	if (a->runner == RUNNER_NODE || a->runner == RUNNER_JUNIT)
+		detail(c, "Proctor's guard stops a forged report and an early exit, but the "
+			  "submission can patch the assertion library or reach the runner by "
+			  "reflection; split runs exist for Python only so far; I/O mode is "
+			  "tamper-proof (docs/grading.md, \"The node and JUnit guards\")");
+	else
+		detail(c, "the submission can forge the report or change what the runner "
+			  "records; use I/O mode, or a Python runner (split by default)");
+	check_end(k, c, "warn");
+}
+
 /* ---- the command ---------------------------------------------------------- */
 
 static void print_summary(const struct checker *k)
@@ -482,8 +559,12 @@ static void print_summary(const struct checker *k)
 	size_t i, failed = 0;
 	char names[512] = "";
 
+	const char *warned = NULL;
 	json_array_foreach(k->checks, i, c)
 	{
+		if (strcmp(json_string_value(json_object_get(c, "result")), "warn") == 0 &&
+		    strcmp(json_string_value(json_object_get(c, "name")), "protection") == 0)
+			warned = "but the test step is not tamper-proof (protection, above)";
 		if (strcmp(json_string_value(json_object_get(c, "result")), "fail") != 0)
 			continue;
 		size_t used = strlen(names);
@@ -496,6 +577,8 @@ static void print_summary(const struct checker *k)
 		       "later\n");
 	else if (failed)
 		printf("%zu of %zu checks failed: %s\n", failed, json_array_size(k->checks), names);
+	else if (warned)
+		printf("every check passed; %s\n", warned);
 	else
 		printf("every check passed\n");
 }
@@ -551,6 +634,7 @@ static int run_checks(struct checker *k, const char *reference, const char *tmp,
 	    check_zero(k, "syntax_error", tmp, true, e) < 0 ||
 	    check_tamper_proof(k, reference, ref, e) < 0)
 		goto out;
+	check_protection(k, ref);
 	rc = 0;
 out:
 	json_decref(ref);

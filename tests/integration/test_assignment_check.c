@@ -28,11 +28,11 @@ static const char *const examples[] = {"python-pytest", "c-tap", "js-node", "jav
 				       "io-sum"};
 
 /* The checks, in the order the document lists them. */
-static const char *const check_names[] = {"load", "reference", "empty", "syntax_error",
-					  "tamper_proof"};
+static const char *const check_names[] = {"load",	 "reference",	 "empty",
+					  "syntax_error", "tamper_proof", "protection"};
 
 /* `proctor assignment check --json DIR [more...]` into o; the document
- * must be there and list the five checks in order. */
+ * must be there and list the six checks in order. */
 static void run_check(struct proc_out *o, const char *dir, const char *more)
 {
 	char *args[] = {"assignment", "check", "--json", (char *)dir, (char *)more, NULL};
@@ -42,8 +42,8 @@ static void run_check(struct proc_out *o, const char *dir, const char *more)
 		fail_msg("assignment check %s: exit %d, no JSON; stderr: %s", dir, o->exit_status,
 			 o->err);
 	json_t *checks = json_object_get(o->json, "checks");
-	assert_int_equal(json_array_size(checks), 5);
-	for (size_t i = 0; i < 5; i++)
+	assert_int_equal(json_array_size(checks), 6);
+	for (size_t i = 0; i < 6; i++)
 		assert_string_equal(
 		    json_string_value(json_object_get(json_array_get(checks, i), "name")),
 		    check_names[i]);
@@ -115,6 +115,15 @@ static void check_example(const char *name)
 			fail_with_document(&o, check_names[i]);
 	bool split = strcmp(name, "python-pytest") == 0;
 	assert_string_equal(result_of(&o, "tamper_proof"), split ? "pass" : "skip");
+	/* Tamper-proof: split Python and I/O mode; the others say why not. */
+	bool proof = split || strcmp(name, "io-sum") == 0;
+	assert_string_equal(result_of(&o, "protection"), proof ? "pass" : "warn");
+	if (strcmp(name, "c-tap") == 0 &&
+	    !strstr(json_string_value(json_object_get(check_of(&o, "protection"), "got")),
+		    "checked (build.objects)"))
+		fail_with_document(&o, "c-tap's protection");
+	if (!proof && !says(&o, "protection", "I/O mode"))
+		fail_with_document(&o, "protection names no way to be tamper-proof");
 	proc_out_free(&o);
 	harness_assert_clean();
 }
@@ -201,7 +210,7 @@ static void test_wrong_reference_fails_naming_the_test(void **state)
 	assert_int_equal(o.exit_status, 1);
 	if (!strstr(o.out, "FAIL  reference") || !strstr(o.out, "answer_is_42") ||
 	    !strstr(o.out, "answer.txt does not hold 42") ||
-	    !strstr(o.out, "1 of 5 checks failed: reference"))
+	    !strstr(o.out, "1 of 6 checks failed: reference"))
 		fail_msg("text output does not name the failing test:\n%s", o.out);
 	proc_out_free(&o);
 	harness_assert_clean();

@@ -388,6 +388,9 @@ static struct store *fresh_store(void **state)
 static int64_t completed_job(struct store *st, const char *url)
 {
 	static const struct store_result_in res = {.doc_json = "{\"status\":\"ok\",\"score\":1}",
+						   .student_json =
+						       "{\"status\":\"ok\",\"score\":1,"
+						       "\"view\":\"student\"}",
 						   .score = 1,
 						   .max_score = 2,
 						   .cpu_seconds = 0.5,
@@ -513,6 +516,9 @@ static void test_callback_delivers_signed_post(void **state)
 	json_t *doc = json_loads(r->seen[0].body, 0, NULL);
 	assert_int_equal(json_integer_value(json_object_get(doc, "job_id")), job);
 	assert_true(json_is_object(json_object_get(doc, "result")));
+	/* Submitted without an instructor's token: the student view. */
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(doc, "result"), "view")), "student");
 	json_decref(doc);
 	struct store_outbox_row o = outbox_of(st, job);
 	assert_string_equal(o.state, "delivered");

@@ -1425,8 +1425,8 @@ static void test_service_policy_limits_submissions_and_the_gradebook_shows_them(
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.content_type, "text/csv"));
 	assert_true(strncmp(r.body, "student,", 8) == 0);
-	assert_non_null(strstr(r.body, "\ndora,"));
-	assert_non_null(strstr(r.body, "\nerin,"));
+	assert_non_null(strstr(r.body, "\n\"dora\","));
+	assert_non_null(strstr(r.body, "\n\"erin\","));
 	reply_free(&r);
 	snprintf(path, sizeof(path), "/v1/assignments/%lld/gradebook?format=xls", assignment);
 	call(&v->main, "GET", path, v->a.instructor, NULL, NULL, &r);
