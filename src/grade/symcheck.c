@@ -131,7 +131,12 @@ extern const size_t sysnames_count;
 
 bool symcheck_system_name(const char *name)
 {
-	return bsearch(&name, sysnames, sysnames_count, sizeof(sysnames[0]), strcmp_ptr) != NULL;
+	char base[512];
+	const char *key = base;
+
+	/* A versioned definition (.symver: "fopen@GLIBC_2.2.5") by its name. */
+	snprintf(base, sizeof(base), "%.*s", (int)strcspn(name, "@"), name);
+	return bsearch(&key, sysnames, sysnames_count, sizeof(sysnames[0]), strcmp_ptr) != NULL;
 }
 
 static bool allowed(const struct build_objects *o, const char *name)

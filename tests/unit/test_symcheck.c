@@ -127,6 +127,59 @@ static void test_a_symbol_not_allowed_is_named(void **state)
 	assert_refused("__asm__(\".globl printf\\n.set printf, 0x1000\");\n", "", "'printf'");
 }
 
+/* The default check (no build.objects): any name of the student's own,
+ * none a system library defines, versioned or not; constructors as ever. */
+static int judge_default(const char *src, char *why, size_t why_len)
+{
+	struct build_objects o = {.deny_system = true};
+	size_t len;
+	char *buf = compile(src, "", &len);
+	struct err e;
+	json_t *facts;
+
+	assert_int_equal(elfscan_object(buf, len, &facts, &e), 0);
+	free(buf);
+	int rc = symcheck_classify(facts, "solution.c", &o, why, why_len, &e);
+	json_decref(facts);
+	return rc;
+}
+
+static void test_default_check_refuses_system_names(void **state)
+{
+	static const char *const refused[][2] = {
+	    {"#include <stdio.h>\nFILE *fopen(const char *p, const char *m)"
+	     " { (void)p; (void)m; return 0; }\n",
+	     "'fopen'"},
+	    {"double sqrt(double x) { return x; }\n", "'sqrt'"},
+	    {"int atexit(void (*f)(void)) { (void)f; return 0; }\n", "'atexit'"},
+	    {"int _IO_stdin_used = 1;\n", "'_IO_stdin_used'"},
+	    {"int impl(void) { return 0; }\n__asm__(\".symver impl, puts@GLIBC_2.2.5\");\n",
+	     "'puts@GLIBC_2.2.5'"},
+	    {"#include <stdio.h>\n__attribute__((constructor)) static void f(void) { puts(\"x\"); }\n",
+	     ".init_array"},
+	};
+	char why[1024];
+
+	(void)state;
+	assert_true(symcheck_system_name("printf") && symcheck_system_name("_Znwm") &&
+		    symcheck_system_name("fopen@GLIBC_2.2.5") && symcheck_system_name("_start"));
+	assert_false(symcheck_system_name("array_max") || symcheck_system_name("solve"));
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		why[0] = '\0';
+		int rc = judge_default(refused[i][0], why, sizeof(why));
+		if (rc != 1 || !strstr(why, refused[i][1]) || !strstr(why, "solution.c"))
+			fail_msg("case %zu: expected a refusal naming %s, got %d: %s", i,
+				 refused[i][1], rc, why);
+	}
+	/* Any name of the student's own, without an allow list. */
+	int rc = judge_default("static int twice(int x) { return 2 * x; }\n"
+			       "int array_max(const int *a, int n) { return n ? twice(a[0]) : 0; }\n"
+			       "int my_helper(void) { return 1; }\n",
+			       why, sizeof(why));
+	if (rc != 0)
+		fail_msg("refused: %s", why);
+}
+
 /* (gcc drops a constructor or destructor that does nothing: these write.) */
 static void test_code_before_or_after_main_is_refused(void **state)
 {
@@ -260,6 +313,7 @@ int main(void)
 	    cmocka_unit_test(test_lto_bytecode_is_refused),
 	    cmocka_unit_test(test_not_an_object_of_this_host_is_refused),
 	    cmocka_unit_test(test_answers_are_checked),
+	    cmocka_unit_test(test_default_check_refuses_system_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

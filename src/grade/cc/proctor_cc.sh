@@ -43,6 +43,7 @@ mapfile -t sources <<<"${PROCTOR_CC_SOURCES:-}"
 # but those that name outputs, choose the stage or only affect the link.
 flags=()
 mine=()
+resolved=()
 args=("$@")
 n=${#args[@]}
 i=0
@@ -73,7 +74,9 @@ while [ "$i" -lt "$n" ]; do
 		p=$(readlink -f -- "$a" 2>/dev/null) || p=
 		for s in "${sources[@]}"; do
 			if [ -n "$s" ] && [ "$p" = "$s" ]; then
-				mine+=("$p")
+				# As the command names it: the same __FILE__.
+				mine+=("$a")
+				resolved+=("$p")
 				break
 			fi
 		done
@@ -82,12 +85,12 @@ while [ "$i" -lt "$n" ]; do
 	i=$((i + 1))
 done
 mkdir -p "$out" || exit 1
-for src in "${mine[@]}"; do
+for k in "${!mine[@]}"; do
 	obj=$(mktemp "$out/XXXXXXXX.o") || exit 1
-	if "$real" "${flags[@]}" -c -o "$obj" "$src" >/dev/null 2>&1; then
-		printf 'ok\t%s\t%s\n' "$src" "$obj" >>"$out/list"
+	if "$real" "${flags[@]}" -c -o "$obj" "${mine[$k]}" >/dev/null 2>&1; then
+		printf 'ok\t%s\t%s\n' "${resolved[$k]}" "$obj" >>"$out/list"
 	else
-		printf 'fail\t%s\n' "$src" >>"$out/list"
+		printf 'fail\t%s\n' "${resolved[$k]}" >>"$out/list"
 	fi
 done
 exit 0
