@@ -19,7 +19,7 @@
  * the tests or write the report.
  */
 
-/* The Python runtime (src/grade/py/proctor_split.py), embedded at build time. */
+/* The Python runtime (src/grade/runtimes/python/proctor_split.py), embedded at build time. */
 extern const char proctor_split_source[];
 extern const unsigned long proctor_split_source_len;
 

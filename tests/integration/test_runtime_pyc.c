@@ -44,7 +44,7 @@
 #error "EXAMPLES_DIR must point at examples/"
 #endif
 #ifndef SPLIT_SOURCE
-#error "SPLIT_SOURCE must point at src/grade/py/proctor_split.py"
+#error "SPLIT_SOURCE must point at src/grade/runtimes/python/proctor_split.py"
 #endif
 
 static char *tmp;

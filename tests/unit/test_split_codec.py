@@ -13,7 +13,7 @@ import random
 import sys
 
 sys.dont_write_bytecode = True  # nothing written into the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "grade", "py"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "src", "grade", "runtimes", "python"))
 import proctor_split as ps  # noqa: E402
 
 RESULTS = [0, 0]
