@@ -786,7 +786,7 @@ struct guard_env {
 	char buf[GUARD_ENV][256];
 	char *env[GUARD_ENV];
 	size_t n;
-	char hidden[4000]; /* PROCTOR_SPLIT_HIDDEN=... (split_hidden_env()) */
+	char visible[4000]; /* PROCTOR_SPLIT_VISIBLE=... (split_visible_env()) */
 };
 
 static void guard_env_add(struct guard_env *g, const char *name, const char *value)
@@ -797,30 +797,33 @@ static void guard_env_add(struct guard_env *g, const char *name, const char *val
 }
 
 /* A split harness runs every visible test before any other
- * (proctor_split.py, docs/grading.md "Hidden inputs"): the manifest's tests
- * that are not visible, one a line, NAME or NAME<tab>CLASSNAME, matched by
- * match.c's rules there.  Only the harness's environment holds them (after
- * GUARD_PEER_ENV).  Names that do not fit (about a hundred tests) leave the
- * order as the runner makes it; docs/grading.md says so. */
-static void split_hidden_env(struct guard_env *g, const struct assignment *a)
+ * (proctor_split.py, docs/grading.md "Hidden inputs"): the manifest's
+ * visible tests, one a line, NAME or NAME<tab>CLASSNAME, matched by
+ * match.c's rules there; every other test (hidden, or not in the manifest)
+ * runs after them.  Only the harness's environment holds them (after
+ * GUARD_PEER_ENV).  Not set when every test is visible, nor when the names
+ * do not fit (about a hundred visible tests): then the order is the
+ * runner's; docs/grading.md says so. */
+static void split_visible_env(struct guard_env *g, const struct assignment *a)
 {
-	size_t len = strlen("PROCTOR_SPLIT_HIDDEN="), any = 0;
+	size_t len = strlen("PROCTOR_SPLIT_VISIBLE="), others = 0;
 
-	memcpy(g->hidden, "PROCTOR_SPLIT_HIDDEN=", len + 1);
+	memcpy(g->visible, "PROCTOR_SPLIT_VISIBLE=", len + 1);
 	for (size_t i = 0; i < a->n_tests; i++) {
 		const struct manifest_test *t = &a->tests[i].t;
-		if (a->tests[i].visibility == VIS_VISIBLE)
+		if (a->tests[i].visibility != VIS_VISIBLE) {
+			others++;
 			continue;
-		int n = snprintf(g->hidden + len, sizeof(g->hidden) - len, "%s%s%s\n", t->name,
+		}
+		int n = snprintf(g->visible + len, sizeof(g->visible) - len, "%s%s%s\n", t->name,
 				 t->classname ? "\t" : "", t->classname ? t->classname : "");
-		if (n < 0 || (size_t)n >= sizeof(g->hidden) - len || strchr(t->name, '\n') ||
-		    (t->classname && strchr(t->classname, '\n')))
+		if (n < 0 || (size_t)n >= sizeof(g->visible) - len || strpbrk(t->name, "\n\t") ||
+		    (t->classname && strpbrk(t->classname, "\n\t")))
 			return;
 		len += (size_t)n;
-		any++;
 	}
-	if (any && g->n < GUARD_ENV)
-		g->env[g->n++] = g->hidden;
+	if (others && g->n < GUARD_ENV)
+		g->env[g->n++] = g->visible;
 }
 
 /* Where an assignment's template keeps the runtime (template_for()). */
@@ -925,7 +928,7 @@ static int guard_prepare(struct attempt *at, char *key, bool split, struct guard
 	 * harness's). */
 	if (split) {
 		guard_env_add(g, "PROCTOR_SPLIT", "1");
-		split_hidden_env(g, at->a);
+		split_visible_env(g, at->a);
 	}
 	return 0;
 }

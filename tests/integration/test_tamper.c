@@ -441,12 +441,27 @@ static void test_pytest_split_attacks_in_process(void **state)
 	check_assignment("py_attacks_split", MODE_IN_PROCESS);
 }
 
+/* A callable of the tests' (here a wrapped open()) called by the submission
+ * runs with the tests' rights, and does not read the hidden tests for it. */
+static void test_pytest_deputy_split(void **state)
+{
+	(void)state;
+	check_assignment("py_attacks_deputy", MODE_SPLIT);
+}
+
+static void test_pytest_deputy_in_process(void **state)
+{
+	(void)state;
+	check_assignment("py_attacks_deputy", MODE_IN_PROCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest vm_tests[] = {
 	    cmocka_unit_test(test_pytest_attacks_split),
 	    cmocka_unit_test(test_unittest_attacks_split),
 	    cmocka_unit_test(test_pytest_split_attacks_split),
+	    cmocka_unit_test(test_pytest_deputy_split),
 	};
 	if (strcmp(isolation(), "jail") != 0)
 		return cmocka_run_group_tests(vm_tests, NULL, NULL);
@@ -463,6 +478,8 @@ int main(void)
 	    cmocka_unit_test(test_unittest_attacks_in_process),
 	    cmocka_unit_test(test_pytest_split_attacks_split),
 	    cmocka_unit_test(test_pytest_split_attacks_in_process),
+	    cmocka_unit_test(test_pytest_deputy_split),
+	    cmocka_unit_test(test_pytest_deputy_in_process),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

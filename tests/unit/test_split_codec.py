@@ -342,9 +342,9 @@ def star_import_binds_what_python_would():
     class Fake(types.ModuleType):
         def __getattr__(self, name):
             if name == "__all__":
-                return ps._star_filter(["pytest", "sorted", "Clock", "helper"],
+                return ps._star_filter(["pytest", "sorted", "Clock", "helper", "__getattr__"],
                                        sys._getframe(1))
-            if name in ("pytest", "sorted", "Clock", "helper"):
+            if name in ("pytest", "sorted", "Clock", "helper", "__getattr__"):
                 return "the submission's " + name
             raise AttributeError(name)
 
@@ -357,7 +357,8 @@ def star_import_binds_what_python_would():
         assert ns["pytest"] == "the tests' pytest", ns["pytest"]
         assert "sorted" not in ns, ns.get("sorted")
         assert ns["Clock"] == "the submission's Clock" and ns["helper"] == "the submission's helper"
-        assert ns["plain"] == ["pytest", "sorted", "Clock", "helper"], ns["plain"]
+        assert ns["plain"] == ["pytest", "sorted", "Clock", "helper", "__getattr__"], ns["plain"]
+        assert "__getattr__" not in ns, "a dunder of the submission's bound in the tests' module"
     finally:
         del sys.modules["proctor_fake_solution"]
     assert ps._star_names(type(sys)("m")) == []
@@ -395,23 +396,27 @@ def abort_ends_the_process_by_the_workers_signal():
 
 
 def visible_tests_first_by_match_rules():
-    """Hidden manifest names match report names as match.c does: exactly,
-    with a parameter suffix, and a classname equal or a dotted suffix; the
-    hidden ones go last, the order otherwise kept (issue 21)."""
-    hidden = [("test_secret", None), ("test_x", "TestHidden"), ("test_p", None)]
+    """Visible manifest names match report names as match.c does: exactly,
+    with a parameter suffix, and a classname equal or a dotted suffix; they
+    go first, everything else (hidden, unlisted) after, the order otherwise
+    kept (issue 21)."""
+    visible = [("test_a", None), ("test_x", "TestOpen"), ("test_pp", None), ("test_secretive", None)]
     names = [("test_a", "t"), ("test_secret", "t"), ("test_x", "mod.TestHidden"),
              ("test_x", "mod.TestOpen"), ("test_p[1-2]", "t"), ("test_pp", "t"),
-             ("test_secretive", "t"), ("test_p(int)[1]", "t")]
-    got = ps._visible_first(names, hidden, lambda t: t)
+             ("test_unlisted", "t"), ("test_secretive", "t"), ("test_p(int)[1]", "t"),
+             ("test_a[1]", "t")]
+    got = ps._visible_first(names, visible, lambda t: t)
     assert got == [("test_a", "t"), ("test_x", "mod.TestOpen"), ("test_pp", "t"),
-                   ("test_secretive", "t"), ("test_secret", "t"), ("test_x", "mod.TestHidden"),
-                   ("test_p[1-2]", "t"), ("test_p(int)[1]", "t")], got
-    assert ps._visible_first(names, [], lambda t: t) == names
-    os.environ["PROCTOR_SPLIT_HIDDEN"] = "a\nb\tmod.C\n\n"
+                   ("test_secretive", "t"), ("test_a[1]", "t"), ("test_secret", "t"),
+                   ("test_x", "mod.TestHidden"), ("test_p[1-2]", "t"), ("test_unlisted", "t"),
+                   ("test_p(int)[1]", "t")], got
+    assert ps._visible_first(names, None, lambda t: t) == names
+    os.environ["PROCTOR_SPLIT_VISIBLE"] = "a\nb\tmod.C\n\n"
     try:
-        assert ps._hidden_tests() == [("a", None), ("b", "mod.C")]
+        assert ps._visible_tests() == [("a", None), ("b", "mod.C")]
     finally:
-        del os.environ["PROCTOR_SPLIT_HIDDEN"]
+        del os.environ["PROCTOR_SPLIT_VISIBLE"]
+    assert ps._visible_tests() is None
 
     class Item:
         def __init__(self, nodeid):
@@ -441,7 +446,7 @@ def unittest_suite_reordered():
     saved = unittest.TestProgram.createTests
     unittest.TestProgram.createTests = fake_create
     try:
-        ps._unittest_visible_first([("test_hidden", None)])
+        ps._unittest_visible_first([("test_a", None), ("test_z", None)])
         prog = unittest.TestProgram.__new__(unittest.TestProgram)
         prog.createTests()
         assert [t.id().rsplit(".", 1)[1] for t in prog.test] == ["test_a", "test_z",
@@ -496,6 +501,12 @@ def mocks_expose_what_they_mock_not_their_interface():
                  "__class__", "__dict__", "attach_mock", "called"):
         assert not ps._mock_attribute_allowed(m, name), name
     assert not ps._mock_attribute_allowed(io.BytesIO(), "read")
+    m.read(1)
+    for name in ("method_calls", "call_count", "await_args"):
+        assert not ps._mock_attribute_allowed(m, name), name
+    am = mock.AsyncMock()
+    for name in ("assert_awaited", "assert_awaited_once_with", "await_args_list", "await_count"):
+        assert not ps._mock_attribute_allowed(am, name), name
     c = codec()
     d = ps._describe_exception(c, OSError(9, "secret words"), quiet=True)
     assert d["message"] == str(OSError(9, os.strerror(9))) and "secret" not in json.dumps(d)

@@ -29,7 +29,7 @@ decided by the submission: `proxy == 42` is False, `proxy < 1` raises
 TypeError, and two proxies are equal when the harness finds their class
 and fields equal (_proxy_eq), never by their __eq__.  A star import binds
 no name the tests' module holds.  Visible tests run before hidden ones
-(PROCTOR_SPLIT_HIDDEN), so no visible message carries a hidden input.
+(PROCTOR_SPLIT_VISIBLE), so no visible message carries a hidden input.
 The tests' patches of other modules (builtins.open) are mirrored into the
 worker.  Exceptions cross
 by type and message; the submission's exception classes are mirrored as
@@ -479,7 +479,11 @@ class Endpoint:
         if self.on_output:
             self.on_output(m.get("out"), m.get("err"))
         try:
-            value = self.handle(m)
+            _SERVING[0] += self.quiet  # the harness, doing what the worker asked
+            try:
+                value = self.handle(m)
+            finally:
+                _SERVING[0] -= self.quiet
             reply = {"re": n, "ok": self.codec.encode(value)}
         except (ProtocolError, EOFError):
             raise
@@ -494,6 +498,69 @@ class Endpoint:
 
     def take_output(self):
         return {}
+
+
+# ---- the harness, on the worker's behalf ---------------------------------------
+
+# How deep the harness is in serving the worker's requests: a callable of
+# the tests' that the worker calls (a key function, a mirrored patch such
+# as mock.patch("builtins.open", wraps=open)) runs with the harness's
+# rights, for the submission.  While it does, _deputy_audit refuses what
+# only the harness may do.
+_SERVING = [0]
+
+_DEPUTY_REFUSED = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+                   "os.fork", "os.forkpty", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym",
+                   "ctypes.cdata", "ctypes.call_function", "os.kill", "os.killpg",
+                   "signal.pthread_kill", "socket.connect", "os.chmod", "os.chown",
+                   "os.remove", "os.rename", "os.rmdir", "os.symlink", "os.link",
+                   "os.truncate", "os.utime", "os.mkdir", "shutil.rmtree")
+
+
+# Files of /work made through a callable of the tests' for the worker.
+_DEPUTY_MADE = set()
+
+
+def _deputy_path_refused(path):
+    """Whether the worker, through a callable of the tests', may not open
+    `path`: a file of /work that neither it wrote nor was made for it this
+    way (the hidden tests), or one outside /work in a directory of the
+    harness's own (the report, the harness's temporary files)."""
+    try:
+        full = os.path.realpath(os.fsdecode(path))
+    except (TypeError, ValueError):
+        return True
+    if _in_work(full):
+        if full in _DEPUTY_MADE or _program_wrote(full):
+            return False
+        if not os.path.lexists(full):  # a new file, made for the worker
+            _DEPUTY_MADE.add(full)
+            return False
+        return True
+    probe = full
+    while probe and probe != "/":
+        try:
+            return os.stat(probe).st_uid == os.geteuid()
+        except OSError:
+            probe = os.path.dirname(probe)
+    return False
+
+
+def _deputy_audit(event, args):
+    if not _SERVING[0]:
+        return
+    if event == "open":
+        path = args[0] if args else None
+        if isinstance(path, int) or path is None:
+            return
+        if _deputy_path_refused(path):
+            raise PermissionError("proctor_split: the submission may not open %r through a "
+                                  "function of the tests' (it runs with the tests' rights)"
+                                  % (os.fsdecode(path),))
+        return
+    if event in _DEPUTY_REFUSED or event.startswith("os.exec"):
+        raise PermissionError("proctor_split: the submission may not do %s through a function "
+                              "of the tests' (it runs with the tests' rights)" % event)
 
 
 # ---- the program side: zygote and worker ----------------------------------------
@@ -668,6 +735,12 @@ _MOCK_MAGIC = {"__enter__", "__exit__", "__iter__", "__next__", "__len__", "__co
 _MOCK_API = None
 
 
+# A mock's records, which are attributes of the instance, not of its class.
+_MOCK_RECORDS = frozenset({"method_calls", "mock_calls", "call_args", "call_args_list",
+                           "call_count", "called", "await_args", "await_args_list",
+                           "await_count", "awaited"})
+
+
 def _mock_attribute_allowed(obj, name):
     global _MOCK_API
     mock = sys.modules.get("unittest.mock")
@@ -677,7 +750,12 @@ def _mock_attribute_allowed(obj, name):
         _MOCK_API = frozenset(n for k in type.mro(mock.MagicMock) for n in vars(k))
     if name in _MOCK_MAGIC:
         return True
-    return not name.startswith("_") and name not in _MOCK_API
+    # Every class of the mock's own (AsyncMock's assert_awaited*, a
+    # subclass's methods) and its records are its interface too.
+    own = frozenset(n for k in type.mro(type(obj)) if k.__module__ == "unittest.mock"
+                    for n in vars(k))
+    return (not name.startswith("_") and name not in _MOCK_API and name not in own
+            and name not in _MOCK_RECORDS)
 
 
 def _harness_mirror(codec):
@@ -1377,7 +1455,8 @@ def _star_filter(names, frame):
     if op not in ("IMPORT_STAR", "CALL_INTRINSIC_1"):
         return names
     held = frame.f_globals
-    return [n for n in names if n not in held and not hasattr(_builtins, n)]
+    return [n for n in names if n not in held and not hasattr(_builtins, n)
+            and not (n.startswith("__") and n.endswith("__"))]
 
 
 # ---- the harness side: which imports are the submission's ----------------------
@@ -1669,11 +1748,15 @@ def _seed_both():
 
 # ---- the harness side: visible tests first -----------------------------------
 
-def _hidden_tests():
-    """The manifest's tests that are not visible, as grade.c passes them:
-    one per line, NAME or NAME<tab>CLASSNAME."""
+def _visible_tests():
+    """The manifest's visible tests, as grade.c passes them: one per line,
+    NAME or NAME<tab>CLASSNAME; None when grade.c passed none (every test
+    visible, or too many names: the runner's order is kept)."""
+    text = os.environ.get("PROCTOR_SPLIT_VISIBLE")
+    if text is None:
+        return None
     out = []
-    for line in os.environ.get("PROCTOR_SPLIT_HIDDEN", "").split("\n"):
+    for line in text.split("\n"):
         name, _, classname = line.partition("\t")
         if name:
             out.append((name, classname or None))
@@ -1691,11 +1774,11 @@ def _param_suffix(s):
     return s[-1] == ")" or (s[-1] == "]" and ")[" in s)
 
 
-def _is_hidden(hidden, name, classname):
-    """Whether report entry (name, classname) is one of the hidden manifest
+def _is_listed(listed, name, classname):
+    """Whether report entry (name, classname) is one of the listed manifest
     tests, by match.c's rules: the name, or it with a parameter suffix; the
     classname, when the manifest gives one, equal or a dotted suffix."""
-    for want, want_class in hidden:
+    for want, want_class in listed:
         if not (name == want or name.startswith(want) and _param_suffix(name[len(want):])):
             continue
         if want_class is None or classname == want_class or (
@@ -1704,15 +1787,16 @@ def _is_hidden(hidden, name, classname):
     return False
 
 
-def _visible_first(tests, hidden, name_of):
-    """tests with the hidden ones moved after all others, order otherwise
-    kept: every visible test's message is made before a hidden test passes
-    anything to the worker (docs/grading.md, "Hidden inputs")."""
-    if not hidden:
+def _visible_first(tests, visible, name_of):
+    """tests with the manifest's visible ones first and every other after
+    them (hidden tests, and tests the manifest does not list), order
+    otherwise kept: every visible test's message is made before any other
+    test passes anything to the worker (docs/grading.md, "Hidden inputs")."""
+    if visible is None:
         return list(tests)
     first, last = [], []
     for t in tests:
-        (last if _is_hidden(hidden, *name_of(t)) else first).append(t)
+        (first if _is_listed(visible, *name_of(t)) else last).append(t)
     return first + last
 
 
@@ -1727,13 +1811,13 @@ def _pytest_names(item):
     return names[-1], ".".join(names[:-1]) or None
 
 
-def _visible_first_plugin(pytest, hidden):
-    """A pytest plugin: the collected items, hidden ones last (after any
+def _visible_first_plugin(pytest, visible):
+    """A pytest plugin: the collected items, visible ones first (after any
     other plugin's reordering)."""
     class VisibleFirst:
         @pytest.hookimpl(trylast=True)
         def pytest_collection_modifyitems(self, session, config, items):
-            items[:] = _visible_first(items, hidden, _pytest_names)
+            items[:] = _visible_first(items, visible, _pytest_names)
     return VisibleFirst()
 
 
@@ -1744,9 +1828,9 @@ def _unittest_names(test):
     return name, classname or None
 
 
-def _unittest_visible_first(hidden):
+def _unittest_visible_first(visible):
     """unittest (and xmlrunner): the suite TestProgram made, flattened,
-    hidden tests last."""
+    visible tests first."""
     import unittest
     create = unittest.TestProgram.createTests
 
@@ -1761,7 +1845,7 @@ def _unittest_visible_first(hidden):
     def create_tests(self, *args, **kwargs):
         create(self, *args, **kwargs)
         tests = flat(self.test, [])
-        ordered = _visible_first(tests, hidden, _unittest_names)
+        ordered = _visible_first(tests, visible, _unittest_names)
         if ordered != tests:
             self.test = unittest.TestSuite(ordered)
 
@@ -1801,20 +1885,21 @@ def harness_main(argv):
     # so what was imported came with the system's own root-owned caches.
     sys.pycache_prefix = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pycache")
     _session()  # the channel, before the runner opens anything
+    sys.addaudithook(_deputy_audit)
     _first_on_meta_path()
     _seed_both()
     mirror_patches()
     sys.dont_write_bytecode = True
-    hidden = _hidden_tests()
+    visible = _visible_tests()
     if argv[0] == "pytest":
         import pytest
         sys.argv = ["pytest"] + argv[1:]
         plugins = [sys.modules["proctor_split"]]
-        if hidden:
-            plugins.append(_visible_first_plugin(pytest, hidden))
+        if visible is not None:
+            plugins.append(_visible_first_plugin(pytest, visible))
         return int(pytest.main(argv[1:], plugins=plugins))
-    if hidden:
-        _unittest_visible_first(hidden)
+    if visible is not None:
+        _unittest_visible_first(visible)
     # `python -m` would have put the working directory first; the hidden
     # tests are found there, last (the finder keeps the program's files
     # out whatever the order).

@@ -1,0 +1,9 @@
+"""No attack, wrong everywhere: the control."""
+
+
+def answer():
+    return 0
+
+
+def notes(path, text):
+    return ""
