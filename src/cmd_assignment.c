@@ -517,9 +517,11 @@ static void check_protection(struct checker *k, const json_t *ref)
 		json_object_set_new(c, "got", json_string("the build compiled a C or C++ source "
 							  "of the submission out of Proctor's "
 							  "sight: its objects were not checked"));
-		detail(c, "call the compiler by its name (cc, gcc, g++, clang), not by a path, "
-			  "and compile the submission's sources themselves, not #include them; "
-			  "or name the objects in build.objects (docs/assignment.md)");
+		detail(c, "call the compiler by its name (cc, gcc, g++, clang), not by a path; "
+			  "compile the submission's sources themselves, and #include none of its "
+			  "files from the driver; build without -fsanitize, --coverage or -flto "
+			  "(they put code before main() into every object); or name the objects "
+			  "in build.objects (docs/assignment.md)");
 		check_end(k, c, "warn");
 		return;
 	}

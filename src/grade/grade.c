@@ -1396,17 +1396,21 @@ extern const unsigned long proctor_cc_source_len;
 #define CC_PATH	       "/usr/local/bin:/usr/bin:/bin"
 #define CC_SOURCES_MAX 64
 
+#define CC_ENV 5
+
 struct cc_shim {
 	char dir[64], out[64];
 	char *sources; /* "/work/NAME\n" per source */
 	size_t n_sources;
-	char *env[4];
+	char *files; /* "/work/NAME\n" per file of the submission */
+	char *env[CC_ENV];
 };
 
 static void cc_shim_free(struct cc_shim *s)
 {
 	free(s->sources);
-	for (size_t i = 0; i < 4; i++)
+	free(s->files);
+	for (size_t i = 0; i < CC_ENV; i++)
 		free(s->env[i]);
 	*s = (struct cc_shim){0};
 }
@@ -1428,9 +1432,17 @@ static int cc_sources(struct attempt *at, struct cc_shim *s, struct err *e)
 	size_t i, len = 0;
 	json_t *f;
 
+	size_t flen = 0;
 	json_array_foreach(json_object_get(at->sub, "files"), i, f)
 	{
 		const char *name = json_string_value(f);
+		if (name && !strpbrk(name, "\n\t")) {
+			char *g = realloc(s->files, flen + strlen(name) + 8);
+			if (!g)
+				return err_set(e, ENOMEM, "the submission's files");
+			s->files = g;
+			flen += (size_t)sprintf(s->files + flen, "/work/%s\n", name);
+		}
 		if (!name || !c_source(name))
 			continue;
 		/* A name the list cannot hold is counted, never seen: the
@@ -1446,7 +1458,8 @@ static int cc_sources(struct attempt *at, struct cc_shim *s, struct err *e)
 		len += (size_t)sprintf(s->sources + len, "/work/%s\n", name);
 		s->n_sources++;
 	}
-	if (s->n_sources && !s->sources && !(s->sources = strdup("")))
+	if (s->n_sources && ((!s->sources && !(s->sources = strdup(""))) ||
+			     (!s->files && !(s->files = strdup("")))))
 		return err_set(e, ENOMEM, "the submission's sources");
 	return 0;
 }
@@ -1475,8 +1488,9 @@ static int cc_shim_put(struct attempt *at, struct cc_shim *s, struct err *e)
 	if (asprintf(&s->env[0], "PATH=%s:%s", s->dir, CC_PATH) < 0 ||
 	    asprintf(&s->env[1], "PROCTOR_CC_PATH=%s", CC_PATH) < 0 ||
 	    asprintf(&s->env[2], "PROCTOR_CC_SOURCES=%s", s->sources) < 0 ||
-	    asprintf(&s->env[3], "PROCTOR_CC_OUT=%s", s->out) < 0) {
-		for (size_t i = 0; i < 4; i++)
+	    asprintf(&s->env[3], "PROCTOR_CC_OUT=%s", s->out) < 0 ||
+	    asprintf(&s->env[4], "PROCTOR_CC_FILES=%s", s->files) < 0) {
+		for (size_t i = 0; i < CC_ENV; i++)
 			s->env[i] = NULL; /* asprintf leaves them undefined */
 		return err_set(e, ENOMEM, "the compiler shim's environment");
 	}
@@ -1502,6 +1516,7 @@ static int cc_check(struct attempt *at, const struct cc_shim *s, struct err *e)
 {
 	char path[96], *list = NULL, *files[CC_SOURCES_MAX], *names[CC_SOURCES_MAX];
 	size_t len = 0, n = 0, seen = 0;
+	bool unsure = false, included = false;
 	int rc = 0;
 
 	at->objects_check = "unchecked";
@@ -1516,6 +1531,10 @@ static int cc_check(struct attempt *at, const struct cc_shim *s, struct err *e)
 		if (!src)
 			continue;
 		*src++ = '\0';
+		/* An option that puts code before main() into every object, or a
+		 * file of the submission's compiled into another: unchecked. */
+		unsure |= strcmp(line, "unsure") == 0;
+		included |= strcmp(line, "included") == 0;
 		if ((obj = strchr(src, '\t')))
 			*obj++ = '\0';
 		const char *shown = strncmp(src, "/work/", 6) == 0 ? src + 6 : src;
@@ -1547,6 +1566,8 @@ static int cc_check(struct attempt *at, const struct cc_shim *s, struct err *e)
 				break;
 			}
 	}
+	if (unsure)
+		goto out; /* nothing can be told apart: "unchecked" */
 	if (n > 0) {
 		struct build_objects o = {.files = files,
 					  .n_files = n,
@@ -1554,8 +1575,9 @@ static int cc_check(struct attempt *at, const struct cc_shim *s, struct err *e)
 					  .names = names};
 		rc = check_objects(at, &o, e);
 	}
-	/* The check decided (a refusal), or saw every source. */
-	if (rc == 0 && (at->status || seen == s->n_sources))
+	/* The check decided (a refusal), or saw every source and no file of
+	 * the submission's went into an object it did not see. */
+	if (rc == 0 && (at->status || (seen == s->n_sources && !included)))
 		at->objects_check = "default";
 out:
 	free(list);
@@ -1760,7 +1782,7 @@ static int attempt_run(struct attempt *at, struct err *e)
 		at->student_ran = true;
 		if (shim.env[0]) {
 			at->extra_env = shim.env;
-			at->n_extra_env = 4;
+			at->n_extra_env = CC_ENV;
 		}
 		int rc = run_step(at, "build", argv, &a->build.limits, -1,
 				  a->build.limits.output_bytes, &r, e);

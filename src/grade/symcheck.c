@@ -139,6 +139,18 @@ bool symcheck_system_name(const char *name)
 	return bsearch(&key, sysnames, sysnames_count, sizeof(sysnames[0]), strcmp_ptr) != NULL;
 }
 
+bool symcheck_reserved_name(const char *name)
+{
+	/* C's reserved identifiers: __gmon_start__ (crti.o's _init calls it
+	 * when defined), __init_array_start (the linker's), __libc_*...  C++'s
+	 * mangled names (_Z...) are the compiler's spelling of the program's
+	 * own; clang's __clang_call_terminate is emitted into objects. */
+	if (strncmp(name, "_Z", 2) == 0 || strcmp(name, "__clang_call_terminate") == 0)
+		return false;
+	return (name[0] == '_' && name[1] == '_') ||
+	       (name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z');
+}
+
 static bool allowed(const struct build_objects *o, const char *name)
 {
 	for (size_t i = 0; i < o->n_allow; i++)
@@ -216,6 +228,13 @@ static int check_symbols(const json_t *syms, const char *object, const struct bu
 				      "%s defines '%s', which the C library (or libm, libstdc++, "
 				      "libgcc) defines: the program would call yours instead of "
 				      "the library's; give yours another name or make it static",
+				      object, name);
+		if (o->deny_system && symcheck_reserved_name(name))
+			return refuse(why, why_len,
+				      "%s defines '%s', a name reserved to the implementation "
+				      "(it begins with two underscores, or one and a capital): "
+				      "the start files and the linker may call it; give yours "
+				      "another name or make it static",
 				      object, name);
 		if (o->deny_system)
 			continue;

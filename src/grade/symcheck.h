@@ -54,6 +54,11 @@
  */
 bool symcheck_system_name(const char *name);
 
+/* Whether name is reserved to the implementation in C (two underscores, or
+ * one and a capital), not a C++ mangled name: the default check refuses
+ * those too, since the start files and the linker call some of them. */
+bool symcheck_reserved_name(const char *name);
+
 /*
  * Decide on the helper's answer about `object` (its name in messages).
  * 0: it may be linked; 1: refused, the reason in why (the submission's

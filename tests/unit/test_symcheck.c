@@ -157,6 +157,9 @@ static void test_default_check_refuses_system_names(void **state)
 	     "'puts@GLIBC_2.2.5'"},
 	    {"#include <stdio.h>\n__attribute__((constructor)) static void f(void) { puts(\"x\"); }\n",
 	     ".init_array"},
+	    {"void __gmon_start__(void) {}\n", "'__gmon_start__', a name reserved"},
+	    {"void (*__init_array_start[1])(void);\n", "'__init_array_start'"},
+	    {"int _Secret = 3;\n", "'_Secret'"},
 	};
 	char why[1024];
 
@@ -164,6 +167,9 @@ static void test_default_check_refuses_system_names(void **state)
 	assert_true(symcheck_system_name("printf") && symcheck_system_name("_Znwm") &&
 		    symcheck_system_name("fopen@GLIBC_2.2.5") && symcheck_system_name("_start"));
 	assert_false(symcheck_system_name("array_max") || symcheck_system_name("solve"));
+	assert_true(symcheck_reserved_name("__gmon_start__") && symcheck_reserved_name("_Exit2"));
+	assert_false(symcheck_reserved_name("_ZN3foo3barEv") || symcheck_reserved_name("_helper") ||
+		     symcheck_reserved_name("helper__x"));
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		why[0] = '\0';
 		int rc = judge_default(refused[i][0], why, sizeof(why));
