@@ -109,8 +109,10 @@ static void test_tampering_objects_score_nothing(void **state)
 	}
 }
 
-/* examples/c-tap copied to `dir` with its build.objects block taken out. */
-static void copy_without_check(const char *dir)
+/* examples/c-tap copied to `dir` with its build.objects block taken out;
+ * `out_of_sight`: its Makefile calls the compiler by its absolute path,
+ * which Proctor's compiler shim does not see, so no check is made. */
+static void copy_without_check(const char *dir, bool out_of_sight)
 {
 	static const char *const files[] = {"tests/Makefile", "tests/arrays.h",
 					    "tests/test_driver.c"};
@@ -122,7 +124,18 @@ static void copy_without_check(const char *dir)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/c-tap/%s", EXAMPLES_DIR, files[i]);
 		char *text = harness_read(path, &len);
-		harness_write(dir, files[i], text, len);
+		char *cc = out_of_sight ? strstr(text, "CC = gcc\n") : NULL;
+		if (out_of_sight && !cc && strcmp(files[i], "tests/Makefile") == 0)
+			fail_msg("%s has no line 'CC = gcc'", path);
+		if (cc) {
+			harness_write(dir, files[i], text, (size_t)(cc - text));
+			char rest[8192];
+			snprintf(rest, sizeof(rest), "%.*sCC = /usr/bin/gcc\n%s", (int)(cc - text),
+				 text, cc + strlen("CC = gcc\n"));
+			harness_write_text(dir, files[i], rest);
+		} else {
+			harness_write(dir, files[i], text, len);
+		}
 		free(text);
 	}
 	snprintf(path, sizeof(path), "%s/c-tap/assignment.yaml", EXAMPLES_DIR);
@@ -153,7 +166,7 @@ static void test_the_attacks_work_without_the_check(void **state)
 	assert_int_equal(chmod(tmp, 0755), 0);
 	snprintf(dir, sizeof(dir), "%s/c-tap", tmp);
 	assert_int_equal(mkdir(dir, 0755), 0);
-	copy_without_check(dir);
+	copy_without_check(dir, true);
 	for (size_t i = 0; i < n; i++) {
 		char want[64];
 		double score;
@@ -168,6 +181,49 @@ static void test_the_attacks_work_without_the_check(void **state)
 		if (strcmp(status_of(doc), want) != 0 || got != score)
 			fail_msg("%s without the check: %s %g, expected %s %g (reason: %s)",
 				 rows[i].name, status_of(doc), got, want, score, reason_of(doc));
+		assert_string_equal(
+		    json_string_value(json_object_get(doc, "objects_check")), "unchecked");
+		json_decref(doc);
+	}
+	harness_rm_tree(tmp);
+	free(tmp);
+}
+
+/*
+ * Without build.objects and with the compiler called by its name, as most
+ * instructors write it: the default check (the compiler shim) refuses each
+ * attack the same way; the helper that is not static is any name of the
+ * student's own then, and the correct solution keeps its marks.
+ */
+static void test_the_default_check_refuses_them(void **state)
+{
+	(void)state;
+	struct row rows[64];
+	size_t n = read_cases(rows, 64);
+	char *tmp = harness_tmpdir(), sub[PATH_MAX], dir[PATH_MAX];
+
+	harness_require_root("grading");
+	assert_int_equal(chmod(tmp, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/c-tap", tmp);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	copy_without_check(dir, false);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", CASES, rows[i].name);
+		json_t *doc = grade(dir, sub);
+		bool helper = strcmp(rows[i].name, "global_helper") == 0;
+		print_message("[  CASE    ] %s by default: %s, %s\n", rows[i].name, status_of(doc),
+			      reason_of(doc));
+		if (strcmp(status_of(doc), helper ? "graded" : rows[i].status) != 0 ||
+		    (!helper && !strstr(reason_of(doc), rows[i].reason_has)))
+			fail_msg("%s by default: %s (reason: %s), expected %s naming %s",
+				 rows[i].name, status_of(doc), reason_of(doc),
+				 helper ? "graded" : rows[i].status, rows[i].reason_has);
+		if (helper && json_number_value(json_object_get(doc, "score")) !=
+				  json_number_value(json_object_get(doc, "max_score")))
+			fail_msg("global_helper by default: %g, not full marks",
+				 json_number_value(json_object_get(doc, "score")));
+		assert_string_equal(json_string_value(json_object_get(doc, "objects_check")),
+				    "default");
 		json_decref(doc);
 	}
 	harness_rm_tree(tmp);
@@ -179,6 +235,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_tampering_objects_score_nothing, harness_setup_root),
 	    cmocka_unit_test_setup(test_the_attacks_work_without_the_check, harness_setup_root),
+	    cmocka_unit_test_setup(test_the_default_check_refuses_them, harness_setup_root),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,6 +151,9 @@ static void test_default_check_refuses_system_names(void **state)
 	     " { (void)p; (void)m; return 0; }\n",
 	     "'fopen'"},
 	    {"double sqrt(double x) { return x; }\n", "'sqrt'"},
+	    {"#include <stddef.h>\nint memcmp(const void *a, const void *b, size_t n)"
+	     " { (void)a; (void)b; (void)n; return 0; }\n",
+	     "'memcmp'"},
 	    {"int atexit(void (*f)(void)) { (void)f; return 0; }\n", "'atexit'"},
 	    {"int _IO_stdin_used = 1;\n", "'_IO_stdin_used'"},
 	    {"int impl(void) { return 0; }\n__asm__(\".symver impl, puts@GLIBC_2.2.5\");\n",

@@ -24,8 +24,11 @@ for lib in LIBS + STATIC:
     text = subprocess.run(nm, capture_output=True, text=True).stdout
     for line in text.splitlines():
         parts = line.split()
-        # Absolute (version nodes) and local symbols name nothing a link uses.
-        if len(parts) < 3 or parts[1] in ("A", "a") or parts[1].islower():
+        # Absolute (version nodes) and local symbols name nothing a link
+        # uses; w, v (weak), i (IFUNC: memcmp, strlen...) and u are global
+        # though lower case.
+        if len(parts) < 3 or parts[1] in ("A", "a") or (
+                parts[1].islower() and parts[1] not in ("w", "v", "i", "u")):
             continue
         name = parts[2].split("@")[0]
         if name and name.isprintable() and '"' not in name and "\\" not in name:
