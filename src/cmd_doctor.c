@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "grade/grade.h"
 #include "host/cgroup.h"
 #include "image/image.h"
 #include "sandbox.h"
@@ -180,6 +181,16 @@ int cmd_doctor(int argc, char **argv)
 	else
 		add(c, &n, "qemu", "missing", e.msg);
 
+	/* proctor-helper parses what submissions produce as the sandbox's
+	 * unprivileged uid, which must be able to execute it (grading
+	 * refuses to start otherwise, grade_helper_check). */
+	struct grade_options go = {0};
+	if (grade_helper_check(&go, &e) == 0 && grade_helper_path(&go, path, sizeof(path), &e) == 0) {
+		snprintf(buf, sizeof(buf), "%s, executable by the sandbox's unprivileged uid", path);
+		add(c, &n, "helper", "ok", buf);
+	} else {
+		add(c, &n, "helper", "missing", e.msg);
+	}
 	size_t nb;
 	const struct sandbox_ops *const *b = sandbox_backends(&nb);
 	for (size_t i = 0; i < nb; i++) {
