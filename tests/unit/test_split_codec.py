@@ -43,6 +43,10 @@ def roundtrip():
               fractions.Fraction(1, 3), decimal.Decimal("1.10"), datetime.date(2026, 12, 3),
               datetime.datetime(2026, 12, 3, 13, 0, 1, 5), datetime.time(1, 2),
               datetime.timedelta(days=1, seconds=5), pathlib.PosixPath("/tmp/x"),
+              datetime.datetime(2026, 12, 3, 13, 0, tzinfo=datetime.timezone.utc),
+              datetime.datetime(2026, 12, 3, 13, 0, tzinfo=datetime.timezone(
+                  datetime.timedelta(hours=-5, minutes=-30))),
+              datetime.time(1, 2, tzinfo=datetime.timezone.utc),
               range(1, 10, 2), slice(1, None, 2), Ellipsis, {(1, 2): frozenset({"x"})}]
     for v in values:
         w = json.loads(json.dumps(c.encode(v)))

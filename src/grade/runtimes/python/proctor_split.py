@@ -204,7 +204,10 @@ class Codec:
             return ["F", format(v.numerator, "x"), format(v.denominator, "x")]
         if t is decimal.Decimal:
             return ["D", str(v)]
-        if t is datetime.date or t in (datetime.datetime, datetime.time) and v.tzinfo is None:
+        if t is datetime.date or t in (datetime.datetime, datetime.time) and (
+                v.tzinfo is None or type(v.tzinfo) is datetime.timezone):
+            # A fixed offset (timezone.utc, timezone(timedelta(hours=2)))
+            # crosses in the ISO text; a zone with rules stays a reference.
             return ["T", t.__name__, v.isoformat()]
         if t is datetime.timedelta:
             return ["td", v.days, v.seconds, v.microseconds]
@@ -889,6 +892,8 @@ class Worker:
             return [_state(x) for x in [obj] + [c.local(t) for t in _list(m.get("others"))]]
         if op == "star":
             return _star_names(obj)
+        if op == "format":
+            return format(obj, _str(m.get("spec")))
         if op == "setitem":
             obj[c.decode(m.get("key"))] = c.decode(m.get("value"))
             return None
@@ -1373,6 +1378,12 @@ class RemoteObject:
     __str__ = _unary("str", str)
     __bool__ = _unary("bool", bool)
     __hash__ = _unary("hash", int)
+
+    def __format__(self, spec):
+        v = _remote(self, "format", spec=str(spec))
+        if type(v) is not str:
+            raise TypeError("the submission's __format__ returned %s, not str" % type(v).__name__)
+        return v
     __int__ = _unary("int", int)
     __float__ = _unary("float", float)
     __index__ = _unary("index", int)

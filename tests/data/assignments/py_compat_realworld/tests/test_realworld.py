@@ -5,6 +5,7 @@ the tests' callbacks, mock.patch of builtins and the standard library, and
 membership and iteration of the submission's containers.  Each must pass
 against the reference whether the submission runs in the tests' process
 or in its own."""
+import datetime
 import errno
 import io
 import os
@@ -237,3 +238,14 @@ def test_star_import_binds_public_names():
     # The tests' own modules stay the tests'.
     assert pytest.approx(1) == 1
     assert random.Random(1).randint(1, 1) == 1
+
+
+def test_format_spec_of_submission_object():
+    assert f"{Clock(9, 5):>8}" == "   09:05"
+    assert format(Clock(23, 0), "<6") == "23:00 "
+
+
+def test_timezone_aware_datetime():
+    start = datetime.datetime(2026, 3, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    assert add_gigasecond(start) == datetime.datetime(2057, 11, 7, 13, 46, 40,
+                                                      tzinfo=datetime.timezone.utc)

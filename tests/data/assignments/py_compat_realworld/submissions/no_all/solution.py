@@ -15,6 +15,9 @@ class Clock:
     def __str__(self):
         return "%02d:%02d" % (self.hour, self.minute)
 
+    def __format__(self, spec):
+        return format(str(self), spec)
+
     def __eq__(self, other):
         return isinstance(other, Clock) and (self.hour, self.minute) == (other.hour, other.minute)
 
@@ -273,3 +276,8 @@ def stamp():
 def roll():
     import random
     return random.randint(1, 6)
+
+
+def add_gigasecond(moment):
+    import datetime
+    return moment + datetime.timedelta(seconds=10**9)

@@ -5,7 +5,7 @@ import time
 
 __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Bag",
            "Interval", "LinkedList", "CustomSet", "count_lines", "read_lines", "first_line",
-           "say", "stamp", "roll"]
+           "say", "stamp", "roll", "add_gigasecond"]
 
 
 class Clock:
@@ -18,6 +18,9 @@ class Clock:
 
     def __str__(self):
         return "%02d:%02d" % (self.hour, self.minute)
+
+    def __format__(self, spec):
+        return format(str(self), spec)
 
     def __eq__(self, other):
         return isinstance(other, Clock) and (self.hour, self.minute) == (other.hour, other.minute)
@@ -276,3 +279,8 @@ def stamp():
 def roll():
     import random
     return random.randint(1, 6)
+
+
+def add_gigasecond(moment):
+    import datetime
+    return moment + datetime.timedelta(seconds=10**9)
