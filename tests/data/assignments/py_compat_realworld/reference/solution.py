@@ -6,7 +6,8 @@ import time
 
 __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Bag",
            "Interval", "LinkedList", "CustomSet", "count_lines", "read_lines", "first_line",
-           "say", "stamp", "roll", "add_gigasecond"]
+           "say", "stamp", "roll", "add_gigasecond",
+           "total_area", "widest"]
 
 
 class Clock:
@@ -286,3 +287,11 @@ def roll():
 def add_gigasecond(moment):
     import datetime
     return moment + datetime.timedelta(seconds=10**9)
+
+
+def total_area(shapes):
+    return sum(s.area() for s in shapes)
+
+
+def widest(shapes):
+    return max(s.w for s in shapes)

@@ -281,3 +281,11 @@ def roll():
 def add_gigasecond(moment):
     import datetime
     return moment + datetime.timedelta(seconds=10**9)
+
+
+def total_area(shapes):
+    return sum(s.area() for s in shapes)
+
+
+def widest(shapes):
+    return max(s.w for s in shapes)
