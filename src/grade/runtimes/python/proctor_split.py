@@ -62,6 +62,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import types
 import weakref
 
@@ -134,19 +135,21 @@ class Codec:
         self.objects = {}
         self.ids = {}
         self.next_id = 1
+        self.lock = threading.Lock()
         self.make_proxy = make_proxy
         self.describe = describe
         self.namedtuples = {}
 
     def export(self, obj):
-        key = id(obj)
-        n = self.ids.get(key)
-        if n is None:
-            n = self.next_id
-            self.next_id += 1
-            self.objects[n] = obj
-            self.ids[key] = n
-        return n
+        with self.lock:  # the tests' threads encode their arguments at once
+            key = id(obj)
+            n = self.ids.get(key)
+            if n is None:
+                n = self.next_id
+                self.next_id += 1
+                self.objects[n] = obj
+                self.ids[key] = n
+            return n
 
     def local(self, n):
         try:
@@ -1090,6 +1093,7 @@ class Session:
         if len(fds) != 1:
             _abort("the program side did not start", None, NOT_STARTED_STATUS)
         sock = socket.socket(fileno=fds[0])
+        self.lock = threading.RLock()
         self.proxies = weakref.WeakValueDictionary()
         self.classes = {}
         self.mirror = ExceptionMirror()
@@ -1119,8 +1123,13 @@ class Session:
         return {"patches": [[n, a, c.encode(v)] for n, a, v in now]}
 
     def request(self, op, **kw):
+        # One call at a time on the channel: tests that call the submission
+        # from threads of their own (a bank account's concurrent deposits)
+        # take turns; a callback served while this thread waits may call
+        # in again (re-entrant).
         try:
-            return self.ep.request(op, **kw)
+            with self.lock:
+                return self.ep.request(op, **kw)
         except EOFError:  # ChannelError too; never an OSError the call raised
             _abort("the submission's process ended during a call", self.ctl)
         except ProtocolError as e:

@@ -265,3 +265,18 @@ class Rect:
 def test_tests_objects_duck_typed():
     assert total_area([Rect(2, 3), Rect(1, 1)]) == 7
     assert widest([Rect(2, 3), Rect(5, 1)]) == 5
+
+
+def test_concurrent_calls_from_the_tests_threads():
+    import threading
+    acct = Account()
+
+    def work():
+        for _ in range(50):
+            acct.deposit(1)
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert acct.balance == 400

@@ -289,3 +289,14 @@ def total_area(shapes):
 
 def widest(shapes):
     return max(s.w for s in shapes)
+
+
+class Account:
+    def __init__(self):
+        import threading
+        self._lock = threading.Lock()
+        self.balance = 0
+
+    def deposit(self, amount):
+        with self._lock:
+            self.balance += amount

@@ -6,7 +6,7 @@ import time
 __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Bag",
            "Interval", "LinkedList", "CustomSet", "count_lines", "read_lines", "first_line",
            "say", "stamp", "roll", "add_gigasecond",
-           "total_area", "widest"]
+           "total_area", "widest", "Account"]
 
 
 class Clock:
@@ -293,3 +293,14 @@ def total_area(shapes):
 
 def widest(shapes):
     return max(s.w for s in shapes)
+
+
+class Account:
+    def __init__(self):
+        import threading
+        self._lock = threading.Lock()
+        self.balance = 0
+
+    def deposit(self, amount):
+        with self._lock:
+            self.balance += amount
