@@ -605,7 +605,27 @@ def _describe_local(v, export):
         return info
     if isinstance(v, types.ModuleType):
         return {"kind": "module", "name": str(v.__name__)}
+    if isinstance(v, types.CoroutineType):
+        return {"kind": "coroutine"}
     return {"kind": "object", "class": _plain_class_info(t, export), "callable": callable(v)}
+
+
+def _run_coroutine(coro):
+    """A coroutine of the submission's (an `async def` it called for the
+    tests), run to its end here: on an event loop of its own when the
+    submission uses asyncio (asyncio.sleep, gather...), else by hand."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None and hasattr(asyncio, "new_event_loop"):
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(coro)
+        finally:
+            loop.close()
+    try:
+        while True:
+            coro.send(None)
+    except StopIteration as stop:
+        return stop.value
 
 
 def _plain_class_info(t, export, depth=0):
@@ -915,6 +935,10 @@ class Worker:
             return _star_names(obj)
         if op == "format":
             return format(obj, _str(m.get("spec")))
+        if op == "await":
+            if not isinstance(obj, types.CoroutineType):
+                raise TypeError("not a coroutine")
+            return _run_coroutine(obj)
         if op == "setitem":
             obj[c.decode(m.get("key"))] = c.decode(m.get("value"))
             return None
@@ -1149,6 +1173,11 @@ class Session:
             type.__setattr__(p, "_proctor_class_ref", n)
         elif kind == "module":
             p = ProxyModule(_str(info.get("name")), n)
+        elif kind == "coroutine":
+            # A real coroutine of the harness's, so asyncio.run(), await and
+            # gather take it: awaited, the worker runs the submission's to
+            # its end (tasks of the tests' loop wait meanwhile).
+            return _remote_coroutine(n)
         else:
             cls = self.instance_class(info.get("class"))
             p = cls.__new__(cls)
@@ -1181,6 +1210,10 @@ class Session:
                 cls = RemoteMeta(key[-1].rpartition(".")[2], (RemoteObject,), ns)
             self.classes[key] = cls
         return cls
+
+
+async def _remote_coroutine(n):
+    return _session().request("await", target=n)
 
 
 def _write_output(out, err):

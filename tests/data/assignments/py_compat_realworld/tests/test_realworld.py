@@ -280,3 +280,12 @@ def test_concurrent_calls_from_the_tests_threads():
     for t in threads:
         t.join()
     assert acct.balance == 400
+
+
+def test_async_functions_run_by_the_tests_loop():
+    import asyncio
+    assert asyncio.run(double_later(21)) == 42
+
+    async def both():
+        return await asyncio.gather(double_later(1), double_later(2))
+    assert asyncio.run(both()) == [2, 4]

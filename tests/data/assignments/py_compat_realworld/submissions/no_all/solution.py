@@ -300,3 +300,9 @@ class Account:
     def deposit(self, amount):
         with self._lock:
             self.balance += amount
+
+
+async def double_later(x):
+    import asyncio
+    await asyncio.sleep(0)
+    return 2 * x

@@ -6,7 +6,7 @@ import time
 __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Bag",
            "Interval", "LinkedList", "CustomSet", "count_lines", "read_lines", "first_line",
            "say", "stamp", "roll", "add_gigasecond",
-           "total_area", "widest", "Account"]
+           "total_area", "widest", "Account", "double_later"]
 
 
 class Clock:
@@ -304,3 +304,9 @@ class Account:
     def deposit(self, amount):
         with self._lock:
             self.balance += amount
+
+
+async def double_later(x):
+    import asyncio
+    await asyncio.sleep(0)
+    return 2 * x
