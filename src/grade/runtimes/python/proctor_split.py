@@ -1364,6 +1364,19 @@ class RemoteMeta(type):
             raise AttributeError(name)
         return _session().request("getattr", target=RemoteMeta._proctor_encode(cls), name=name)
 
+    # mock.patch.object(SubmissionClass, "roll", ...) sets and restores the
+    # attribute on the worker's class, where its objects look it up.
+    def __setattr__(cls, name, value):
+        if name.startswith("_") or "_proctor_class_ref" not in cls.__dict__:
+            return type.__setattr__(cls, name, value)
+        _session().request("setattr", target=RemoteMeta._proctor_encode(cls), name=name,
+                           value=_codec().encode(value))
+
+    def __delattr__(cls, name):
+        if name.startswith("_") or "_proctor_class_ref" not in cls.__dict__:
+            return type.__delattr__(cls, name)
+        _session().request("delattr", target=RemoteMeta._proctor_encode(cls), name=name)
+
 
 class RemoteObject:
     """A proxy to an object of the submission's, in its worker."""

@@ -289,3 +289,10 @@ def test_async_functions_run_by_the_tests_loop():
     async def both():
         return await asyncio.gather(double_later(1), double_later(2))
     assert asyncio.run(both()) == [2, 4]
+
+
+def test_patch_object_on_a_submission_class():
+    with mock.patch.object(Dice, "roll", return_value=6) as rolled:
+        assert play_twice(Dice()) == 12
+    assert rolled.call_count == 2
+    assert 1 <= Dice().roll() <= 6  # its own method again

@@ -6,7 +6,8 @@ import time
 __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Bag",
            "Interval", "LinkedList", "CustomSet", "count_lines", "read_lines", "first_line",
            "say", "stamp", "roll", "add_gigasecond",
-           "total_area", "widest", "Account", "double_later"]
+           "total_area", "widest", "Account", "double_later",
+           "Dice", "play_twice"]
 
 
 class Clock:
@@ -310,3 +311,13 @@ async def double_later(x):
     import asyncio
     await asyncio.sleep(0)
     return 2 * x
+
+
+class Dice:
+    def roll(self):
+        import random
+        return random.randint(1, 6)
+
+
+def play_twice(dice):
+    return dice.roll() + dice.roll()
