@@ -348,15 +348,27 @@ def _describe_exception(codec, exc, quiet=False):
     except BaseException:
         message = "<unprintable %s>" % t.__name__
     try:
-        args = codec.encode(tuple(exc.args)) if t.__module__ == "builtins" and not quiet else None
+        # The submission's exceptions with their arguments (its own classes'
+        # too: `err.value.args[0] == 5`); the tests' never (quiet).
+        args = codec.encode(tuple(exc.args)) if not quiet else None
     except (ValueError, RecursionError):
         args = None
+    attrs = None
+    if not quiet and t.__module__ != "builtins":
+        try:
+            own = {k: v for k, v in dict.items(vars(exc)) if type(k) is str
+                   and not k.startswith("__")}
+            attrs = codec.encode(own) if own else None
+        except (TypeError, ValueError, RecursionError):
+            attrs = None
     if quiet and isinstance(exc, OSError) and type(exc.errno) is int and 0 < exc.errno < 4096:
         # An OSError's errno, and the system's words for it, are no value
         # of the tests' (a wrapped socket's EBADF after close).
         args = codec.encode((exc.errno, os.strerror(exc.errno)))
         message = str(OSError(exc.errno, os.strerror(exc.errno)))
     out = {"type": _class_info(t), "message": message[:20000], "args": args}
+    if attrs is not None:
+        out["attrs"] = attrs  # an exception's own attributes (`err.value.needed`)
     if isinstance(exc, SystemExit):
         code = exc.code
         out["code"] = code if code is None or type(code) in (int, str) else str(code)
@@ -373,6 +385,11 @@ def _class_info(t, depth=0):
             "module": str(t.__module__),
             "bases": [_class_info(b, depth + 1) for b in t.__bases__
                       if isinstance(b, type) and issubclass(b, BaseException)]}
+
+
+def _mirrored_str(self):
+    text = self.__dict__.get("_proctor_message")
+    return text if type(text) is str else BaseException.__str__(self)
 
 
 class ExceptionMirror:
@@ -396,14 +413,29 @@ class ExceptionMirror:
         if cls is None:
             bases = tuple(self.cls(b, depth + 1) for b in _list(info.get("bases", [])))
             bases = tuple(b for i, b in enumerate(bases) if b not in bases[:i]) or (Exception,)
+            # str() is what the other side's str() said (its own __str__),
+            # whatever the arguments the instance was rebuilt with.
+            ns = {"__module__": key[0], "__qualname__": key[1], "__str__": _mirrored_str}
             try:
-                cls = type(_str(info["name"]), bases, {"__module__": key[0],
-                                                      "__qualname__": key[1]})
+                cls = type(_str(info["name"]), bases, ns)
             except TypeError:  # bases that cannot be combined here
-                cls = type(_str(info["name"]), (bases[0],), {"__module__": key[0],
-                                                           "__qualname__": key[1]})
+                cls = type(_str(info["name"]), (bases[0],), ns)
             self.classes[key] = cls
         return cls
+
+    @staticmethod
+    def _construct(codec, cls, args, message):
+        if args is not None:
+            try:
+                decoded = codec.decode(args)
+                if type(decoded) is tuple:
+                    return cls(*decoded)
+            except (ProtocolError, TypeError, ValueError):
+                pass
+        try:
+            return cls(message)
+        except Exception:
+            return None
 
     def build(self, codec, desc):
         if type(desc) is not dict:
@@ -415,18 +447,26 @@ class ExceptionMirror:
             return SystemExit(desc.get("code") if type(desc.get("code")) in (int, str) else None)
         if cls is RuntimeError and desc.get("type", {}).get("builtin") in _NOT_RAISED_AS_IS:
             return RuntimeError("%s: %s" % (desc["type"]["builtin"], message))
-        args = desc.get("args")
-        if args is not None:
+        exc = self._construct(codec, cls, desc.get("args"), message)
+        if exc is not None and cls.__dict__.get("__str__") is _mirrored_str:
             try:
-                decoded = codec.decode(args)
-                if type(decoded) is tuple:
-                    return cls(*decoded)
-            except (ProtocolError, TypeError, ValueError):
+                exc._proctor_message = message
+            except (AttributeError, TypeError):
                 pass
-        try:
-            return cls(message)
-        except Exception:
-            pass
+        attrs = desc.get("attrs")
+        if attrs is not None and exc is not None and cls.__module__ != "builtins":
+            try:
+                decoded = codec.decode(attrs)
+            except ProtocolError:
+                decoded = None
+            for k, v in (decoded.items() if type(decoded) is dict else ()):
+                if type(k) is str and not k.startswith(("__", "_proctor")):
+                    try:
+                        setattr(exc, k, v)
+                    except (AttributeError, TypeError):
+                        pass
+        if exc is not None:
+            return exc
         try:
             exc = cls.__new__(cls)
             exc.args = (message,)

@@ -296,3 +296,13 @@ def test_patch_object_on_a_submission_class():
         assert play_twice(Dice()) == 12
     assert rolled.call_count == 2
     assert 1 <= Dice().roll() <= 6  # its own method again
+
+
+def test_submission_exception_args_attributes_and_str():
+    with pytest.raises(InsufficientFunds) as err:
+        withdraw(3, 8)
+    assert err.value.needed == 5
+    assert err.value.args == (5, "EUR")
+    assert str(err.value) == "need 5 EUR more"
+    with pytest.raises(ValueError, match="negative amount: -1"):
+        withdraw(3, -1)

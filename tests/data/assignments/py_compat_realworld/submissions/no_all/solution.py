@@ -316,3 +316,20 @@ class Dice:
 
 def play_twice(dice):
     return dice.roll() + dice.roll()
+
+
+class InsufficientFunds(Exception):
+    def __init__(self, needed, currency):
+        super().__init__(needed, currency)
+        self.needed = needed
+
+    def __str__(self):
+        return "need %d %s more" % self.args
+
+
+def withdraw(balance, amount):
+    if amount < 0:
+        raise ValueError("negative amount: %d" % amount)
+    if amount > balance:
+        raise InsufficientFunds(amount - balance, "EUR")
+    return balance - amount

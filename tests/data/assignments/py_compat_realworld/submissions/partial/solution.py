@@ -7,7 +7,7 @@ __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Ba
            "Interval", "LinkedList", "CustomSet", "count_lines", "read_lines", "first_line",
            "say", "stamp", "roll", "add_gigasecond",
            "total_area", "widest", "Account", "double_later",
-           "Dice", "play_twice"]
+           "Dice", "play_twice", "InsufficientFunds", "withdraw"]
 
 
 class Clock:
@@ -321,3 +321,20 @@ class Dice:
 
 def play_twice(dice):
     return dice.roll() + dice.roll()
+
+
+class InsufficientFunds(Exception):
+    def __init__(self, needed, currency):
+        super().__init__(needed, currency)
+        self.needed = needed
+
+    def __str__(self):
+        return "need %d %s more" % self.args
+
+
+def withdraw(balance, amount):
+    if amount < 0:
+        raise ValueError("negative amount: %d" % amount)
+    if amount > balance:
+        raise InsufficientFunds(amount - balance, "EUR")
+    return balance - amount
