@@ -879,6 +879,7 @@ class Worker:
         self.ep.on_message = self.apply_patches
         self.reverse = {}
         self.patched = {}
+        self.env_saved = {}
         ep = self.ep
 
         def tests_input(prompt=""):
@@ -900,6 +901,7 @@ class Worker:
         the submission's (builtins.open, time.time): the same attribute of
         the worker's module is the tests' value (a proxy to their mock)
         while the patch lasts, and its own again after."""
+        self.apply_env(m.get("env"))
         want = m.get("patches")
         if want is None:
             return
@@ -924,6 +926,35 @@ class Worker:
                     self.patched[(name, attr)] = getattr(mod, attr, _MISSING)
                 setattr(mod, attr, value)
             except Exception:  # noqa: BLE001 -- a module the worker lacks: nothing to patch
+                pass
+
+    def apply_env(self, want):
+        """The tests' changes to their environment (monkeypatch.setenv,
+        mock.patch.dict(os.environ)): the worker's os.environ has them while
+        they last, its own values again after."""
+        if want is None:
+            return
+        state = {}
+        for entry in _list(want):
+            name, value = _list(entry)
+            if type(name) is not str or (value is not None and type(value) is not str):
+                raise ProtocolError("bad environment entry")
+            state[name] = value
+        for name in [k for k in self.env_saved if k not in state]:
+            original = self.env_saved.pop(name)
+            if original is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = original
+        for name, value in state.items():
+            if name not in self.env_saved:
+                self.env_saved[name] = os.environ.get(name)
+            try:
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            except (ValueError, OSError):  # a NUL in a name or value
                 pass
 
     def take_output(self):
@@ -1168,6 +1199,7 @@ class Session:
         self.ep.mirror = self.mirror
         self.ep.take_output = self.patch_update
         self.sent_patches = []
+        self.sent_env = {}
 
     def patch_update(self):
         """With a message to the worker: the tests' patches of other modules
@@ -1178,13 +1210,19 @@ class Session:
             cur = getattr(mod, attr, _MISSING) if mod is not None else _MISSING
             if cur is not original and cur is not _MISSING:
                 now.append((name, attr, cur))
+        out = {}
+        env = _env_changes()
+        if env != self.sent_env:
+            self.sent_env = env
+            out["env"] = [[k, v] for k, v in sorted(env.items())]
         if len(now) == len(self.sent_patches) and all(
                 a[0] == b[0] and a[1] == b[1] and a[2] is b[2]
                 for a, b in zip(now, self.sent_patches)):
-            return {}
+            return out
         self.sent_patches = now
         c = self.ep.codec
-        return {"patches": [[n, a, c.encode(v)] for n, a, v in now]}
+        out["patches"] = [[n, a, c.encode(v)] for n, a, v in now]
+        return out
 
     def request(self, op, **kw):
         # One call at a time on the channel: tests that call the submission
@@ -1254,6 +1292,22 @@ class Session:
 
 async def _remote_coroutine(n):
     return _session().request("await", target=n)
+
+
+# The harness's environment when the tests began (harness_main): what the
+# tests change of it reaches the worker (_env_changes), pytest's own
+# variables (PYTEST_CURRENT_TEST names the running test) never.
+_ENV_START = None
+
+
+def _env_changes():
+    if _ENV_START is None:
+        return {}
+    changes = {k: v for k, v in os.environ.items()
+               if _ENV_START.get(k) != v and not k.startswith("PYTEST_")}
+    changes.update({k: None for k in _ENV_START
+                    if k not in os.environ and not k.startswith("PYTEST_")})
+    return changes
 
 
 def _write_output(out, err):
@@ -2010,6 +2064,8 @@ def harness_main(argv):
     sys.pycache_prefix = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pycache")
     _session()  # the channel, before the runner opens anything
     sys.addaudithook(_deputy_audit)
+    global _ENV_START
+    _ENV_START = dict(os.environ)
     _first_on_meta_path()
     _seed_both()
     mirror_patches()

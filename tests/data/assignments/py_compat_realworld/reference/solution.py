@@ -8,7 +8,8 @@ __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Ba
            "Interval", "LinkedList", "CustomSet", "count_lines", "read_lines", "first_line",
            "say", "stamp", "roll", "add_gigasecond",
            "total_area", "widest", "Account", "double_later",
-           "Dice", "play_twice", "InsufficientFunds", "withdraw"]
+           "Dice", "play_twice", "InsufficientFunds", "withdraw",
+           "greet_from_env"]
 
 
 class Clock:
@@ -340,3 +341,8 @@ def withdraw(balance, amount):
     if amount > balance:
         raise InsufficientFunds(amount - balance, "EUR")
     return balance - amount
+
+
+def greet_from_env():
+    import os
+    return "Hello, %s!" % os.environ.get("GREETING_NAME", "stranger")

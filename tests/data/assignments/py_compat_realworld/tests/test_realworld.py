@@ -306,3 +306,13 @@ def test_submission_exception_args_attributes_and_str():
     assert str(err.value) == "need 5 EUR more"
     with pytest.raises(ValueError, match="negative amount: -1"):
         withdraw(3, -1)
+
+
+def test_environment_set_by_the_tests(monkeypatch):
+    monkeypatch.setenv("GREETING_NAME", "Ada")
+    assert greet_from_env() == "Hello, Ada!"
+    monkeypatch.delenv("GREETING_NAME")
+    assert greet_from_env() == "Hello, stranger!"
+    with mock.patch.dict(os.environ, {"GREETING_NAME": "Grace"}):
+        assert greet_from_env() == "Hello, Grace!"
+    assert greet_from_env() == "Hello, stranger!"

@@ -333,3 +333,8 @@ def withdraw(balance, amount):
     if amount > balance:
         raise InsufficientFunds(amount - balance, "EUR")
     return balance - amount
+
+
+def greet_from_env():
+    import os
+    return "Hello, %s!" % os.environ.get("GREETING_NAME", "stranger")
