@@ -325,7 +325,7 @@ def program_side_types_are_pythons_own():
             "    v = c.decode(w)\n"
             "    assert type(v) is t, (w, type(v))\n"
             "    assert c.encode(v) == w, (w, c.encode(v))\n"
-            "ps.Worker.handle(type('W', (), {'codec': c})(), {'op': 'seed', 'a': 3, 'version': 2})\n"
+            "ps.Worker._handle(type('W', (), {'codec': c})(), {'op': 'seed', 'a': 3, 'version': 2})\n"
             "print('ok')\n" % (os.path.dirname(ps.__file__), work))
         # PYTHONSAFEPATH: the working directory is not on sys.path at start,
         # as in a split step (grade.c).

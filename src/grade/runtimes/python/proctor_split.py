@@ -650,6 +650,26 @@ def _describe_local(v, export):
     return {"kind": "object", "class": _plain_class_info(t, export), "callable": callable(v)}
 
 
+def _log_forward(logging, worker):
+    """A handler on the worker's root logger that sends each record to the
+    harness (op "log") while the worker serves a call from the main thread;
+    records of other moments or threads go to the worker's stderr."""
+    main = threading.main_thread()
+
+    class LogForward(logging.Handler):
+        def emit(self, record):
+            try:
+                text = record.getMessage()
+            except Exception:  # noqa: BLE001 -- a bad format: as logging says
+                text = str(record.msg)
+            if worker.serving and threading.current_thread() is main:
+                worker.ep.request("log", name=str(record.name), level=int(record.levelno),
+                                  msg=text)
+            else:
+                sys.__stderr__.write("%s:%s:%s\n" % (record.levelname, record.name, text))
+    return LogForward()
+
+
 def _run_coroutine(coro):
     """A coroutine of the submission's (an `async def` it called for the
     tests), run to its end here: on an event loop of its own when the
@@ -744,6 +764,16 @@ def _harness_object_op(codec, m):
     tests' (so monkeypatched input and a replaced sys.stdin reach the
     submission), or an operation on an object the harness passed it."""
     op = m.get("op")
+    if op == "log":
+        # A record the submission logged during a call, logged again here
+        # under its logger's name, where caplog and the runner's handlers
+        # see it.  Only its level, logger name and text cross.
+        level, name, text = m.get("level"), m.get("name"), m.get("msg")
+        if type(level) is not int or type(name) is not str or type(text) is not str:
+            raise ProtocolError("bad log record")
+        import logging
+        logging.getLogger(name[:200] or None).log(max(1, min(level, 50)), "%s", text[:20000])
+        return None
     if op == "input":
         return _builtins.input(_str(m.get("prompt")))
     if op == "stdin":
@@ -880,6 +910,9 @@ class Worker:
         self.reverse = {}
         self.patched = {}
         self.env_saved = {}
+        self.log_level = None
+        self.log_forward = None
+        self.serving = 0  # requests of the harness's being served (this thread)
         ep = self.ep
 
         def tests_input(prompt=""):
@@ -896,12 +929,29 @@ class Worker:
             p = self.reverse[n] = ReverseProxy(n, self.ep)
         return p
 
+    def apply_logging(self, m):
+        """The level the tests' root logger has (caplog.set_level): the
+        worker's root logger takes it, and what the submission logs during
+        a call goes to the harness's logging (_LogForward), once the
+        submission uses logging at all."""
+        if type(m.get("log_level")) is int:
+            self.log_level = m["log_level"]
+        logging = sys.modules.get("logging")
+        if logging is None or self.log_level is None or not hasattr(logging, "Handler"):
+            return
+        root = logging.getLogger()
+        if self.log_forward is None:
+            self.log_forward = _log_forward(logging, self)
+            root.addHandler(self.log_forward)
+        root.setLevel(self.log_level)
+
     def apply_patches(self, m):
         """The tests' mock.patch / monkeypatch.setattr of a module other than
         the submission's (builtins.open, time.time): the same attribute of
         the worker's module is the tests' value (a proxy to their mock)
         while the patch lasts, and its own again after."""
         self.apply_env(m.get("env"))
+        self.apply_logging(m)
         want = m.get("patches")
         if want is None:
             return
@@ -967,6 +1017,14 @@ class Worker:
         return {"out": out[-cap:], "err": err[-cap:]}
 
     def handle(self, m):
+        self.serving += 1
+        try:
+            self.apply_logging({})  # the submission may have imported logging since
+            return self._handle(m)
+        finally:
+            self.serving -= 1
+
+    def _handle(self, m):
         c = self.codec
         op = m.get("op")
         if op == "import":
@@ -1200,6 +1258,7 @@ class Session:
         self.ep.take_output = self.patch_update
         self.sent_patches = []
         self.sent_env = {}
+        self.sent_level = None
 
     def patch_update(self):
         """With a message to the worker: the tests' patches of other modules
@@ -1211,6 +1270,11 @@ class Session:
             if cur is not original and cur is not _MISSING:
                 now.append((name, attr, cur))
         out = {}
+        logging = sys.modules.get("logging")
+        level = logging.getLogger().getEffectiveLevel() if logging else None
+        if level != self.sent_level:
+            self.sent_level = level
+            out["log_level"] = level
         env = _env_changes()
         if env != self.sent_env:
             self.sent_env = env

@@ -316,3 +316,12 @@ def test_environment_set_by_the_tests(monkeypatch):
     with mock.patch.dict(os.environ, {"GREETING_NAME": "Grace"}):
         assert greet_from_env() == "Hello, Grace!"
     assert greet_from_env() == "Hello, stranger!"
+
+
+def test_caplog_sees_what_the_submission_logs(caplog):
+    import logging
+    assert checked_divide(6, 3) == 2
+    with caplog.at_level(logging.INFO):
+        assert checked_divide(1, 0) is None
+    assert "division by zero: 1 / 0" in caplog.text
+    assert [r.levelname for r in caplog.records] == ["WARNING"]

@@ -338,3 +338,13 @@ def withdraw(balance, amount):
 def greet_from_env():
     import os
     return "Hello, %s!" % os.environ.get("GREETING_NAME", "stranger")
+
+
+def checked_divide(a, b):
+    import logging
+    log = logging.getLogger("solution.math")
+    log.debug("dividing %s by %s", a, b)
+    if b == 0:
+        log.warning("division by zero: %s / %s", a, b)
+        return None
+    return a / b

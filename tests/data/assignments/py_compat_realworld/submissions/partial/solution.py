@@ -8,7 +8,7 @@ __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Ba
            "say", "stamp", "roll", "add_gigasecond",
            "total_area", "widest", "Account", "double_later",
            "Dice", "play_twice", "InsufficientFunds", "withdraw",
-           "greet_from_env"]
+           "greet_from_env", "checked_divide"]
 
 
 class Clock:
@@ -344,3 +344,13 @@ def withdraw(balance, amount):
 def greet_from_env():
     import os
     return "Hello, %s!" % os.environ.get("GREETING_NAME", "stranger")
+
+
+def checked_divide(a, b):
+    import logging
+    log = logging.getLogger("solution.math")
+    log.debug("dividing %s by %s", a, b)
+    if b == 0:
+        log.warning("division by zero: %s / %s", a, b)
+        return None
+    return a / b
