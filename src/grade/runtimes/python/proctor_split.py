@@ -592,8 +592,39 @@ def _deputy_path_refused(path):
     return False
 
 
+# pytest's temporary directory of this session, which the program side may
+# enter (_share_tmp_path), or None.
+_SHARED_TMP = [None]
+
+
+def _shared_tmp_refused(path):
+    """Whether the harness may not open `path` below the shared temporary
+    directory: where the worker may make links, a path that leads out of it
+    (a symbolic link to the hidden tests) or to a file of root's (a hard
+    link to them) is the worker's doing."""
+    base = _SHARED_TMP[0]
+    try:
+        text = os.path.abspath(os.fsdecode(path))
+    except (TypeError, ValueError):
+        return False
+    if base is None or not (text == base or text.startswith(base + "/")):
+        return False
+    full = os.path.realpath(text)
+    if not (full == base or full.startswith(base + "/")):
+        return True
+    try:
+        return os.stat(full).st_uid == 0
+    except OSError:
+        return False
+
+
 def _deputy_audit(event, args):
     if not _SERVING[0]:
+        if event == "open" and _SHARED_TMP[0] is not None and args and \
+                not isinstance(args[0], int) and _shared_tmp_refused(args[0]):
+            raise PermissionError("proctor_split: %r leads out of the tests' temporary "
+                                  "directory (a link the submission made)"
+                                  % (os.fsdecode(args[0]),))
         return
     if event == "open":
         path = args[0] if args else None
@@ -2094,6 +2125,42 @@ def _unittest_visible_first(visible):
     unittest.TestProgram.createTests = create_tests
 
 
+def _share_tmp_path():
+    """pytest's tmp_path is a directory of the harness's own (0700): the
+    program side could neither read what the tests write there for it nor
+    write there what the tests read back.  Each test's directory is made
+    sticky and writable by all (the session's directories above it only
+    traversable), and the tests' files readable (umask 022); what the harness
+    opens below it may not lead out of it (_shared_tmp_refused)."""
+    try:
+        import _pytest.tmpdir as tmpdir
+    except ImportError:
+        return
+    getbasetemp = tmpdir.TempPathFactory.getbasetemp
+    mktemp = tmpdir.TempPathFactory.mktemp
+
+    def shared_basetemp(self):
+        base = getbasetemp(self)
+        if _SHARED_TMP[0] is None:
+            for d in (base.parent, base):
+                try:
+                    if os.stat(d).st_uid == os.geteuid():
+                        os.chmod(d, 0o711)
+                except OSError:
+                    pass
+            _SHARED_TMP[0] = os.path.realpath(base)
+        return base
+
+    def shared_mktemp(self, basename, numbered=True):
+        path = mktemp(self, basename, numbered)
+        os.chmod(path, 0o1777)
+        return path
+
+    tmpdir.TempPathFactory.getbasetemp = shared_basetemp
+    tmpdir.TempPathFactory.mktemp = shared_mktemp
+    os.umask(0o022)
+
+
 def _preload(runner):
     """The runner's own modules, imported while Python still reads the
     system's bytecode: after the switch to Proctor's empty cache directory
@@ -2128,6 +2195,8 @@ def harness_main(argv):
     sys.pycache_prefix = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pycache")
     _session()  # the channel, before the runner opens anything
     sys.addaudithook(_deputy_audit)
+    if argv[0] == "pytest":
+        _share_tmp_path()
     global _ENV_START
     _ENV_START = dict(os.environ)
     _first_on_meta_path()

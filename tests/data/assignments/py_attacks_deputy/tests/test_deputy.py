@@ -15,3 +15,11 @@ def test_answer():
 def test_notes_round_trip(tmp_path):
     with mock.patch("builtins.open", wraps=open):
         assert solution.notes("/work/notes.txt", "remember") == "remember"
+
+
+def test_copy_upper(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("abc")
+    out = tmp_path / "out.txt"
+    solution.copy_upper(str(src), str(out))
+    assert out.read_text() == "ABC"

@@ -325,3 +325,12 @@ def test_caplog_sees_what_the_submission_logs(caplog):
         assert checked_divide(1, 0) is None
     assert "division by zero: 1 / 0" in caplog.text
     assert [r.levelname for r in caplog.records] == ["WARNING"]
+
+
+def test_tmp_path_files_both_ways(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("a\nb\nc\n")
+    assert count_lines_in(str(src)) == 3
+    out = tmp_path / "out.txt"
+    write_upper(str(src), str(out))
+    assert out.read_text() == "A\nB\nC\n"

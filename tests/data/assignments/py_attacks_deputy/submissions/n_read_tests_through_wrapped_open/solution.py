@@ -17,3 +17,8 @@ def notes(path, text):
         f.write(text)
     with open(path) as f:
         return f.read()
+
+
+def copy_upper(src, dst):
+    with open(src) as f, open(dst, "w") as g:
+        g.write(f.read().upper())

@@ -7,3 +7,7 @@ def answer():
 
 def notes(path, text):
     return ""
+
+
+def copy_upper(src, dst):
+    pass

@@ -348,3 +348,13 @@ def checked_divide(a, b):
         log.warning("division by zero: %s / %s", a, b)
         return None
     return a / b
+
+
+def count_lines_in(path):
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
+def write_upper(src, dst):
+    with open(src) as f, open(dst, "w") as g:
+        g.write(f.read().upper())

@@ -8,7 +8,8 @@ __all__ = ["Clock", "ComplexNumber", "Rational", "MeteredSocket", "Reactor", "Ba
            "say", "stamp", "roll", "add_gigasecond",
            "total_area", "widest", "Account", "double_later",
            "Dice", "play_twice", "InsufficientFunds", "withdraw",
-           "greet_from_env", "checked_divide"]
+           "greet_from_env", "checked_divide",
+           "count_lines_in", "write_upper"]
 
 
 class Clock:
@@ -354,3 +355,13 @@ def checked_divide(a, b):
         log.warning("division by zero: %s / %s", a, b)
         return None
     return a / b
+
+
+def count_lines_in(path):
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
+def write_upper(src, dst):
+    with open(src) as f, open(dst, "w") as g:
+        g.write(f.read().upper())
