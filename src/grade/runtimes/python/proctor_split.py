@@ -983,6 +983,13 @@ class Worker:
         while the patch lasts, and its own again after."""
         self.apply_env(m.get("env"))
         self.apply_logging(m)
+        if type(m.get("cwd")) is str:
+            # The tests' working directory (monkeypatch.chdir(tmp_path)):
+            # the submission's relative paths mean what they mean there.
+            try:
+                os.chdir(m["cwd"])
+            except OSError:
+                pass
         want = m.get("patches")
         if want is None:
             return
@@ -1290,6 +1297,7 @@ class Session:
         self.sent_patches = []
         self.sent_env = {}
         self.sent_level = None
+        self.sent_cwd = os.getcwd()
 
     def patch_update(self):
         """With a message to the worker: the tests' patches of other modules
@@ -1306,6 +1314,10 @@ class Session:
         if level != self.sent_level:
             self.sent_level = level
             out["log_level"] = level
+        cwd = os.getcwd()
+        if cwd != self.sent_cwd:
+            self.sent_cwd = cwd
+            out["cwd"] = cwd
         env = _env_changes()
         if env != self.sent_env:
             self.sent_env = env

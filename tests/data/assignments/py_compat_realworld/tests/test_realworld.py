@@ -334,3 +334,10 @@ def test_tmp_path_files_both_ways(tmp_path):
     out = tmp_path / "out.txt"
     write_upper(str(src), str(out))
     assert out.read_text() == "A\nB\nC\n"
+
+
+def test_relative_paths_in_the_tests_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "names.txt").write_text("b\na\n")
+    write_upper("names.txt", "upper.txt")
+    assert (tmp_path / "upper.txt").read_text() == "B\nA\n"
