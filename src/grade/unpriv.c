@@ -74,12 +74,6 @@ static int helper_cgroup_check(struct cgroup_helper *cg, int st, unsigned timeou
 	return 0;
 }
 
-/*
- * The helper's containment, in order.  It parses hostile bytes with big
- * libraries, so assume it can be taken over and leave it nothing: no
- * terminal, no network, no view of any sandbox's files, no children, no
- * privilege, the sandbox's own system-call filter.
- */
 /* Where a containment step that failed says which and why, before the exit
  * status 126 (containment) or 127 (exec): the answer pipe, which unpriv_run
  * reads as the reason instead of JSON.  One write of a short line, no
@@ -88,14 +82,21 @@ static int fail_fd = -1;
 
 static _Noreturn void child_fail(int status, const char *step)
 {
+	const char *why = strerrordesc_np(errno);
 	char line[256];
-	int n = snprintf(line, sizeof(line), "%s: %s", step, strerrordesc_np(errno));
+	int n = snprintf(line, sizeof(line), "%s: %s", step, why ? why : "unknown error");
 
 	if (fail_fd >= 0 && n > 0)
 		(void)!write(fail_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 	_exit(status);
 }
 
+/*
+ * The helper's containment, in order.  It parses hostile bytes with big
+ * libraries, so assume it can be taken over and leave it nothing: no
+ * terminal, no network, no view of any sandbox's files, no children, no
+ * privilege, the sandbox's own system-call filter.
+ */
 static _Noreturn void child(const struct unpriv_call *c, const struct cgroup_helper *cg,
 			    pid_t parent, int exe_fd, int in_fd, int out_fd)
 {
