@@ -581,10 +581,12 @@ static int parse_runner(struct yaml_ctx *c, const struct yaml_field *root, struc
 		int v;
 		if (get_enum(c, &io, bool_names, &v) < 0)
 			return -1;
-		if (v == 1 && a->runner != RUNNER_PYTEST && a->runner != RUNNER_UNITTEST)
+		if (v == 1 && a->runner != RUNNER_PYTEST && a->runner != RUNNER_UNITTEST &&
+		    a->runner != RUNNER_NODE)
 			return yaml_fail(c, io.line, io.path,
 					 "only Python runners (python3 -m pytest, python3 -m "
-					 "unittest) run split; this runner always runs in one process");
+					 "unittest) and node --test run split; this runner always "
+					 "runs in one process");
 		a->in_process = v == 1;
 	}
 	in_test = yaml_lookup(&test, "ok_exit", &test_ok);
@@ -656,7 +658,8 @@ enum runner_kind assignment_runner_kind(char *const *argv)
 bool assignment_split(const struct assignment *a)
 {
 	return a->mode == GRADE_MODE_RUNNER && !a->in_process &&
-	       (a->runner == RUNNER_PYTEST || a->runner == RUNNER_UNITTEST);
+	       (a->runner == RUNNER_PYTEST || a->runner == RUNNER_UNITTEST ||
+		a->runner == RUNNER_NODE);
 }
 
 static int parse_case(struct yaml_ctx *c, const struct yaml_field *item, const struct limits *base,

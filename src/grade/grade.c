@@ -787,6 +787,7 @@ struct guard_env {
 	char *env[GUARD_ENV];
 	size_t n;
 	char visible[4000]; /* PROCTOR_SPLIT_VISIBLE=... (split_visible_env()) */
+	char dir[64];	    /* where the split runtime is in the sandbox */
 };
 
 static void guard_env_add(struct guard_env *g, const char *name, const char *value)
@@ -844,7 +845,8 @@ static int runtime_pyc_put(struct attempt *at, struct err *e)
 }
 
 /* The pytest guard, Proctor's pytest.ini and (split) the split runtime
- * into the sandbox directory sbdir, root-owned; with the runtime's
+ * (node --test's too, proctor_split.mjs) into the sandbox directory sbdir,
+ * root-owned; with the runtime's
  * bytecode where at->pyc has it (a template compiles its own:
  * _precompile()). */
 static int runtime_put(struct attempt *at, bool split, const char *sbdir, bool pyc, struct err *e)
@@ -861,6 +863,9 @@ static int runtime_put(struct attempt *at, bool split, const char *sbdir, bool p
 	    (split && staging_file(at, "guard/proctor_split.py", proctor_split_source,
 				   proctor_split_source_len, path, sizeof(path), e) < 0) ||
 	    (split && pyc && at->pyc && runtime_pyc_put(at, e) < 0) ||
+	    (split && at->a->runner == RUNNER_NODE &&
+	     staging_file(at, "guard/proctor_split.mjs", proctor_split_mjs_source,
+			  proctor_split_mjs_source_len, path, sizeof(path), e) < 0) ||
 	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "guard plugin");
 	return 0;
@@ -901,6 +906,7 @@ static int guard_prepare(struct attempt *at, char *key, bool split, struct guard
 	} else if (random_hex(sbdir, sizeof(sbdir), "/tmp/.proctor-guard-", 8, e) < 0 ||
 		   runtime_put(at, split, sbdir, true, e) < 0)
 		return -1;
+	snprintf(g->dir, sizeof(g->dir), "%s", sbdir);
 	/* The hidden tests' own pytest.ini is root-owned in /work: theirs. */
 	snprintf(ini, sizeof(ini), "%s/pytest.ini", sbdir);
 	if (at->a->tests_dir) {
@@ -1023,7 +1029,7 @@ static int runner_mode(struct attempt *at, struct err *e)
 	}
 	argv = step_argv(&a->test, at->report_dir, NULL, 0);
 	if (argv && split) {
-		char **h = split_harness_argv(argv, a->runner);
+		char **h = split_harness_argv(argv, a->runner, g.dir);
 		free_argv(argv);
 		argv = h;
 		if (argv && !(peer = split_program_argv(argv))) {
@@ -1038,7 +1044,8 @@ static int runner_mode(struct attempt *at, struct err *e)
 		return err_set(e, ENOMEM, "test argv");
 	if (rguard) { /* node --test, JUnit: by default (grade/guards.h) */
 		int arm =
-		    runner_guard_arm(at->sb, at->staging, at->report_dir, a->runner, argv, &rg, e);
+		    runner_guard_arm(at->sb, at->staging, at->report_dir,
+				     split ? SANDBOX_PUT_HARNESS_OWNED : 0, a->runner, argv, &rg, e);
 		free_argv(argv);
 		if (arm < 0) {
 			runner_guard_free(&rg);
@@ -1050,6 +1057,14 @@ static int runner_mode(struct attempt *at, struct err *e)
 		env[1] = rg.env[1];
 		at->extra_env = env;
 		at->n_extra_env = 2;
+		/* A split node run: the guard reporter is the harness's, as are
+		 * its key (above) and the split run's variables. */
+		if (split && g.n + 2 <= GUARD_ENV) {
+			g.env[g.n++] = env[0];
+			g.env[g.n++] = env[1];
+			at->extra_env = g.env;
+			at->n_extra_env = g.n;
+		}
 	}
 	at->student_ran = true;
 	int rc =
@@ -1658,7 +1673,7 @@ static bool template_for(struct attempt *at, struct grade_template *gt)
 	    a->setup.present || !a->tests_dir || (off && *off && strcmp(off, "0") != 0))
 		return false;
 	if ((argv = step_argv(&a->test, "/tmp", NULL, 0)))
-		h = split_harness_argv(argv, a->runner);
+		h = split_harness_argv(argv, a->runner, NULL);
 	free_argv(argv);
 	/* Interpreter options before -m would be lost in a fork: exec then. */
 	if (!h || !h[1] || !h[2] || !h[3] || !h[4] || strcmp(h[1], "-m") != 0 ||
@@ -1732,7 +1747,7 @@ static int attempt_run(struct attempt *at, struct err *e)
 		return -1;
 	if (template_for(at, &gt))
 		so.tmpl = &gt.t;
-	else if (a->mode != GRADE_MODE_IO && assignment_split(a))
+	else if (a->mode != GRADE_MODE_IO && assignment_split(a) && a->runner != RUNNER_NODE)
 		at->pyc = runtime_pyc_for(at->o->ops, &at->o->sandbox, at->image_digest,
 					  at->staging, at->time_factor);
 	int crc = attempt_create(at, &so, &at->sb, e);

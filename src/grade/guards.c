@@ -177,8 +177,8 @@ int guard_put_key(struct sandbox *sb, const char *host, const char *report_dir, 
 }
 
 int runner_guard_arm(struct sandbox *sb, const char *staging, const char *report_dir,
-		     enum runner_kind kind, char *const *argv, struct runner_guard *g,
-		     struct err *e)
+		     unsigned key_flags, enum runner_kind kind, char *const *argv,
+		     struct runner_guard *g, struct err *e)
 {
 	char host[PATH_MAX];
 	const struct guard_file *files =
@@ -192,7 +192,7 @@ int runner_guard_arm(struct sandbox *sb, const char *staging, const char *report
 	if (random_hex(g->guard_dir, sizeof(g->guard_dir), "/tmp/.proctor-guard-", 8, e) < 0)
 		return -1;
 	snprintf(host, sizeof(host), "%s/runner-guard-key", staging);
-	if (guard_put_key(sb, host, report_dir, 0, g->key, e) < 0)
+	if (guard_put_key(sb, host, report_dir, key_flags, g->key, e) < 0)
 		return -1;
 	snprintf(host, sizeof(host), "%s/runner-guard", staging);
 	if (write_guard_files(host, files, e) < 0 ||

@@ -105,14 +105,15 @@ struct runner_guard {
 
 /*
  * Arm the guard of `kind` in sb for a test step writing into report_dir
- * (which exists, owned by the sandbox's uid): key, guard directory, argv
- * and environment as above.  Host files go below `staging` (an existing
+ * (which exists, owned by the sandbox's uid, or a split run's harness):
+ * key (put with sandbox_put() flags key_flags), guard directory, argv and
+ * environment as above.  Host files go below `staging` (an existing
  * directory of the attempt's).  A JUnit guard that was not built is
  * ERR_INTERNAL.
  */
 int runner_guard_arm(struct sandbox *sb, const char *staging, const char *report_dir,
-		     enum runner_kind kind, char *const *argv, struct runner_guard *g,
-		     struct err *e);
+		     unsigned key_flags, enum runner_kind kind, char *const *argv,
+		     struct runner_guard *g, struct err *e);
 void runner_guard_free(struct runner_guard *g);
 
 #endif

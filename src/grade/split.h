@@ -8,9 +8,10 @@
 
 /*
  * Theory of operation: docs/grading.md, "Tamper-proof runs".  For a Python
- * runner (assignment_split()), the test step is one run of two programs
+ * runner or node --test (assignment_split()), the test step is one run of two programs
  * (struct run_spec's peer_argv): the harness, as the sandbox's harness
- * identity, runs the assignment's test command under proctor_split.py,
+ * identity, runs the assignment's test command under proctor_split.py
+ * (proctor_split.mjs for node),
  * which gives the tests stand-in modules for what the program wrote; the
  * program side, as the program's identity, runs that code when asked.
  * The hidden tests are put readable by the harness only
@@ -22,17 +23,25 @@
 /* The Python runtime (src/grade/runtimes/python/proctor_split.py), embedded at build time. */
 extern const char proctor_split_source[];
 extern const unsigned long proctor_split_source_len;
+/* The JavaScript runtime (src/grade/runtimes/node/proctor_split.mjs), likewise. */
+extern const char proctor_split_mjs_source[];
+extern const unsigned long proctor_split_mjs_source_len;
 
 /*
  * The harness's argv for the test command `argv` (substituted) of runner
  * `kind`: `python3 -m pytest ARGS` becomes `python3 -m proctor_split
  * harness pytest ARGS` (the same interpreter), `pytest ARGS` becomes
- * `python3 -m proctor_split harness pytest ARGS`.  NULL when out of memory.
+ * `python3 -m proctor_split harness pytest ARGS`; `node [OPTIONS] --test
+ * FILES` becomes `node [OPTIONS] RUNTIME_DIR/proctor_split.mjs harness
+ * FILES` (--test dropped: the harness runs the test files in its own
+ * process, with the options' reporters).  runtime_dir is where the
+ * runtime is in the sandbox (node only).  NULL when out of memory.
  */
-char **split_harness_argv(char *const *argv, enum runner_kind kind);
+char **split_harness_argv(char *const *argv, enum runner_kind kind, const char *runtime_dir);
 
 /* The program side's argv: `PYTHON -m proctor_split program`, with the
- * harness's interpreter.  NULL when out of memory. */
+ * harness's interpreter; for node, `node RUNTIME_DIR/proctor_split.mjs
+ * program`.  NULL when out of memory. */
 char **split_program_argv(char *const *harness_argv);
 
 /* The harness's exit status when the program side ended during a call or

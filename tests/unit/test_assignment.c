@@ -935,8 +935,8 @@ static void test_assignment_split_is_the_python_default(void **state)
 			   "test: {run: [./runner], in_process: true}\n"
 			   "report: {format: tap}\ntests: [{name: t, points: 1}]\n");
 	expect_error_in(dir, ":3: test.in_process: only Python runners (python3 -m pytest, "
-			     "python3 -m unittest) run split; this runner always runs in one "
-			     "process");
+			     "python3 -m unittest) and node --test run split; this runner always "
+			     "runs in one process");
 	harness_rm_tree(dir);
 }
 
@@ -946,7 +946,7 @@ static void test_split_argv_wraps_the_runner(void **state)
 	const char *py[] = {"/usr/bin/python3", "-X", "dev", "-m", "pytest", "-q", "t.py", NULL};
 	const char *script[] = {"pytest", "-q", NULL};
 	const char *ut[] = {"python3", "-m", "unittest", "discover", NULL};
-	char **h = split_harness_argv((char *const *)py, RUNNER_PYTEST);
+	char **h = split_harness_argv((char *const *)py, RUNNER_PYTEST, NULL);
 	assert_argv(h, 9,
 		    (const char *const[]){"/usr/bin/python3", "-X", "dev", "-m", "proctor_split",
 					  "harness", "pytest", "-q", "t.py", NULL});
@@ -960,20 +960,38 @@ static void test_split_argv_wraps_the_runner(void **state)
 	for (size_t i = 0; p[i]; i++)
 		free(p[i]);
 	free(p);
-	h = split_harness_argv((char *const *)script, RUNNER_PYTEST);
+	h = split_harness_argv((char *const *)script, RUNNER_PYTEST, NULL);
 	assert_argv(h, 6,
 		    (const char *const[]){"python3", "-m", "proctor_split", "harness", "pytest",
 					  "-q", NULL});
 	for (size_t i = 0; h[i]; i++)
 		free(h[i]);
 	free(h);
-	h = split_harness_argv((char *const *)ut, RUNNER_UNITTEST);
+	h = split_harness_argv((char *const *)ut, RUNNER_UNITTEST, NULL);
 	assert_argv(h, 6,
 		    (const char *const[]){"python3", "-m", "proctor_split", "harness", "unittest",
 					  "discover", NULL});
 	for (size_t i = 0; h[i]; i++)
 		free(h[i]);
 	free(h);
+	/* node --test: the harness runs the files itself, options kept. */
+	const char *node[] = {"node", "--test", "--test-reporter", "junit",
+			      "--test-reporter-destination=/r/x.xml", "a.mjs", "b.mjs", NULL};
+	h = split_harness_argv((char *const *)node, RUNNER_NODE, "/tmp/.g");
+	assert_argv(h, 8,
+		    (const char *const[]){"node", "--test-reporter", "junit",
+					  "--test-reporter-destination=/r/x.xml",
+					  "/tmp/.g/proctor_split.mjs", "harness", "a.mjs", "b.mjs",
+					  NULL});
+	p = split_program_argv(h);
+	assert_argv(p, 3,
+		    (const char *const[]){"node", "/tmp/.g/proctor_split.mjs", "program", NULL});
+	for (size_t i = 0; h[i]; i++)
+		free(h[i]);
+	free(h);
+	for (size_t i = 0; p[i]; i++)
+		free(p[i]);
+	free(p);
 }
 
 /* build.objects: every key read; absent, there is no check. */
