@@ -1,5 +1,5 @@
 /*
- * Integration tests: split Python runs (issue 12, docs/grading.md).
+ * Integration tests: split Python and node runs (issues 12, 21, docs/grading.md).
  *
  * Six assignments under tests/data/assignments, each with EXPECTED.tsv:
  *
@@ -26,6 +26,13 @@
  *                                     per submission: in the default (split)
  *                                     mode every attacked test scores 0 and
  *                                     the verdict is not `error`.
+ *   js_compat, js_attacks             the same for node --test (issue 21):
+ *                                     classes, exceptions, callbacks,
+ *                                     generators, async functions, Map/Set/
+ *                                     Date, output; and node:assert patched,
+ *                                     always-equal objects, a forged report,
+ *                                     the hidden file read, an exit handler,
+ *                                     node:test used by the submission.
  *
  * Every assignment is graded twice with the jail: as it is (its default, a
  * split run) and as a copy whose test step says `in_process: true`, which
@@ -403,6 +410,32 @@ static void test_pytest_compat_realworld_in_process(void **state)
 	check_assignment("py_compat_realworld", MODE_IN_PROCESS);
 }
 
+/* node --test suites keep working split, and in one process. */
+static void test_node_compat_split(void **state)
+{
+	(void)state;
+	check_assignment("js_compat", MODE_SPLIT);
+}
+
+static void test_node_compat_in_process(void **state)
+{
+	(void)state;
+	check_assignment("js_compat", MODE_IN_PROCESS);
+}
+
+/* Tampering with node --test: nothing split, real in one process. */
+static void test_node_attacks_split(void **state)
+{
+	(void)state;
+	check_assignment("js_attacks", MODE_SPLIT);
+}
+
+static void test_node_attacks_in_process(void **state)
+{
+	(void)state;
+	check_assignment("js_attacks", MODE_IN_PROCESS);
+}
+
 /* Tampering from the submission scores nothing in the default mode. */
 static void test_pytest_attacks_split(void **state)
 {
@@ -480,6 +513,10 @@ int main(void)
 	    cmocka_unit_test(test_pytest_split_attacks_in_process),
 	    cmocka_unit_test(test_pytest_deputy_split),
 	    cmocka_unit_test(test_pytest_deputy_in_process),
+	    cmocka_unit_test(test_node_compat_split),
+	    cmocka_unit_test(test_node_compat_in_process),
+	    cmocka_unit_test(test_node_attacks_split),
+	    cmocka_unit_test(test_node_attacks_in_process),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
