@@ -1212,12 +1212,15 @@ async function harnessMain(files) {
     if (code === ABORT_STATUS || code === NOT_STARTED_STATUS) process.exitCode = 1;
   });
   const list = files.length ? files : discover(process.cwd());
-  for (const f of list) {
-    const abs = path.resolve(f);
-    if (programWrote(abs)) abort(`the test file ${f} is the program's`, 1);
-    await import(pathToFileURL(abs).href);
+  try {
+    for (const f of list) {
+      const abs = path.resolve(f);
+      if (programWrote(abs)) abort(`the test file ${f} is the program's`, 1);
+      await import(pathToFileURL(abs).href);
+    }
+  } finally {
+    port1.unref();
   }
-  port1.unref();
   if (nodeTest && nodeTest.replay) nodeTest.replay();
 }
 
