@@ -26,11 +26,25 @@ static char **strv_dup(const char *const *v, size_t n)
 /* node's options that take the next argument as their value. */
 static bool node_option_takes_value(const char *o)
 {
-	static const char *const with_value[] = {
-	    "--test-reporter", "--test-reporter-destination", "--test-name-pattern",
-	    "--test-skip-pattern", "--test-concurrency", "--test-timeout", "--test-shard",
-	    "--import", "--require", "-r", "--loader", "--experimental-loader", "--conditions",
-	    "-C", "--env-file", "--input-type", "--stack-size", "--max-old-space-size", NULL};
+	static const char *const with_value[] = {"--test-reporter",
+						 "--test-reporter-destination",
+						 "--test-name-pattern",
+						 "--test-skip-pattern",
+						 "--test-concurrency",
+						 "--test-timeout",
+						 "--test-shard",
+						 "--import",
+						 "--require",
+						 "-r",
+						 "--loader",
+						 "--experimental-loader",
+						 "--conditions",
+						 "-C",
+						 "--env-file",
+						 "--input-type",
+						 "--stack-size",
+						 "--max-old-space-size",
+						 NULL};
 
 	for (size_t i = 0; with_value[i]; i++)
 		if (strcmp(o, with_value[i]) == 0)
