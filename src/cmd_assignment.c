@@ -545,8 +545,8 @@ static void check_protection(struct checker *k, const json_t *ref)
 	if (a->runner == RUNNER_NODE || a->runner == RUNNER_JUNIT)
 		detail(c, "Proctor's guard stops a forged report and an early exit, but the "
 			  "submission can patch the assertion library or reach the runner by "
-			  "reflection; split runs exist for Python only so far; I/O mode is "
-			  "tamper-proof (docs/grading.md, \"The node and JUnit guards\")");
+			  "reflection; split runs exist for Python and node --test so far; I/O "
+			  "mode is tamper-proof (docs/grading.md, \"The node and JUnit guards\")");
 	else
 		detail(c, "the submission can forge the report or change what the runner "
 			  "records; use I/O mode, or a Python runner (split by default)");
