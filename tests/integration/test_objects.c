@@ -149,15 +149,11 @@ static void copy_without_check(const char *dir, bool out_of_sight)
 	free(yaml);
 }
 
-/*
- * The same cases with the check taken out of the assignment: each attack
- * works (the verdict of cases.tsv's without_check column, full marks for
- * wrong code), so the test above shows the check, not a broken attack,
- * scoring them 0.  Run in the sandbox like any submission.
- */
-static void test_the_attacks_work_without_the_check(void **state)
+/* Every case of cases.tsv graded against examples/c-tap without its
+ * build.objects (copy_without_check), each result handed to `check`. */
+static void grade_cases_without_objects(bool out_of_sight,
+					void (*check)(const struct row *r, json_t *doc))
 {
-	(void)state;
 	struct row rows[64];
 	size_t n = read_cases(rows, 64);
 	char *tmp = harness_tmpdir(), sub[PATH_MAX], dir[PATH_MAX];
@@ -166,68 +162,73 @@ static void test_the_attacks_work_without_the_check(void **state)
 	assert_int_equal(chmod(tmp, 0755), 0);
 	snprintf(dir, sizeof(dir), "%s/c-tap", tmp);
 	assert_int_equal(mkdir(dir, 0755), 0);
-	copy_without_check(dir, true);
+	copy_without_check(dir, out_of_sight);
 	for (size_t i = 0; i < n; i++) {
-		char want[64];
-		double score;
-		if (sscanf(rows[i].without, "%63[^:]:%lf", want, &score) != 2)
-			fail_msg("%s: without_check '%s' is not STATUS:SCORE", rows[i].name,
-				 rows[i].without);
 		snprintf(sub, sizeof(sub), "%s/%s", CASES, rows[i].name);
 		json_t *doc = grade(dir, sub);
-		double got = json_number_value(json_object_get(doc, "score"));
-		print_message("[  CASE    ] %s without the check: %s %g\n", rows[i].name,
-			      status_of(doc), got);
-		if (strcmp(status_of(doc), want) != 0 || got != score)
-			fail_msg("%s without the check: %s %g, expected %s %g (reason: %s)",
-				 rows[i].name, status_of(doc), got, want, score, reason_of(doc));
-		assert_string_equal(
-		    json_string_value(json_object_get(doc, "objects_check")), "unchecked");
+		check(&rows[i], doc);
 		json_decref(doc);
 	}
 	harness_rm_tree(tmp);
 	free(tmp);
 }
 
+/* Without any check (the compiler out of the shim's sight): cases.tsv's
+ * without_check verdict, the attack's full marks for wrong code. */
+static void works_unchecked(const struct row *r, json_t *doc)
+{
+	char want[64];
+	double score, got = json_number_value(json_object_get(doc, "score"));
+
+	if (sscanf(r->without, "%63[^:]:%lf", want, &score) != 2)
+		fail_msg("%s: without_check '%s' is not STATUS:SCORE", r->name, r->without);
+	print_message("[  CASE    ] %s without the check: %s %g\n", r->name, status_of(doc), got);
+	if (strcmp(status_of(doc), want) != 0 || got != score)
+		fail_msg("%s without the check: %s %g, expected %s %g (reason: %s)", r->name,
+			 status_of(doc), got, want, score, reason_of(doc));
+	assert_string_equal(json_string_value(json_object_get(doc, "objects_check")), "unchecked");
+}
+
+/*
+ * The same cases with the check taken out of the assignment and the
+ * compiler called by its absolute path, which Proctor's compiler shim does
+ * not see: each attack works, so the tests around it show the checks, not
+ * a broken attack, scoring them 0.  Run in the sandbox like any submission.
+ */
+static void test_the_attacks_work_without_the_check(void **state)
+{
+	(void)state;
+	grade_cases_without_objects(true, works_unchecked);
+}
+
+/* The default check refuses each attack as build.objects does; a helper
+ * that is not static is a name of the student's own, with full marks. */
+static void refused_by_default(const struct row *r, json_t *doc)
+{
+	bool helper = strcmp(r->name, "global_helper") == 0;
+
+	print_message("[  CASE    ] %s by default: %s, %s\n", r->name, status_of(doc),
+		      reason_of(doc));
+	if (strcmp(status_of(doc), helper ? "graded" : r->status) != 0 ||
+	    (!helper && !strstr(reason_of(doc), r->reason_has)))
+		fail_msg("%s by default: %s (reason: %s), expected %s naming %s", r->name,
+			 status_of(doc), reason_of(doc), helper ? "graded" : r->status,
+			 r->reason_has);
+	if (helper && json_number_value(json_object_get(doc, "score")) !=
+			  json_number_value(json_object_get(doc, "max_score")))
+		fail_msg("global_helper by default: %g, not full marks",
+			 json_number_value(json_object_get(doc, "score")));
+	assert_string_equal(json_string_value(json_object_get(doc, "objects_check")), "default");
+}
+
 /*
  * Without build.objects and with the compiler called by its name, as most
- * instructors write it: the default check (the compiler shim) refuses each
- * attack the same way; the helper that is not static is any name of the
- * student's own then, and the correct solution keeps its marks.
+ * instructors write it: the default check (the compiler shim).
  */
 static void test_the_default_check_refuses_them(void **state)
 {
 	(void)state;
-	struct row rows[64];
-	size_t n = read_cases(rows, 64);
-	char *tmp = harness_tmpdir(), sub[PATH_MAX], dir[PATH_MAX];
-
-	harness_require_root("grading");
-	assert_int_equal(chmod(tmp, 0755), 0);
-	snprintf(dir, sizeof(dir), "%s/c-tap", tmp);
-	assert_int_equal(mkdir(dir, 0755), 0);
-	copy_without_check(dir, false);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(sub, sizeof(sub), "%s/%s", CASES, rows[i].name);
-		json_t *doc = grade(dir, sub);
-		bool helper = strcmp(rows[i].name, "global_helper") == 0;
-		print_message("[  CASE    ] %s by default: %s, %s\n", rows[i].name, status_of(doc),
-			      reason_of(doc));
-		if (strcmp(status_of(doc), helper ? "graded" : rows[i].status) != 0 ||
-		    (!helper && !strstr(reason_of(doc), rows[i].reason_has)))
-			fail_msg("%s by default: %s (reason: %s), expected %s naming %s",
-				 rows[i].name, status_of(doc), reason_of(doc),
-				 helper ? "graded" : rows[i].status, rows[i].reason_has);
-		if (helper && json_number_value(json_object_get(doc, "score")) !=
-				  json_number_value(json_object_get(doc, "max_score")))
-			fail_msg("global_helper by default: %g, not full marks",
-				 json_number_value(json_object_get(doc, "score")));
-		assert_string_equal(json_string_value(json_object_get(doc, "objects_check")),
-				    "default");
-		json_decref(doc);
-	}
-	harness_rm_tree(tmp);
-	free(tmp);
+	grade_cases_without_objects(false, refused_by_default);
 }
 
 int main(void)
