@@ -436,6 +436,20 @@ static void test_node_attacks_in_process(void **state)
 	check_assignment("js_attacks", MODE_IN_PROCESS);
 }
 
+/* Files the submission makes for node's resolution to take (require's
+ * probing of './helpers'): split, the tests' own file wins. */
+static void test_node_resolve_attacks_split(void **state)
+{
+	(void)state;
+	check_assignment("js_attacks_resolve", MODE_SPLIT);
+}
+
+static void test_node_resolve_attacks_in_process(void **state)
+{
+	(void)state;
+	check_assignment("js_attacks_resolve", MODE_IN_PROCESS);
+}
+
 /* Tampering from the submission scores nothing in the default mode. */
 static void test_pytest_attacks_split(void **state)
 {
@@ -517,6 +531,8 @@ int main(void)
 	    cmocka_unit_test(test_node_compat_in_process),
 	    cmocka_unit_test(test_node_attacks_split),
 	    cmocka_unit_test(test_node_attacks_in_process),
+	    cmocka_unit_test(test_node_resolve_attacks_split),
+	    cmocka_unit_test(test_node_resolve_attacks_in_process),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -983,6 +983,48 @@ function programWrote(file) {
   return (link.uid !== 0 && link.uid !== me) || (st.uid !== 0 && st.uid !== me) || (st.mode & 0o022) !== 0;
 }
 
+// Whether the program steered a resolution that ended in a file of root's
+// or the harness's: the path as the tests wrote it passes, below /work,
+// through a link or a file or directory of the program's (a symbolic link
+// named like the solution to a hidden helper), or the file has more than
+// one name there (a hard link to a hidden file); a bare specifier may be
+// found in a package directory of the program's (node_modules, $HOME's
+// .node_modules or .node_libraries, a package.json's "imports").  Then the
+// file is the program's choice, never loaded here as the tests' own.
+function programSteered(asWritten, bare) {
+  const owned = (p) => {
+    let st;
+    try { st = fs.lstatSync(p); } catch { return false; }
+    return st.isSymbolicLink() || (st.uid !== 0 && st.uid !== process.geteuid()) || (st.mode & 0o022) !== 0;
+  };
+  if (bare) {
+    const first = bare.startsWith('@') ? bare.split('/').slice(0, 2).join('/') : bare.split('/')[0];
+    for (const dir of ['node_modules', '.node_modules', '.node_libraries']) {
+      if (owned(path.join(WORK, dir)) || (first && owned(path.join(WORK, dir, first)))) return true;
+    }
+    return bare.startsWith('#') && owned(path.join(WORK, 'package.json'));
+  }
+  if (typeof asWritten !== 'string' || !path.isAbsolute(asWritten)) return false;
+  const abs = path.normalize(asWritten);
+  if (abs !== WORK && !abs.startsWith(WORK + '/')) return false;
+  let p = WORK;
+  for (const part of abs.slice(WORK.length + 1).split('/').filter(Boolean)) {
+    p = path.join(p, part);
+    if (owned(p)) return true;
+  }
+  try {
+    const st = fs.lstatSync(abs);
+    if (st.isFile() && st.nlink > 1) return true;
+  } catch { /* not there: nothing steered it */ }
+  return false;
+}
+
+function isBare(specifier) {
+  return !specifier.startsWith('./') && !specifier.startsWith('../') && !specifier.startsWith('/') &&
+    !specifier.startsWith('file:') && !specifier.startsWith('node:') && !specifier.startsWith('data:') &&
+    specifier !== '.' && specifier !== '..';
+}
+
 // ---- node:test, hidden tests last ----------------------------------------------------------
 
 // The manifest's visible tests as grade.c passes them (one a line, NAME or
@@ -1023,7 +1065,38 @@ function orderedNodeTest(real, visible) {
   let phase = 'collect';
   const recorded = [];
   const kinds = ['test', 'it', 'describe', 'suite'];
-  const title = (args) => (typeof args[0] === 'string' ? args[0] : typeof args[0] === 'function' ? args[0].name : '');
+  // A test's name: its first argument, else its function's name
+  // (test({ timeout }, function name() {})).
+  const title = (args) => {
+    if (typeof args[0] === 'string') return args[0];
+    const f = args.find((a) => typeof a === 'function');
+    return f ? f.name : '';
+  };
+  // A subtest (t.test) runs in its parent's phase, which may not be its
+  // own: a visible subtest of a test that is not visible would be made
+  // after hidden inputs reached the worker, a hidden one of a visible test
+  // before the visible tests are done.  Such a subtest fails, saying why,
+  // instead of running (docs/grading.md, "Hidden inputs").
+  const guarded = (cb, inPhase) => {
+    if (typeof cb !== 'function') return cb;
+    return function (t, ...rest) {
+      if (t && typeof t.test === 'function') {
+        const sub = t.test.bind(t);
+        t.test = (...sargs) => {
+          const name = title(sargs);
+          if (isListed(visible, name, 'test') !== (inPhase === 'visible')) {
+            return sub(name, () => {
+              throw new Error(`proctor_split: the ${inPhase === 'visible' ? 'hidden' : 'visible'} ` +
+                `test '${name}' is a subtest of a ${inPhase} one; a split run keeps visible and ` +
+                'hidden tests under different parents (docs/grading.md, "Hidden inputs")');
+            });
+          }
+          return sub(...sargs.map((a) => (typeof a === 'function' ? guarded(a, inPhase) : a)));
+        };
+      }
+      return cb.call(this, t, ...rest);
+    };
+  };
   const wrap = (kind, fn, isSuite) => {
     const w = function (...args) {
       if (phase === 'collect') {
@@ -1033,7 +1106,7 @@ function orderedNodeTest(real, visible) {
       if (!isSuite) {
         const shown = isListed(visible, title(args), 'test');
         if ((phase === 'visible') !== shown) return undefined;
-        return fn(...args);
+        return fn(...args.map((a) => (typeof a === 'function' ? guarded(a, phase) : a)));
       }
       return fn(...args);
     };
@@ -1097,10 +1170,30 @@ export async function resolve(specifier, context, next) {
       context.parentURL !== import.meta.url && !context.parentURL.startsWith('node:')) {
     return { url: TEST_URL, shortCircuit: true };
   }
+  const bare = isBare(specifier) ? specifier : null;
+  let asWritten = null;
+  if (!bare && context.parentURL && context.parentURL.startsWith('file:')) {
+    try {
+      const u = new URL(specifier, context.parentURL);
+      if (u.protocol === 'file:') asWritten = fileURLToPath(u);
+    } catch { asWritten = null; }
+  }
   const r = await next(specifier, context);
   if (r.url.startsWith('file:')) {
     const file = fileURLToPath(r.url);
-    if (file !== SELF && programWrote(file)) return { url: SCHEME + encodeURI(file), shortCircuit: true };
+    if (file === SELF) return r;
+    if (programWrote(file) || programSteered(asWritten, bare)) {
+      // A package of the system's that a package directory of the
+      // program's shadows wins, as a hidden module wins over the program's
+      // file in Python's runtime.
+      if (bare) {
+        try {
+          const t = await next(specifier, { ...context, parentURL: pathToFileURL('/proctor-split-root.mjs').href });
+          if (t.url.startsWith('file:') && !programWrote(fileURLToPath(t.url))) return t;
+        } catch { /* none of the system's: the program's own */ }
+      }
+      return { url: SCHEME + encodeURI(asWritten || file), shortCircuit: true };
+    }
   }
   return r;
 }
@@ -1199,13 +1292,38 @@ async function harnessMain(files) {
   register(import.meta.url, { data: { port: port2, busy, reorder: visible !== null }, transferList: [port2] });
 
   // require() of a file the program wrote: the worker's module.exports.
+  // $HOME is /work: its .node_modules and .node_libraries are the program's.
+  Module.globalPaths = Module.globalPaths.filter((p) => p !== WORK && !p.startsWith(WORK + '/'));
   const load = Module._load;
   Module._load = function (request, parent, isMain) {
-    if (request === 'node:test' && visible) return api.nodeTest();
+    // require('node:test') is the test function, with the rest as its
+    // properties (`const test = require('node:test')` and `{ test }` both).
+    if (request === 'node:test' && visible) return api.nodeTest().default;
     let file = null;
     try { file = Module._resolveFilename(request, parent, isMain); } catch { file = null; }
-    if (file && path.isAbsolute(file) && file !== SELF && programWrote(file)) return getSession().module(file, 'require');
-    return load.apply(this, arguments);
+    if (!file || !path.isAbsolute(file) || file === SELF) return load.apply(this, arguments);
+    const bare = isBare(request) ? request : null;
+    const asWritten = bare ? null : path.resolve(parent && parent.filename ? path.dirname(parent.filename) : process.cwd(), request);
+    if (!programWrote(file) && !programSteered(asWritten, bare)) return load.apply(this, arguments);
+    // The program's file, or one it steered to: a candidate of the tests'
+    // or the system's that node would also have found wins (require's
+    // probing tries `helpers` before `helpers.js`; a node_modules of the
+    // program's before the system's packages).
+    const trusted = (f) => {
+      try { return fs.statSync(f).isFile() && !programWrote(f) && !programSteered(f, null); } catch { return false; }
+    };
+    if (bare) {
+      try {
+        const t = Module._resolveFilename(request, { id: '<proctor>', filename: '/proctor-split-root.js', paths: Module._nodeModulePaths('/') });
+        if (trusted(t)) return load.call(this, t, parent, isMain);
+      } catch { /* none of the system's */ }
+    } else {
+      for (const f of [...Object.keys(Module._extensions).map((x) => asWritten + x),
+        ...Object.keys(Module._extensions).map((x) => path.join(asWritten, 'index' + x))]) {
+        if (trusted(f)) return load.call(this, f, parent, isMain);
+      }
+    }
+    return getSession().module(asWritten || file, 'require');
   };
 
   process.on('exit', (code) => {

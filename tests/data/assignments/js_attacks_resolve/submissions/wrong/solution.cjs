@@ -1,0 +1,3 @@
+// No attack, wrong everywhere: the control.
+exports.double = (x) => x;
+exports.triple = (x) => x;
