@@ -1409,7 +1409,7 @@ extern const char proctor_cc_source[];
 extern const unsigned long proctor_cc_source_len;
 
 #define CC_PATH	       "/usr/local/bin:/usr/bin:/bin"
-#define CC_SOURCES_MAX 64
+#define CC_SOURCES_MAX SYMCHECK_CC_MAX
 
 #define CC_ENV 5
 
@@ -1512,89 +1512,39 @@ static int cc_shim_put(struct attempt *at, struct cc_shim *s, struct err *e)
 	return 0;
 }
 
-/* Whether `obj` is a name the shim makes in s->out ("OUT/XXXXXXXX.o"). */
-static bool cc_object_name(const struct cc_shim *s, const char *obj)
-{
-	size_t n = strlen(s->out);
-
-	if (strncmp(obj, s->out, n) != 0 || obj[n] != '/' || strlen(obj + n + 1) != 10 ||
-	    strcmp(obj + n + 9, ".o") != 0)
-		return false;
-	for (size_t i = n + 1; i < n + 9; i++)
-		if (!isalnum((unsigned char)obj[i]))
-			return false;
-	return true;
-}
-
 /* After a build that succeeded: check what the shim listed.  -1: Proctor's. */
 static int cc_check(struct attempt *at, const struct cc_shim *s, struct err *e)
 {
-	char path[96], *list = NULL, *files[CC_SOURCES_MAX], *names[CC_SOURCES_MAX];
-	size_t len = 0, n = 0, seen = 0;
-	bool unsure = false, included = false;
+	char path[96], *list = NULL;
+	struct symcheck_cc_list l;
+	size_t len = 0;
 	int rc = 0;
 
 	at->objects_check = "unchecked";
 	snprintf(path, sizeof(path), "%s/list", s->out);
 	if (!fetch_small(at, path, "cc-list", 1u << 20, &list, &len))
 		return 0; /* no source went through the shim */
-	for (char *line = list, *next; line && *line && n < CC_SOURCES_MAX; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		char *src = strchr(line, '\t'), *obj = NULL;
-		if (!src)
-			continue;
-		*src++ = '\0';
-		/* An option that puts code before main() into every object, or a
-		 * file of the submission's compiled into another: unchecked. */
-		unsure |= strcmp(line, "unsure") == 0;
-		included |= strcmp(line, "included") == 0;
-		if ((obj = strchr(src, '\t')))
-			*obj++ = '\0';
-		const char *shown = strncmp(src, "/work/", 6) == 0 ? src + 6 : src;
-		if (strcmp(line, "fail") == 0) {
-			set_verdict(at, "compile_error",
-				    "%s compiled as the build asked but not on its own with the same "
-				    "options, so Proctor could not check what it links "
-				    "(docs/grading.md, \"C and C++\")",
-				    shown);
-			at->objects_check = "default";
-			goto out;
-		}
-		/* Only names the shim makes, for sources of the submission. */
-		char want[PATH_MAX];
-		snprintf(want, sizeof(want), "%s\n", src);
-		if (strcmp(line, "ok") != 0 || !obj || !cc_object_name(s, obj) ||
-		    strncmp(src, "/work/", 6) != 0 || !strstr(s->sources, want))
-			continue;
-		files[n] = obj;
-		names[n] = (char *)shown;
-		n++;
-	}
-	/* Every source seen, at least once? */
-	for (const char *p = s->sources; *p; p = strchr(p, '\n') + 1) {
-		size_t l = strcspn(p, "\n");
-		for (size_t i = 0; i < n; i++)
-			if (strlen(names[i]) + 6 == l && strncmp(p + 6, names[i], l - 6) == 0) {
-				seen++;
-				break;
-			}
-	}
-	if (unsure)
-		goto out; /* nothing can be told apart: "unchecked" */
-	if (n > 0) {
-		struct build_objects o = {.files = files,
-					  .n_files = n,
-					  .deny_system = true,
-					  .names = names};
-		rc = check_objects(at, &o, e);
-	}
-	/* The check decided (a refusal), or saw every source and no file of
-	 * the submission's went into an object it did not see. */
-	if (rc == 0 && (at->status || (seen == s->n_sources && !included)))
+	symcheck_cc_list(list, s->out, s->sources, &l);
+	if (l.failed) {
+		set_verdict(at, "compile_error",
+			    "%s compiled as the build asked but not on its own with the same options, "
+			    "so Proctor could not check what it links (docs/grading.md, \"C and C++\")",
+			    l.failed);
 		at->objects_check = "default";
-out:
+	} else if (!l.unsure && l.n > 0) {
+		/* (With an option that puts code before main() into every
+		 * object nothing can be told apart: "unchecked".) */
+		struct build_objects o = {.files = (char **)l.objects,
+					  .n_files = l.n,
+					  .deny_system = true,
+					  .names = (char **)l.sources};
+		rc = check_objects(at, &o, e);
+		/* The check decided (a refusal), or saw every source, all its
+		 * objects, and no file of the submission's in another object. */
+		if (rc == 0 && (at->status || (l.seen == s->n_sources && !l.included &&
+					       !l.too_many)))
+			at->objects_check = "default";
+	}
 	free(list);
 	return rc;
 }

@@ -2,6 +2,7 @@
  * allows. */
 #include "grade/symcheck.h"
 
+#include <ctype.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -149,6 +150,78 @@ bool symcheck_reserved_name(const char *name)
 		return false;
 	return (name[0] == '_' && name[1] == '_') ||
 	       (name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z');
+}
+
+/* Whether `obj` is a name the shim makes in `out` ("OUT/XXXXXXXX.o"). */
+static bool cc_object_name(const char *out, const char *obj)
+{
+	size_t n = strlen(out);
+
+	if (strncmp(obj, out, n) != 0 || obj[n] != '/' || strlen(obj + n + 1) != 10 ||
+	    strcmp(obj + n + 9, ".o") != 0)
+		return false;
+	for (size_t i = n + 1; i < n + 9; i++)
+		if (!isalnum((unsigned char)obj[i]))
+			return false;
+	return true;
+}
+
+/* Whether "/work/NAME" is one of the "/work/NAME\n" lines of sources. */
+static bool cc_listed(const char *sources, const char *src)
+{
+	size_t len = strlen(src);
+
+	for (const char *p = sources; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		if (l == len && strncmp(p, src, len) == 0)
+			return true;
+		p = nl ? nl + 1 : NULL;
+	}
+	return false;
+}
+
+void symcheck_cc_list(char *text, const char *out, const char *sources, struct symcheck_cc_list *l)
+{
+	*l = (struct symcheck_cc_list){0};
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *src = strchr(line, '\t'), *obj = NULL;
+		if (!src)
+			continue;
+		*src++ = '\0';
+		if ((obj = strchr(src, '\t')))
+			*obj++ = '\0';
+		l->unsure |= strcmp(line, "unsure") == 0;
+		l->included |= strcmp(line, "included") == 0;
+		if (strncmp(src, "/work/", 6) != 0 || !cc_listed(sources, src))
+			continue;
+		if (strcmp(line, "fail") == 0 && !l->failed)
+			l->failed = src + 6;
+		if (strcmp(line, "ok") != 0 || !obj || !cc_object_name(out, obj))
+			continue;
+		if (l->n == SYMCHECK_CC_MAX) {
+			l->too_many = true;
+			continue;
+		}
+		l->objects[l->n] = obj;
+		l->sources[l->n] = src + 6;
+		l->n++;
+	}
+	/* Every source seen, at least once? */
+	for (const char *p = sources; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		for (size_t i = 0; i < l->n; i++)
+			if (len > 6 && strlen(l->sources[i]) == len - 6 &&
+			    strncmp(p + 6, l->sources[i], len - 6) == 0) {
+				l->seen++;
+				break;
+			}
+		p = nl ? nl + 1 : NULL;
+	}
 }
 
 static bool allowed(const struct build_objects *o, const char *name)

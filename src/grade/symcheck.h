@@ -54,6 +54,29 @@
  */
 bool symcheck_system_name(const char *name);
 
+/* The objects the compiler shim listed (grade.c, "the compiler shim"). */
+#define SYMCHECK_CC_MAX 64
+struct symcheck_cc_list {
+	size_t n;				  /* objects to check */
+	const char *objects[SYMCHECK_CC_MAX];	  /* OUT/XXXXXXXX.o, in the list's text */
+	const char *sources[SYMCHECK_CC_MAX];	  /* the source each was made of, "NAME" */
+	const char *failed; /* a source that compiled as asked but not alone, or NULL */
+	bool unsure;	    /* an option that puts code before main() into every object */
+	bool included;	    /* a file of the submission's went into another object */
+	bool too_many;	    /* more objects than SYMCHECK_CC_MAX: not all can be checked */
+	size_t seen;	    /* how many of `sources` have an object */
+};
+
+/*
+ * Parse the shim's list `text` (a file the build's uid wrote: untrusted;
+ * changed in place, and the result points into it).  Only objects named
+ * as the shim names them in `out` ("OUT/XXXXXXXX.o", 8 letters or digits)
+ * for a source among `sources` ("/work/NAME\n" lines) are kept; every
+ * line is read, so a "fail", "unsure" or "included" after many objects
+ * still counts.
+ */
+void symcheck_cc_list(char *text, const char *out, const char *sources, struct symcheck_cc_list *l);
+
 /* Whether name is reserved to the implementation in C (two underscores, or
  * one and a capital), not a C++ mangled name: the default check refuses
  * those too, since the start files and the linker call some of them. */
