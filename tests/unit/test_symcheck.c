@@ -189,6 +189,38 @@ static void test_default_check_refuses_system_names(void **state)
 		fail_msg("refused: %s", why);
 }
 
+/* The compiler shim's list: only its own object names, only the
+ * submission's sources, every line read. */
+static void test_the_shims_list_is_read_whole_and_strictly(void **state)
+{
+	static const char out[] = "/tmp/.proctor-objects-0a1b2c3d";
+	static const char sources[] = "/work/solution.c\n/work/more.c\n";
+	struct symcheck_cc_list l;
+	char text[16384];
+	size_t len = 0;
+
+	(void)state;
+	len += (size_t)snprintf(text + len, sizeof(text) - len,
+				"ok\t/work/solution.c\t%s/AbCdEf12.o\n"
+				"ok\t/work/other.c\t%s/AbCdEf13.o\n"	    /* not a source */
+				"ok\t/work/more.c\t/tmp/elsewhere/AbCdEf14.o\n" /* not the shim's */
+				"ok\t/work/more.c\t%s/../x/AbCdEf1.o\n"
+				"junk line\n",
+				out, out, out);
+	for (int i = 0; i < 70; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "ok\t/work/solution.c\t%s/%08d.o\n",
+					out, i);
+	len += (size_t)snprintf(text + len, sizeof(text) - len,
+				"fail\t/work/more.c\nincluded\t/work/solution.h\nunsure\t-pg\n");
+	symcheck_cc_list(text, out, sources, &l);
+	assert_int_equal(l.n, SYMCHECK_CC_MAX);
+	assert_true(l.too_many && l.included && l.unsure);
+	assert_non_null(l.failed);
+	assert_string_equal(l.failed, "more.c");
+	assert_string_equal(l.sources[0], "solution.c");
+	assert_int_equal(l.seen, 1); /* more.c has no object */
+}
+
 /* (gcc drops a constructor or destructor that does nothing: these write.) */
 static void test_code_before_or_after_main_is_refused(void **state)
 {
@@ -323,6 +355,7 @@ int main(void)
 	    cmocka_unit_test(test_not_an_object_of_this_host_is_refused),
 	    cmocka_unit_test(test_answers_are_checked),
 	    cmocka_unit_test(test_default_check_refuses_system_names),
+	    cmocka_unit_test(test_the_shims_list_is_read_whole_and_strictly),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
