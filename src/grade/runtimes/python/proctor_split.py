@@ -2137,6 +2137,33 @@ def _unittest_visible_first(visible):
     unittest.TestProgram.createTests = create_tests
 
 
+def _guard_almost_equal():
+    """unittest's assertAlmostEqual subtracts the tests' value from the
+    submission's: with an object of the submission's that is its own
+    __sub__ (or __rsub__) to answer, with the expected value in hand, so
+    it could make any difference 0.  Such a comparison fails instead: the
+    tests compare numbers the submission returns.  (pytest.approx already
+    compares only numbers: a proxy is none.)"""
+    import unittest
+
+    def guarded(name):
+        real = getattr(unittest.TestCase, name)
+
+        def check(self, first, second, *args, **kwargs):
+            if isinstance(first, RemoteObject) or isinstance(second, RemoteObject):
+                raise self.failureException(
+                    "%s of an object of the submission's (%s): a split run does not let it "
+                    "compute the difference from the expected value; compare a number it "
+                    "returns (docs/grading.md, \"Tamper-proof runs\")"
+                    % (name, type(first if isinstance(first, RemoteObject) else second).__name__))
+            return real(self, first, second, *args, **kwargs)
+        check.__name__ = name
+        return check
+
+    for name in ("assertAlmostEqual", "assertNotAlmostEqual"):
+        setattr(unittest.TestCase, name, guarded(name))
+
+
 def _share_tmp_path():
     """pytest's tmp_path is a directory of the harness's own (0700): the
     program side could neither read what the tests write there for it nor
@@ -2209,6 +2236,8 @@ def harness_main(argv):
     sys.addaudithook(_deputy_audit)
     if argv[0] == "pytest":
         _share_tmp_path()
+    if "unittest" in sys.modules:
+        _guard_almost_equal()
     global _ENV_START
     _ENV_START = dict(os.environ)
     _first_on_meta_path()

@@ -1,6 +1,7 @@
 """Hidden tests: both wrap the real open() while the submission runs (a
 spy on the files it opens).  test_answer's expected value is in this file
 only."""
+import unittest
 from unittest import mock
 
 import solution
@@ -23,3 +24,8 @@ def test_copy_upper(tmp_path):
     out = tmp_path / "out.txt"
     solution.copy_upper(str(src), str(out))
     assert out.read_text() == "ABC"
+
+
+class Numbers(unittest.TestCase):
+    def test_sqrt2(self):
+        self.assertAlmostEqual(solution.sqrt2(), 1.41421356, places=6)

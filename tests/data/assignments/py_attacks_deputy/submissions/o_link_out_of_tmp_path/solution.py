@@ -18,3 +18,7 @@ def notes(path, text):
 
 def copy_upper(src, dst):
     os.symlink("/work/test_deputy.py", dst)
+
+
+def sqrt2():
+    return 2 ** 0.5

@@ -11,3 +11,7 @@ def notes(path, text):
 
 def copy_upper(src, dst):
     pass
+
+
+def sqrt2():
+    return 0
