@@ -567,7 +567,7 @@ _DEPUTY_REFUSED = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
 _DEPUTY_MADE = set()
 
 
-def _deputy_path_refused(path):
+def _deputy_path_refused(path, mode=None, flags=0):
     """Whether the worker, through a callable of the tests', may not open
     `path`: a file of /work that neither it wrote nor was made for it this
     way (the hidden tests), or one outside /work in a directory of the
@@ -579,7 +579,9 @@ def _deputy_path_refused(path):
     if _in_work(full):
         if full in _DEPUTY_MADE or _program_wrote(full):
             return False
-        if not os.path.lexists(full):  # a new file, made for the worker
+        creates = (type(mode) is str and any(c in mode for c in "wax")) or (
+            type(flags) is int and flags & os.O_CREAT)
+        if creates and not os.path.lexists(full):  # a new file, made for the worker
             _DEPUTY_MADE.add(full)
             return False
         return True
@@ -630,7 +632,8 @@ def _deputy_audit(event, args):
         path = args[0] if args else None
         if isinstance(path, int) or path is None:
             return
-        if _deputy_path_refused(path):
+        if _deputy_path_refused(path, args[1] if len(args) > 1 else None,
+                                args[2] if len(args) > 2 else 0):
             raise PermissionError("proctor_split: the submission may not open %r through a "
                                   "function of the tests' (it runs with the tests' rights)"
                                   % (os.fsdecode(path),))
