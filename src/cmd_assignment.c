@@ -484,6 +484,47 @@ static int check_tamper_proof(struct checker *k, const char *reference, const js
  * "warn" with why and what to change.  A warning does not fail the check:
  * the assignment grades as it says, with this on record.
  */
+/*
+ * node's options that load or read a file in the harness process before
+ * its stand-in hooks exist (docs/grading.md, "JavaScript"): their value
+ * must be a regular file of tests_dir, named relative to /work, or the
+ * submission could provide a file of that name (or a package, for a bare
+ * specifier) and run in the harness as the tests' own.  The first value
+ * that is not, or NULL.
+ */
+static const char *node_preload_outside_tests(const struct assignment *a, const char **opt)
+{
+	static const char *const preload[] = {"--import", "--require", "-r", "--loader",
+					      "--experimental-loader", "--env-file", NULL};
+	char **argv = a->test.argv;
+
+	for (size_t i = 1; argv && argv[i]; i++) {
+		const char *value = NULL;
+		for (size_t j = 0; preload[j] && !value; j++) {
+			size_t n = strlen(preload[j]);
+			if (strcmp(argv[i], preload[j]) == 0)
+				value = argv[i + 1] ? argv[i + 1] : "";
+			else if (strncmp(argv[i], preload[j], n) == 0 && argv[i][n] == '=')
+				value = argv[i] + n + 1;
+			if (value)
+				*opt = preload[j];
+		}
+		if (!value)
+			continue;
+		const char *rel = strncmp(value, "./", 2) == 0 ? value + 2 : value;
+		struct stat st;
+		char path[PATH_MAX];
+		bool ours = a->tests_dir && (strncmp(value, "./", 2) == 0 || strchr(value, '/')) &&
+			    rel[0] != '/' && !strstr(rel, "..") &&
+			    (size_t)snprintf(path, sizeof(path), "%s/%s", a->tests_dir, rel) <
+				sizeof(path) &&
+			    lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+		if (!ours)
+			return value;
+	}
+	return NULL;
+}
+
 static void check_protection(struct checker *k, const json_t *ref)
 {
 	json_t *c = check_new("protection", "the submission cannot change its verdict from "
@@ -495,6 +536,21 @@ static void check_protection(struct checker *k, const json_t *ref)
 		json_object_set_new(c, "got", json_string("I/O mode: each case runs the program "
 							  "alone, its output compared on the host"));
 		check_end(k, c, "pass");
+		return;
+	}
+	const char *opt = NULL, *preload = NULL;
+	if (assignment_split(a) && a->runner == RUNNER_NODE)
+		preload = node_preload_outside_tests(a, &opt);
+	if (preload) {
+		json_object_set_new(c, "got",
+				    json_sprintf("test.run's %s %s is loaded by the harness before "
+						 "its stand-in hooks, and is not a file of tests_dir",
+						 opt, preload));
+		detail(c, "a file (or package) of that name the submission provides would run "
+			  "or be read in the harness as the tests' own; put it in tests_dir and "
+			  "name it ./FILE, or import it from the test files (docs/grading.md, "
+			  "\"JavaScript: node --test, split by default\")");
+		check_end(k, c, "warn");
 		return;
 	}
 	if (assignment_split(a)) {

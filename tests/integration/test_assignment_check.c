@@ -268,6 +268,32 @@ static void test_tests_that_do_not_work_split_are_named(void **state)
 	harness_assert_clean();
 }
 
+/* node's --import (and the other options that load a file before the split
+ * harness's hooks) naming a file of the submission's: the check still
+ * passes, with protection "warn" naming the option; the same option naming
+ * a file of tests_dir leaves protection "pass". */
+static void test_node_preload_of_the_submission_is_named(void **state)
+{
+	(void)state;
+	harness_require_root("grading");
+	struct proc_out o;
+
+	run_check(&o, TEST_DATA "/assignments/check_node_preload", NULL);
+	if (o.exit_status != 0 || strcmp(result_of(&o, "protection"), "warn") != 0 ||
+	    !strstr(json_string_value(json_object_get(check_of(&o, "protection"), "got")),
+		    "test.run's --import ./solution.mjs is loaded by the harness") ||
+	    !says(&o, "protection", "put it in tests_dir"))
+		fail_with_document(&o, "protection of a node --import of the submission's file");
+	proc_out_free(&o);
+
+	run_check(&o, TEST_DATA "/assignments/check_node_preload_tests", NULL);
+	if (o.exit_status != 0 || strcmp(result_of(&o, "protection"), "pass") != 0 ||
+	    strcmp(result_of(&o, "reference"), "pass") != 0)
+		fail_with_document(&o, "protection of a node --import of the tests' file");
+	proc_out_free(&o);
+	harness_assert_clean();
+}
+
 /* Mistakes of the user's, before anything is graded: exit 2, one line
  * naming the file or the option. */
 static void test_missing_reference_and_invalid_assignment_are_exit_2(void **state)
@@ -318,6 +344,7 @@ int main(void)
 	    cmocka_unit_test(test_wrong_reference_fails_naming_the_test),
 	    cmocka_unit_test(test_test_passing_an_empty_submission_is_named),
 	    cmocka_unit_test(test_tests_that_do_not_work_split_are_named),
+	    cmocka_unit_test(test_node_preload_of_the_submission_is_named),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
