@@ -964,6 +964,17 @@ class Session {
   }
 }
 
+// What an exception says, as text, whatever it is (a mirror of one of the
+// submission's, a proxy, a value of any kind): never throws.
+function describeError(e) {
+  try {
+    if (e instanceof Error) return `${e.name}: ${e.message}`;
+    return `a value thrown: ${String(e)}`;
+  } catch {
+    return 'an exception that cannot be shown';
+  }
+}
+
 function getSession() {
   if (!session) session = new Session();
   return session;
@@ -1226,6 +1237,7 @@ export async function load(url, context, next) {
       hookPort.postMessage({ id, file });
     });
     Atomics.sub(hookBusy, 0, 1);
+    if (typeof answer.error === 'string') throw new Error(`the program's module ${file} failed to load: ${answer.error}`);
     const names = isArray(answer.names) ? answer.names : [];
     return {
       format: 'module',
@@ -1274,12 +1286,19 @@ async function harnessMain(files) {
     },
   };
   Object.defineProperty(globalThis, KEY, { value: api });
+  // A module of the program's that fails to load (its code threw) fails
+  // the import of the test file, with the submission's error: a stand-in
+  // without names would fail it too, but with a link error that hides it.
   port1.on('message', ({ id, file }) => {
     let names = [];
+    let error = null;
     try {
       names = Object.keys(getSession().module(file, 'import'));
-    } catch { names = []; }
-    port1.postMessage({ id, names });
+    } catch (e) {
+      names = [];
+      error = describeError(e);
+    }
+    port1.postMessage({ id, names, error });
   });
   // The main thread's wait for a module does not keep its event loop
   // alive: while the hooks wait for a stand-in's names, something must.
@@ -1329,12 +1348,22 @@ async function harnessMain(files) {
   process.on('exit', (code) => {
     if (code === ABORT_STATUS || code === NOT_STARTED_STATUS) process.exitCode = 1;
   });
+  // A test file that fails to import is a failing test named after it,
+  // and the other files still run, as under node --test (where each file
+  // is a process of its own): a submission whose module throws when it
+  // loads is graded, its error shown, not ended as a crash.
   const list = files.length ? files : discover(process.cwd());
   try {
     for (const f of list) {
       const abs = path.resolve(f);
       if (programWrote(abs)) abort(`the test file ${f} is the program's`, 1);
-      await import(pathToFileURL(abs).href);
+      try {
+        await import(pathToFileURL(abs).href);
+      } catch (e) {
+        const why = describeError(e);
+        process.stderr.write(`${abs}: ${why}\n`);
+        api.nodeTest().test(abs, () => { throw new Error(why); });
+      }
     }
   } finally {
     port1.unref();
