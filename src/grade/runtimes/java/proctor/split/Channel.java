@@ -1,0 +1,190 @@
+/*
+ * One end of the split channel (docs/split-protocol.md): framing (a 4-byte
+ * big-endian length, then UTF-8 JSON), numbered requests, answers, and the
+ * re-entrant wait: while a side waits for its answer it serves the other
+ * side's requests.  Blocking I/O on the socket System.inheritedChannel()
+ * gives (the runtime's launcher puts the channel on fd 0).
+ */
+package proctor.split;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+final class Channel {
+	/* The channel ended or broke: the run cannot go on. */
+	static final class Closed extends RuntimeException {
+		private static final long serialVersionUID = 1L;
+
+		Closed(String why) {
+			super(why);
+		}
+	}
+
+	/* The other side broke the protocol. */
+	static final class Broken extends RuntimeException {
+		private static final long serialVersionUID = 1L;
+
+		Broken(String why) {
+			super(why);
+		}
+	}
+
+	/* An answer carrying an exception of the other side's. */
+	static final class Raised extends RuntimeException {
+		private static final long serialVersionUID = 1L;
+		final Map<String, Object> exc;
+
+		Raised(Map<String, Object> exc) {
+			super("an exception of the other side's", null, false, false);
+			this.exc = exc;
+		}
+	}
+
+	interface Server {
+		/* Answer one request of the other side's: the value, or throw. */
+		Object serve(Map<String, Object> request) throws Throwable;
+
+		/* An exception of this side's as the protocol's EXCEPTION. */
+		Map<String, Object> describe(Throwable t);
+
+		/* What this side printed since its last message, for "out"/"err". */
+		default void drainOutput(Map<String, Object> msg) {
+		}
+
+		/* "out"/"err" of the other side's message. */
+		default void takeOutput(Map<String, Object> msg) {
+		}
+	}
+
+	static final int MAX_BYTES = maxBytes();
+
+	private final SocketChannel sock;
+	private final Server server;
+	private long seq;
+
+	Channel(SocketChannel sock, Server server) {
+		this.sock = sock;
+		this.server = server;
+	}
+
+	private static int maxBytes() {
+		String v = System.getenv("PROCTOR_SPLIT_MAX_BYTES");
+		try {
+			int n = v == null ? 0 : Integer.parseInt(v);
+			return n > 0 ? n : 16 << 20;
+		} catch (NumberFormatException e) {
+			return 16 << 20;
+		}
+	}
+
+	void send(Map<String, Object> msg) {
+		byte[] body = Json.write(msg).getBytes(StandardCharsets.UTF_8);
+		if (body.length > MAX_BYTES)
+			throw new IllegalArgumentException("a value of " + body.length
+			    + " bytes is more than the " + MAX_BYTES + " a call may carry");
+		ByteBuffer b = ByteBuffer.allocate(4 + body.length);
+		b.putInt(body.length).put(body).flip();
+		try {
+			while (b.hasRemaining())
+				sock.write(b);
+		} catch (IOException e) {
+			throw new Closed(String.valueOf(e.getMessage()));
+		}
+	}
+
+	private void readFully(ByteBuffer b) {
+		try {
+			while (b.hasRemaining())
+				if (sock.read(b) < 0)
+					throw new Closed("end of file");
+		} catch (IOException e) {
+			throw new Closed(String.valueOf(e.getMessage()));
+		}
+	}
+
+	@SuppressWarnings("unchecked")
+	Map<String, Object> recv() {
+		ByteBuffer head = ByteBuffer.allocate(4);
+		readFully(head);
+		int n = head.getInt(0);
+		if (n < 0 || n > MAX_BYTES)
+			throw new Broken("a message of " + n + " bytes is more than the " + MAX_BYTES + " allowed");
+		ByteBuffer body = ByteBuffer.allocate(n);
+		readFully(body);
+		Object v;
+		try {
+			v = Json.parse(new String(body.array(), StandardCharsets.UTF_8));
+		} catch (Json.Error e) {
+			throw new Broken("not a message (" + e.getMessage() + ")");
+		}
+		if (!(v instanceof Map))
+			throw new Broken("not a message");
+		return (Map<String, Object>) v;
+	}
+
+	/* Ask the other side; serve its requests meanwhile.  The answer's value,
+	 * or Raised with its exception. */
+	Object request(String op, Map<String, Object> fields) {
+		long n = ++seq;
+		Map<String, Object> m = new LinkedHashMap<>();
+		m.put("op", op);
+		m.put("n", n);
+		m.putAll(fields);
+		server.drainOutput(m);
+		send(m);
+		for (;;) {
+			Map<String, Object> in = recv();
+			server.takeOutput(in);
+			if (in.containsKey("re")) {
+				Object re = in.get("re");
+				if (!(re instanceof Long) || (Long) re != n)
+					throw new Broken("an answer out of order");
+				if (in.containsKey("exc")) {
+					Object exc = in.get("exc");
+					if (!(exc instanceof Map))
+						throw new Broken("an exception that is not an object");
+					@SuppressWarnings("unchecked")
+					Map<String, Object> em = (Map<String, Object>) exc;
+					throw new Raised(em);
+				}
+				return in.get("ok");
+			}
+			serveOne(in);
+		}
+	}
+
+	/* Serve one request of the other side's and send its answer. */
+	void serveOne(Map<String, Object> req) {
+		Object n = req.get("n");
+		if (!(req.get("op") instanceof String) || !(n instanceof Long))
+			throw new Broken("a request without op or n");
+		Map<String, Object> a = new LinkedHashMap<>();
+		a.put("re", n);
+		try {
+			a.put("ok", server.serve(req));
+		} catch (Closed | Broken e) {
+			throw e;
+		} catch (Throwable t) {
+			a.remove("ok");
+			a.put("exc", server.describe(t));
+		}
+		server.drainOutput(a);
+		send(a);
+	}
+
+	static Map<String, Object> fields(Object... kv) {
+		Map<String, Object> m = new LinkedHashMap<>();
+		for (int k = 0; k + 1 < kv.length; k += 2)
+			m.put((String) kv[k], kv[k + 1]);
+		return m;
+	}
+
+	static List<Object> list(Object... v) {
+		return new java.util.ArrayList<>(java.util.Arrays.asList(v));
+	}
+}

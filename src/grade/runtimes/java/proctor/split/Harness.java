@@ -1,0 +1,674 @@
+/*
+ * The harness of a split JUnit run (ProctorSplit.java): the harness uid's
+ * JVM.  It finds the hidden tests' sources (files of root's or its own
+ * below the working directory, never one the program wrote), asks the
+ * program side for the submission's signatures, writes stand-ins for them
+ * (StandIns.java) in a directory of its own, compiles them with the tests
+ * (javax.tools, in this JVM), and runs the JUnit console launcher with the
+ * instructor's arguments, its class path replaced by that directory and
+ * the entries the program did not write.  Stand-ins call back here.
+ */
+package proctor.split;
+
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.io.StringWriter;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.lang.reflect.Proxy;
+import java.lang.reflect.Type;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.stream.Stream;
+import javax.tools.Diagnostic;
+import javax.tools.DiagnosticCollector;
+import javax.tools.JavaCompiler;
+import javax.tools.JavaFileObject;
+import javax.tools.StandardJavaFileManager;
+import javax.tools.ToolProvider;
+
+final class Harness implements Channel.Server {
+	private static Harness session;
+
+	private Channel chan;
+	private ClassLoader tests; // the launcher's loader of the stand-ins and the tests
+	private final PrintStream stderr = System.err;
+	private final Map<String, Method> methods = new HashMap<>();
+
+	private final Codec codec = new Codec() {
+		@Override
+		Long importedId(Object o) {
+			if (o instanceof ProctorSplit.Remote)
+				return ((ProctorSplit.Remote) o).$proctorRef().id;
+			if (o != null && Proxy.isProxyClass(o.getClass())) {
+				InvocationHandler h = Proxy.getInvocationHandler(o);
+				if (h instanceof Worker)
+					return ((Worker) h).id;
+			}
+			return null;
+		}
+
+		@Override
+		Object makeStandIn(long id, Map<String, Object> desc, Class<?> want) {
+			return standIn(id, desc, want);
+		}
+
+		@Override
+		Class<?> classNamed(String name) {
+			return Harness.this.classNamed(name);
+		}
+
+		@Override
+		boolean ownClass(Class<?> c) {
+			return false;
+		}
+	};
+
+	static Harness get() {
+		if (session == null)
+			throw new IllegalStateException("proctor_split: no split session in this JVM");
+		return session;
+	}
+
+	// ---- start --------------------------------------------------------------------------------
+
+	static void main(String[] args) {
+		Harness h = new Harness();
+		session = h;
+		h.run(args);
+	}
+
+	private static void abort(String why, int status) {
+		try {
+			System.err.println("proctor_split: " + why + "; the test run cannot go on");
+			System.err.flush();
+		} catch (Throwable t) {
+			// nothing may stop the exit
+		}
+		Runtime.getRuntime().halt(status);
+	}
+
+	private void run(String[] args) {
+		// The step's standard input is on fd 3 (the channel is on fd 0).
+		try {
+			System.setIn(new FileInputStream("/proc/self/fd/3"));
+		} catch (IOException e) {
+			System.setIn(InputStream.nullInputStream());
+		}
+		java.nio.channels.Channel inherited;
+		try {
+			inherited = System.inheritedChannel();
+		} catch (IOException e) {
+			inherited = null;
+		}
+		if (!(inherited instanceof SocketChannel))
+			abort("no channel on fd 0", ProctorSplit.NOT_STARTED_STATUS);
+		chan = new Channel((SocketChannel) inherited, this);
+		try {
+			Map<String, Object> hello = chan.recv();
+			if (!Boolean.TRUE.equals(hello.get("ready")))
+				abort("the program side did not start", ProctorSplit.NOT_STARTED_STATUS);
+		} catch (Channel.Closed | Channel.Broken e) {
+			abort("the program side did not start", ProctorSplit.NOT_STARTED_STATUS);
+		}
+		Path work = Paths.get("").toAbsolutePath();
+		List<Path> sources = testSources(work);
+		List<Object> skip = new ArrayList<>();
+		for (Path p : sources) {
+			String f = p.getFileName().toString();
+			skip.add(f.substring(0, f.length() - 5));
+		}
+		List<?> classes = (List<?>) guarded(() -> chan.request("classes", Channel.fields("skip", skip)));
+		String why = StandIns.unsupported(classes);
+		if (why != null)
+			abort(why + " (set test.in_process: true, docs/grading.md \"Java: JUnit, split\")",
+			    ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+		Path dir, out;
+		List<Path> standIns = new ArrayList<>();
+		try {
+			dir = Files.createTempDirectory("proctor-split-",
+			    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+			out = Files.createDirectory(dir.resolve("classes"));
+			Path src = Files.createDirectory(dir.resolve("src"));
+			for (Object o : classes) {
+				Map<?, ?> d = (Map<?, ?>) o;
+				String pkg = StandIns.packageOf(d);
+				Path pdir = pkg.isEmpty() ? src : src.resolve(pkg.replace('.', '/'));
+				Files.createDirectories(pdir);
+				Path f = pdir.resolve(StandIns.str(d.get("simple")) + ".java");
+				Files.writeString(f, StandIns.file(d), StandardCharsets.UTF_8);
+				standIns.add(f);
+			}
+		} catch (IOException e) {
+			abort("cannot write the stand-ins: " + e.getMessage(), ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+			return;
+		}
+		List<String> launcher = new ArrayList<>();
+		List<String> keep = launcherArgs(args, out, launcher);
+		compile(standIns, sources, out, keep);
+		try {
+			Class<?> main = Class.forName("org.junit.platform.console.ConsoleLauncher");
+			Method m = main.getMethod("main", String[].class);
+			m.invoke(null, (Object) launcher.toArray(new String[0]));
+		} catch (InvocationTargetException e) {
+			Throwable c = e.getCause();
+			stderr.println("proctor_split: the launcher failed: " + c);
+			System.exit(1);
+		} catch (ReflectiveOperationException e) {
+			abort("no JUnit console launcher on the class path: " + e, ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+		}
+	}
+
+	/* Whether the program could have written the file or link: owned by
+	 * anyone but root and this uid, or writable by others than its owner. */
+	static boolean programWrote(Path p) {
+		try {
+			Object uid = Files.getAttribute(p, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+			int me = ((Number) Files.getAttribute(Paths.get("/proc/self"), "unix:uid")).intValue();
+			if (!(uid instanceof Number) || (((Number) uid).intValue() != 0 && ((Number) uid).intValue() != me))
+				return true;
+			Set<PosixFilePermission> perm = Files.getPosixFilePermissions(p, LinkOption.NOFOLLOW_LINKS);
+			return perm.contains(PosixFilePermission.GROUP_WRITE) || perm.contains(PosixFilePermission.OTHERS_WRITE);
+		} catch (IOException | RuntimeException e) {
+			return true;
+		}
+	}
+
+	/* The hidden tests' sources: .java files of root's or this uid's below dir. */
+	private static List<Path> testSources(Path dir) {
+		List<Path> out = new ArrayList<>();
+		try (Stream<Path> s = Files.walk(dir, 20)) {
+			s.filter(p -> p.toString().endsWith(".java") && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)
+			    && !programWrote(p)).sorted().forEach(out::add);
+		} catch (IOException | RuntimeException e) {
+			abort("cannot list the tests: " + e.getMessage(), ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+		}
+		return out;
+	}
+
+	/* The launcher's arguments with every class path option's entries that
+	 * the program wrote left out and `out` first; returns the entries kept. */
+	private static List<String> launcherArgs(String[] args, Path out, List<String> launcher) {
+		List<String> keep = new ArrayList<>();
+		boolean had = false;
+		for (int k = 0; k < args.length; k++) {
+			String a = args[k];
+			String value = null;
+			String opt = null;
+			for (String o : new String[] {"-cp", "--classpath", "--class-path"}) {
+				if (a.equals(o) && k + 1 < args.length) {
+					opt = o;
+					value = args[++k];
+				} else if (a.startsWith(o + "=")) {
+					opt = o;
+					value = a.substring(o.length() + 1);
+				}
+			}
+			if (opt == null) {
+				launcher.add(a);
+				continue;
+			}
+			List<String> entries = new ArrayList<>();
+			if (!had)
+				entries.add(out.toString());
+			had = true;
+			for (String e : value.split(":")) {
+				Path p = Paths.get(e).toAbsolutePath();
+				if (!e.isEmpty() && Files.exists(p, LinkOption.NOFOLLOW_LINKS) && !programWrote(p)
+				    && !under(p, Paths.get("").toAbsolutePath())) {
+					entries.add(p.toString());
+					keep.add(p.toString());
+				}
+			}
+			launcher.add("--class-path");
+			launcher.add(String.join(":", entries));
+		}
+		if (!had) {
+			launcher.add("--class-path");
+			launcher.add(out.toString());
+		}
+		return keep;
+	}
+
+	private static boolean under(Path p, Path dir) {
+		return p.normalize().startsWith(dir.normalize());
+	}
+
+	private void compile(List<Path> standIns, List<Path> sources, Path out, List<String> keep) {
+		JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
+		if (javac == null)
+			abort("this JVM has no Java compiler (a JDK, not a JRE, runs the tests)",
+			    ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+		DiagnosticCollector<JavaFileObject> diags = new DiagnosticCollector<>();
+		List<String> opts = new ArrayList<>(Arrays.asList("-d", out.toString(), "-encoding", "UTF-8", "-proc:none",
+		    "-implicit:class", "-nowarn", "-g", "-Xlint:none"));
+		List<String> cp = new ArrayList<>(Arrays.asList(System.getProperty("java.class.path", "").split(":")));
+		cp.addAll(keep);
+		opts.add("-cp");
+		opts.add(String.join(":", cp));
+		List<Path> all = new ArrayList<>(standIns);
+		all.addAll(sources);
+		boolean ok;
+		try (StandardJavaFileManager fm = javac.getStandardFileManager(diags, null, StandardCharsets.UTF_8)) {
+			Iterable<? extends JavaFileObject> units = fm.getJavaFileObjectsFromPaths(all);
+			StringWriter w = new StringWriter();
+			ok = javac.getTask(w, fm, diags, opts, null, units).call();
+		} catch (IOException | RuntimeException e) {
+			abort("the compiler failed: " + e, ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+			return;
+		}
+		if (ok)
+			return;
+		boolean ours = false;
+		StringBuilder text = new StringBuilder();
+		for (Diagnostic<? extends JavaFileObject> d : diags.getDiagnostics()) {
+			if (d.getKind() != Diagnostic.Kind.ERROR)
+				continue;
+			String where = d.getSource() == null ? "" : Paths.get(d.getSource().toUri()).toString();
+			boolean standIn = standIns.stream().anyMatch(p -> p.toString().equals(where));
+			ours |= standIn;
+			text.append(standIn ? "(stand-in) " : "").append(where.isEmpty() ? "" : Paths.get(where).getFileName() + ":")
+			    .append(d.getLineNumber()).append(": error: ").append(d.getMessage(null)).append('\n');
+		}
+		stderr.print(text);
+		if (ours)
+			abort("the stand-ins of the submission's classes do not compile (Proctor's failure)",
+			    ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+		abort("the tests do not compile against the submission's classes", ProctorSplit.TESTS_DO_NOT_COMPILE_STATUS);
+	}
+
+	// ---- calls from the stand-ins ---------------------------------------------------------------
+
+	interface Call {
+		Object run();
+	}
+
+	private static Object guarded(Call c) {
+		try {
+			return c.run();
+		} catch (Channel.Closed e) {
+			abort("the submission's process ended during a call from the tests", ProctorSplit.ABORT_STATUS);
+		} catch (Channel.Broken e) {
+			abort("the submission's process broke the protocol (" + e.getMessage() + ")", ProctorSplit.ABORT_STATUS);
+		}
+		return null;
+	}
+
+	private void learnLoader(Class<?> owner) {
+		if (tests == null)
+			tests = owner.getClassLoader();
+	}
+
+	Class<?> classNamed(String name) {
+		switch (name) {
+		case "int": return int.class;
+		case "long": return long.class;
+		case "double": return double.class;
+		case "float": return float.class;
+		case "short": return short.class;
+		case "byte": return byte.class;
+		case "char": return char.class;
+		case "boolean": return boolean.class;
+		default:
+			break;
+		}
+		try {
+			return Class.forName(name, false, tests != null ? tests : ClassLoader.getSystemClassLoader());
+		} catch (ClassNotFoundException | LinkageError e) {
+			return null;
+		}
+	}
+
+	private Method standInMethod(Class<?> owner, String name, Class<?>[] params) {
+		String key = owner.getName() + "#" + name + Arrays.toString(params);
+		return methods.computeIfAbsent(key, k -> {
+			try {
+				return owner.getDeclaredMethod(name, params);
+			} catch (NoSuchMethodException e) {
+				throw new IllegalStateException("proctor_split: no stand-in method " + k);
+			}
+		});
+	}
+
+	private static List<Object> names(Class<?>[] params) {
+		List<Object> l = new ArrayList<>();
+		for (Class<?> p : params)
+			l.add(p.getName());
+		return l;
+	}
+
+	private List<Object> encodeAll(Object[] args) {
+		List<Object> l = new ArrayList<>();
+		if (args != null)
+			for (Object a : args)
+				l.add(codec.encode(a));
+		return l;
+	}
+
+	Object invoke(Class<?> owner, String name, Class<?>[] params, Object self, Object[] args) {
+		learnLoader(owner);
+		Method m = standInMethod(owner, name, params);
+		Map<String, Object> f = Channel.fields("class", owner.getName(), "name", name, "params", names(params),
+		    "target", self == null ? null : codec.encode(self), "args", encodeAll(args));
+		return decodeAnswer(() -> chan.request("call", f), m.getGenericReturnType());
+	}
+
+	private Object decodeAnswer(Call c, Type t) {
+		Object r;
+		try {
+			r = guarded(c);
+		} catch (Channel.Raised e) {
+			throw ProctorSplit.sneaky(rebuild(e.exc));
+		}
+		return guarded(() -> codec.decode(r, t));
+	}
+
+	ProctorSplit.Ref construct(Class<?> owner, Class<?>[] params, Object[] args) {
+		learnLoader(owner);
+		Map<String, Object> f = Channel.fields("class", owner.getName(), "params", names(params), "args",
+		    encodeAll(args));
+		Object r;
+		try {
+			r = guarded(() -> chan.request("new", f));
+		} catch (Channel.Raised e) {
+			throw ProctorSplit.sneaky(rebuild(e.exc));
+		}
+		if (!(r instanceof List) || ((List<?>) r).size() < 2 || !"r".equals(((List<?>) r).get(0))
+		    || !(((List<?>) r).get(1) instanceof Long))
+			abort("the submission's process broke the protocol (a new object that is not a reference)",
+			    ProctorSplit.ABORT_STATUS);
+		return new ProctorSplit.Ref((Long) ((List<?>) r).get(1), null);
+	}
+
+	Object getStatic(Class<?> owner, String name) {
+		learnLoader(owner);
+		Field0 f = new Field0(owner, name);
+		return decodeAnswer(() -> chan.request("getstatic", Channel.fields("class", owner.getName(), "name", name)),
+		    f.type());
+	}
+
+	/* The declared type of a stand-in's static field. */
+	private static final class Field0 {
+		final Class<?> owner;
+		final String name;
+
+		Field0(Class<?> owner, String name) {
+			this.owner = owner;
+			this.name = name;
+		}
+
+		Type type() {
+			try {
+				return owner.getDeclaredField(name).getGenericType();
+			} catch (NoSuchFieldException e) {
+				return Object.class;
+			}
+		}
+	}
+
+	void bind(ProctorSplit.Remote self) {
+		long id = self.$proctorRef().id;
+		if (codec.imported(id) == null)
+			codec.remember(id, self);
+	}
+
+	/* The fields the submission's object is compared by, or null (identity). */
+	private List<?> state(ProctorSplit.Remote o) {
+		Object r;
+		try {
+			r = guarded(() -> chan.request("state", Channel.fields("target", codec.encode(o))));
+		} catch (Channel.Raised e) {
+			throw ProctorSplit.sneaky(rebuild(e.exc));
+		}
+		return r instanceof List ? (List<?>) r : null;
+	}
+
+	private int depth;
+
+	boolean equal(ProctorSplit.Remote self, Object other) {
+		if (self == other)
+			return true;
+		if (!(other instanceof ProctorSplit.Remote) || other.getClass() != self.getClass())
+			return false;
+		if (depth > 50)
+			return false;
+		depth++;
+		try {
+			List<?> a = state(self), b = state((ProctorSplit.Remote) other);
+			if (a == null || b == null)
+				return self.$proctorRef().id == ((ProctorSplit.Remote) other).$proctorRef().id;
+			if (a.size() != b.size())
+				return false;
+			for (int k = 0; k < a.size(); k++) {
+				List<?> x = (List<?>) a.get(k), y = (List<?>) b.get(k);
+				if (!Objects.equals(x.get(0), y.get(0)))
+					return false;
+				Object vx = guarded(() -> codec.decode(x.get(1), Object.class));
+				Object vy = guarded(() -> codec.decode(y.get(1), Object.class));
+				if (!Objects.deepEquals(vx, vy))
+					return false;
+			}
+			return true;
+		} finally {
+			depth--;
+		}
+	}
+
+	int hash(ProctorSplit.Remote self) {
+		if (depth > 50)
+			return 0;
+		depth++;
+		try {
+			List<?> a = state(self);
+			if (a == null)
+				return System.identityHashCode(self);
+			List<Object> values = new ArrayList<>();
+			for (Object f : a)
+				values.add(guarded(() -> codec.decode(((List<?>) f).get(1), Object.class)));
+			return Arrays.deepHashCode(values.toArray());
+		} finally {
+			depth--;
+		}
+	}
+
+	String str(ProctorSplit.Remote self) {
+		Object r;
+		try {
+			r = guarded(() -> chan.request("str", Channel.fields("target", codec.encode(self))));
+		} catch (Channel.Raised e) {
+			throw ProctorSplit.sneaky(rebuild(e.exc));
+		}
+		return r instanceof String ? (String) r : String.valueOf(r);
+	}
+
+	/* A stand-in for an object of the submission's, to be a `want`. */
+	private Object standIn(long id, Map<String, Object> desc, Class<?> want) {
+		List<String> candidates = new ArrayList<>();
+		candidates.add(StandIns.str(desc.get("class")));
+		for (Object s : StandIns.list(desc.get("supers")))
+			candidates.add(StandIns.str(s));
+		for (String n : candidates) {
+			Class<?> c = classNamed(n);
+			if (c == null || !ProctorSplit.Remote.class.isAssignableFrom(c) || !want.isAssignableFrom(c))
+				continue;
+			try {
+				Constructor<?> k = c.getDeclaredConstructor(ProctorSplit.Ref.class);
+				k.setAccessible(true);
+				return k.newInstance(new ProctorSplit.Ref(id, null));
+			} catch (ReflectiveOperationException e) {
+				throw new IllegalStateException("proctor_split: no stand-in constructor of " + n, e);
+			}
+		}
+		List<Class<?>> ifs = new ArrayList<>();
+		for (Object n : StandIns.list(desc.get("interfaces"))) {
+			Class<?> c = classNamed(StandIns.str(n));
+			if (c != null && c.isInterface() && Modifier.isPublic(c.getModifiers()) || c != null && c.isInterface()
+			    && c.getClassLoader() == tests)
+				ifs.add(c);
+		}
+		if (want.isInterface() && !ifs.contains(want))
+			ifs.add(want);
+		if (!want.isInterface() && want != Object.class)
+			throw new ClassCastException("the submission's " + desc.get("class") + " is not a " + want.getName()
+			    + " here");
+		ClassLoader l = tests != null ? tests : ClassLoader.getSystemClassLoader();
+		return Proxy.newProxyInstance(l, ifs.toArray(new Class<?>[0]), new Worker(id));
+	}
+
+	/* A proxy of an object of the submission's that has no stand-in class
+	 * (an Iterator, a lambda): its interface methods run there. */
+	private final class Worker implements InvocationHandler {
+		final long id;
+
+		Worker(long id) {
+			this.id = id;
+		}
+
+		@Override
+		public Object invoke(Object proxy, Method m, Object[] args) {
+			if (m.getDeclaringClass() == Object.class) {
+				switch (m.getName()) {
+				case "equals": return proxy == args[0];
+				case "hashCode": return System.identityHashCode(proxy);
+				default: {
+					Object r;
+					try {
+						r = guarded(() -> chan.request("str", Channel.fields("target", Channel.list("o", id))));
+					} catch (Channel.Raised e) {
+						throw ProctorSplit.sneaky(rebuild(e.exc));
+					}
+					return String.valueOf(r);
+				}
+				}
+			}
+			Map<String, Object> f = Channel.fields("class", m.getDeclaringClass().getName(), "name", m.getName(),
+			    "params", names(m.getParameterTypes()), "target", Channel.list("o", id), "args", encodeAll(args));
+			return decodeAnswer(() -> chan.request("call", f), m.getGenericReturnType());
+		}
+	}
+
+	/* An exception of the submission's: its stand-in class's, else the
+	 * JDK's class of that name or above it, with the message. */
+	private Throwable rebuild(Map<String, Object> exc) {
+		Map<?, ?> type = exc.get("type") instanceof Map ? (Map<?, ?>) exc.get("type") : Map.of();
+		String message = exc.get("message") instanceof String ? (String) exc.get("message") : null;
+		List<String> names = new ArrayList<>();
+		names.add(StandIns.str(type.get("name")));
+		for (Object s : StandIns.list(type.get("supers")))
+			names.add(StandIns.str(s));
+		for (String n : names) {
+			Class<?> c = classNamed(n);
+			if (c == null || !Throwable.class.isAssignableFrom(c))
+				continue;
+			try {
+				if (ProctorSplit.Remote.class.isAssignableFrom(c)) {
+					Constructor<?> k = c.getDeclaredConstructor(ProctorSplit.Ref.class);
+					k.setAccessible(true);
+					return (Throwable) k.newInstance(new ProctorSplit.Ref(-1, message));
+				}
+				if (c.getClassLoader() == null || c.getName().startsWith("java.")) {
+					try {
+						return (Throwable) c.getConstructor(String.class).newInstance(message);
+					} catch (NoSuchMethodException e) {
+						return (Throwable) c.getConstructor().newInstance();
+					}
+				}
+			} catch (ReflectiveOperationException | RuntimeException e) {
+				// the next class above it
+			}
+		}
+		return new RuntimeException(message);
+	}
+
+	// ---- the program side's requests --------------------------------------------------------------
+
+	@Override
+	public Object serve(Map<String, Object> req) throws Throwable {
+		String op = (String) req.get("op");
+		switch (op) {
+		case "call": {
+			Object target = codec.decode(req.get("target"), Object.class);
+			Class<?> c = classNamed(StandIns.str(req.get("class")));
+			if (c == null || !c.isInterface() || !c.isInstance(target))
+				throw new Channel.Broken("a call of no interface of the tests' object");
+			List<Class<?>> ps = new ArrayList<>();
+			for (Object n : StandIns.list(req.get("params"))) {
+				Class<?> p = classNamed(StandIns.str(n));
+				if (p == null)
+					throw new Channel.Broken("no parameter type " + n);
+				ps.add(p);
+			}
+			Method m = c.getMethod(StandIns.str(req.get("name")), ps.toArray(new Class<?>[0]));
+			if (Modifier.isStatic(m.getModifiers()))
+				throw new Channel.Broken("a static method of the tests'");
+			Type[] types = m.getGenericParameterTypes();
+			List<?> a = StandIns.list(req.get("args"));
+			if (a.size() != types.length)
+				throw new Channel.Broken("a call with the wrong number of arguments");
+			Object[] args = new Object[types.length];
+			for (int k = 0; k < args.length; k++)
+				args[k] = codec.decode(a.get(k), types[k]);
+			m.setAccessible(true);
+			try {
+				return codec.encode(m.invoke(target, args));
+			} catch (InvocationTargetException e) {
+				throw e.getCause() != null ? e.getCause() : e;
+			}
+		}
+		case "stdin": {
+			long size = req.get("size") instanceof Long ? (Long) req.get("size") : 8192;
+			byte[] b = new byte[(int) Math.max(1, Math.min(size, 1 << 20))];
+			int n = System.in.read(b);
+			return Base64.getEncoder().encodeToString(n <= 0 ? new byte[0] : Arrays.copyOf(b, n));
+		}
+		default:
+			throw new Channel.Broken("an operation the harness does not serve: " + op);
+		}
+	}
+
+	/* The tests' exceptions cross quietly: the type only. */
+	@Override
+	public Map<String, Object> describe(Throwable t) {
+		Map<String, Object> type = new LinkedHashMap<>();
+		Class<?> c = t.getClass();
+		while (c != null && !c.getName().startsWith("java."))
+			c = c.getSuperclass();
+		type.put("name", c == null ? "java.lang.RuntimeException" : c.getName());
+		Map<String, Object> e = new LinkedHashMap<>();
+		e.put("type", type);
+		e.put("message", null);
+		return e;
+	}
+
+	@Override
+	public void takeOutput(Map<String, Object> msg) {
+		if (msg.get("out") instanceof String) {
+			System.out.print((String) msg.get("out"));
+			System.out.flush();
+		}
+		if (msg.get("err") instanceof String) {
+			System.err.print((String) msg.get("err"));
+			System.err.flush();
+		}
+	}
+}
