@@ -45,6 +45,18 @@ final class Channel {
 		}
 	}
 
+	/* A value served with what became of the request's mutable arguments
+	 * ("back": [[index, value]...], Java's arrays and collections). */
+	static final class WithBack {
+		final Object value;
+		final List<Object> back;
+
+		WithBack(Object value, List<Object> back) {
+			this.value = value;
+			this.back = back;
+		}
+	}
+
 	interface Server {
 		/* Answer one request of the other side's: the value, or throw. */
 		Object serve(Map<String, Object> request) throws Throwable;
@@ -62,10 +74,13 @@ final class Channel {
 	}
 
 	static final int MAX_BYTES = maxBytes();
+	private static final boolean DEBUG = System.getenv("PROCTOR_SPLIT_DEBUG") != null;
 
 	private final SocketChannel sock;
 	private final Server server;
 	private long seq;
+	/* The last answer received (read right after request() returns). */
+	Map<String, Object> lastAnswer;
 
 	Channel(SocketChannel sock, Server server) {
 		this.sock = sock;
@@ -83,7 +98,10 @@ final class Channel {
 	}
 
 	void send(Map<String, Object> msg) {
-		byte[] body = Json.write(msg).getBytes(StandardCharsets.UTF_8);
+		String text = Json.write(msg);
+		if (DEBUG)
+			debug("send " + text);
+		byte[] body = text.getBytes(StandardCharsets.UTF_8);
 		if (body.length > MAX_BYTES)
 			throw new IllegalArgumentException("a value of " + body.length
 			    + " bytes is more than the " + MAX_BYTES + " a call may carry");
@@ -124,6 +142,8 @@ final class Channel {
 		}
 		if (!(v instanceof Map))
 			throw new Broken("not a message");
+		if (DEBUG)
+			debug("recv " + Json.write(v));
 		return (Map<String, Object>) v;
 	}
 
@@ -144,6 +164,7 @@ final class Channel {
 				Object re = in.get("re");
 				if (!(re instanceof Long) || (Long) re != n)
 					throw new Broken("an answer out of order");
+				lastAnswer = in;
 				if (in.containsKey("exc")) {
 					Object exc = in.get("exc");
 					if (!(exc instanceof Map))
@@ -166,7 +187,14 @@ final class Channel {
 		Map<String, Object> a = new LinkedHashMap<>();
 		a.put("re", n);
 		try {
-			a.put("ok", server.serve(req));
+			Object v = server.serve(req);
+			if (v instanceof WithBack) {
+				a.put("ok", ((WithBack) v).value);
+				if (!((WithBack) v).back.isEmpty())
+					a.put("back", ((WithBack) v).back);
+			} else {
+				a.put("ok", v);
+			}
 		} catch (Closed | Broken e) {
 			throw e;
 		} catch (Throwable t) {
@@ -175,6 +203,10 @@ final class Channel {
 		}
 		server.drainOutput(a);
 		send(a);
+	}
+
+	private static void debug(String s) {
+		System.err.println("[" + ProcessHandle.current().pid() + "] " + (s.length() > 400 ? s.substring(0, 400) : s));
 	}
 
 	static Map<String, Object> fields(Object... kv) {

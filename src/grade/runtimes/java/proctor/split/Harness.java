@@ -370,16 +370,36 @@ final class Harness implements Channel.Server {
 		Method m = standInMethod(owner, name, params);
 		Map<String, Object> f = Channel.fields("class", owner.getName(), "name", name, "params", names(params),
 		    "target", self == null ? null : codec.encode(self), "args", encodeAll(args));
-		return decodeAnswer(() -> chan.request("call", f), m.getGenericReturnType());
+		return decodeAnswer(() -> chan.request("call", f), m.getGenericReturnType(), args, m.getGenericParameterTypes());
 	}
 
 	private Object decodeAnswer(Call c, Type t) {
+		return decodeAnswer(c, t, null, null);
+	}
+
+	/* The answer's value; what the callee did to the mutable arguments
+	 * `args` (of types `types`) is done to them here too. */
+	private Object decodeAnswer(Call c, Type t, Object[] args, Type[] types) {
 		Object r;
 		try {
 			r = guarded(c);
 		} catch (Channel.Raised e) {
 			throw ProctorSplit.sneaky(rebuild(e.exc));
 		}
+		Map<String, Object> answer = chan.lastAnswer;
+		if (args != null && answer != null)
+			for (Object o : StandIns.list(answer.get("back"))) {
+				List<?> kv = StandIns.list(o);
+				if (kv.size() != 2 || !(kv.get(0) instanceof Long) || (Long) kv.get(0) < 0
+				    || (Long) kv.get(0) >= args.length)
+					abort("the submission's process broke the protocol (a bad argument index)", ProctorSplit.ABORT_STATUS);
+				int k = (int) (long) (Long) kv.get(0);
+				Type want = types != null && k < types.length ? types[k] : Object.class;
+				guarded(() -> {
+					Mutables.copyInto(args[k], codec.decode(kv.get(1), args[k] == null ? want : args[k].getClass()));
+					return null;
+				});
+			}
 		return guarded(() -> codec.decode(r, t));
 	}
 
@@ -392,6 +412,18 @@ final class Harness implements Channel.Server {
 			r = guarded(() -> chan.request("new", f));
 		} catch (Channel.Raised e) {
 			throw ProctorSplit.sneaky(rebuild(e.exc));
+		}
+		Map<String, Object> answer = chan.lastAnswer;
+		for (Object o : StandIns.list(answer == null ? null : answer.get("back"))) {
+			List<?> kv = StandIns.list(o);
+			if (kv.size() == 2 && kv.get(0) instanceof Long && (Long) kv.get(0) >= 0 && (Long) kv.get(0) < args.length
+			    && args[(int) (long) (Long) kv.get(0)] != null) {
+				Object target = args[(int) (long) (Long) kv.get(0)];
+				guarded(() -> {
+					Mutables.copyInto(target, codec.decode(kv.get(1), target.getClass()));
+					return null;
+				});
+			}
 		}
 		if (!(r instanceof List) || ((List<?>) r).size() < 2 || !"r".equals(((List<?>) r).get(0))
 		    || !(((List<?>) r).get(1) instanceof Long))
@@ -582,9 +614,12 @@ final class Harness implements Channel.Server {
 				continue;
 			try {
 				if (ProctorSplit.Remote.class.isAssignableFrom(c)) {
+					List<?> ref = StandIns.list(exc.get("ref"));
+					if (ref.size() < 2 || !"r".equals(ref.get(0)) || !(ref.get(1) instanceof Long))
+						continue;
 					Constructor<?> k = c.getDeclaredConstructor(ProctorSplit.Ref.class);
 					k.setAccessible(true);
-					return (Throwable) k.newInstance(new ProctorSplit.Ref(-1, message));
+					return (Throwable) k.newInstance(new ProctorSplit.Ref((Long) ref.get(1), message));
 				}
 				if (c.getClassLoader() == null || c.getName().startsWith("java.")) {
 					try {

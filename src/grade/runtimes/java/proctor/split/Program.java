@@ -251,6 +251,10 @@ final class Program implements proctor.split.Channel.Server {
 			m = null;
 		}
 		e.put("message", m);
+		// An exception of the submission's class crosses by reference too:
+		// the tests may call its methods (getNeeded()).
+		if (isSubmissions(t.getClass()))
+			e.put("ref", codec.encode(t));
 		return e;
 	}
 
@@ -264,8 +268,9 @@ final class Program implements proctor.split.Channel.Server {
 			Class<?> c = named(req.get("class"));
 			Constructor<?> k = c.getDeclaredConstructor(params(req.get("params")));
 			k.setAccessible(true);
-			Object o = unwrap(() -> k.newInstance(args(req.get("args"), k.getGenericParameterTypes())));
-			return codec.encode(o);
+			Object[] a = args(req.get("args"), k.getGenericParameterTypes());
+			Object o = unwrap(() -> k.newInstance(a));
+			return new proctor.split.Channel.WithBack(codec.encode(o), back(a));
 		}
 		case "call": {
 			Class<?> c = named(req.get("class"));
@@ -274,7 +279,7 @@ final class Program implements proctor.split.Channel.Server {
 			Object self = Modifier.isStatic(m.getModifiers()) ? null : target(req.get("target"), c);
 			Object[] a = args(req.get("args"), m.getGenericParameterTypes());
 			Object r = unwrap(() -> m.invoke(self, a));
-			return codec.encode(r);
+			return new proctor.split.Channel.WithBack(codec.encode(r), back(a));
 		}
 		case "getstatic": {
 			Class<?> c = named(req.get("class"));
@@ -355,6 +360,20 @@ final class Program implements proctor.split.Channel.Server {
 		for (int k = 0; k < a.length; k++)
 			a[k] = codec.decode(l.get(k), types[k]);
 		return a;
+	}
+
+	/* The arguments the callee could have changed in place (arrays, the
+	 * JDK's collections, a StringBuilder), as they are now: the harness
+	 * puts their contents into the tests' own objects. */
+	private List<Object> back(Object[] a) {
+		List<Object> l = new ArrayList<>();
+		for (int k = 0; k < a.length; k++) {
+			Object v = a[k];
+			if (v != null && (v.getClass().isArray() || ((v instanceof java.util.Collection || v instanceof Map
+			    || v instanceof StringBuilder) && v.getClass().getName().startsWith("java."))))
+				l.add(proctor.split.Channel.list((long) k, codec.encode(v)));
+		}
+		return l;
 	}
 
 	private static Set<String> names(Object j) {
