@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <libfyaml.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,6 +564,41 @@ static int parse_tests(struct yaml_ctx *c, const struct yaml_field *root, struct
 	return 0;
 }
 
+/*
+ * A split JUnit run compiles the hidden tests in the harness, against the
+ * submission's classes (docs/grading.md, "Java: JUnit, split"): the build
+ * step, run as the program, cannot read them, so a build command naming a
+ * file or directory of tests_dir (javac ... SolutionTest.java) would fail
+ * for every submission.  Said at load, naming the argument.
+ */
+static int junit_build_alone(struct yaml_ctx *c, const struct yaml_field *root,
+			     const struct assignment *a)
+{
+	struct yaml_field f, run;
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!assignment_split(a) || a->runner != RUNNER_JUNIT || !a->build.present || !a->tests_dir)
+		return 0;
+	for (size_t i = 1; a->build.argv[i]; i++) {
+		const char *arg = a->build.argv[i];
+		if (arg[0] == '-' || !arg[0] || yaml_has_dotdot(arg) || arg[0] == '/')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", a->tests_dir, arg);
+		if (lstat(path, &st) < 0)
+			continue;
+		int line = yaml_lookup(root, "build", &f) && yaml_lookup(&f, "run", &run) ? run.line : 0;
+		return yaml_fail(c, line, "build.run",
+				 "names '%s', a file of tests_dir: the JUnit tests run split from "
+				 "the submission by default, and the harness compiles them against "
+				 "its classes (docs/grading.md, \"Java: JUnit, split\"), so the build "
+				 "compiles the submission alone; leave '%s' out of build.run, or set "
+				 "test.in_process: true",
+				 arg, arg);
+	}
+	return 0;
+}
+
 static int parse_runner(struct yaml_ctx *c, const struct yaml_field *root, struct assignment *a)
 {
 	struct yaml_field test, top_ok, test_ok, io;
@@ -582,11 +618,11 @@ static int parse_runner(struct yaml_ctx *c, const struct yaml_field *root, struc
 		if (get_enum(c, &io, bool_names, &v) < 0)
 			return -1;
 		if (v == 1 && a->runner != RUNNER_PYTEST && a->runner != RUNNER_UNITTEST &&
-		    a->runner != RUNNER_NODE)
+		    a->runner != RUNNER_NODE && a->runner != RUNNER_JUNIT)
 			return yaml_fail(c, io.line, io.path,
 					 "only Python runners (python3 -m pytest, python3 -m "
-					 "unittest) and node --test run split; this runner always "
-					 "runs in one process");
+					 "unittest), node --test and the JUnit console launcher run "
+					 "split; this runner always runs in one process");
 		a->in_process = v == 1;
 	}
 	in_test = yaml_lookup(&test, "ok_exit", &test_ok);
@@ -597,7 +633,7 @@ static int parse_runner(struct yaml_ctx *c, const struct yaml_field *root, struc
 	if ((at_top && parse_ok_exit(c, &top_ok, a) < 0) ||
 	    (in_test && parse_ok_exit(c, &test_ok, a) < 0))
 		return -1;
-	if (parse_report(c, root, a) < 0)
+	if (parse_report(c, root, a) < 0 || junit_build_alone(c, root, a) < 0)
 		return -1;
 	return parse_tests(c, root, a);
 }
@@ -659,7 +695,7 @@ bool assignment_split(const struct assignment *a)
 {
 	return a->mode == GRADE_MODE_RUNNER && !a->in_process &&
 	       (a->runner == RUNNER_PYTEST || a->runner == RUNNER_UNITTEST ||
-		a->runner == RUNNER_NODE);
+		a->runner == RUNNER_NODE || a->runner == RUNNER_JUNIT);
 }
 
 static int parse_case(struct yaml_ctx *c, const struct yaml_field *item, const struct limits *base,

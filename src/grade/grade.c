@@ -844,6 +844,29 @@ static int runtime_pyc_put(struct attempt *at, struct err *e)
 	return staging_file(at, name, at->pyc->split, at->pyc->split_len, path, sizeof(path), e);
 }
 
+/* The JUnit split runtime's class files (guards.h: java_split_files) below
+ * the staged directory guard/. */
+static int java_runtime_put(struct attempt *at, struct err *e)
+{
+	char path[PATH_MAX + 32], name[PATH_MAX];
+
+	if (!java_split_built)
+		return err_set(e, 0,
+			       "this proctor was built without the JUnit split runtime (no javac at "
+			       "build time); set test.in_process: true");
+	snprintf(path, sizeof(path), "%s/guard", at->staging);
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return err_set(e, errno, "open '%s'", path);
+	int rc = mkdir_p_at(dfd, "proctor/split", 0755, (uid_t)-1, (gid_t)-1, e);
+	close(dfd);
+	for (const struct guard_file *f = java_split_files; rc == 0 && f->name; f++) {
+		snprintf(name, sizeof(name), "guard/%s", f->name);
+		rc = staging_file(at, name, f->data, f->len, path, sizeof(path), e);
+	}
+	return rc;
+}
+
 /* The pytest guard, Proctor's pytest.ini and (split) the split runtime
  * (node --test's too, proctor_split.mjs) into the sandbox directory sbdir,
  * root-owned; with the runtime's
@@ -866,6 +889,7 @@ static int runtime_put(struct attempt *at, bool split, const char *sbdir, bool p
 	    (split && at->a->runner == RUNNER_NODE &&
 	     staging_file(at, "guard/proctor_split.mjs", proctor_split_mjs_source,
 			  proctor_split_mjs_source_len, path, sizeof(path), e) < 0) ||
+	    (split && at->a->runner == RUNNER_JUNIT && java_runtime_put(at, e) < 0) ||
 	    sandbox_put(at->sb, dir, sbdir, SANDBOX_PUT_PROTECTED, e) < 0)
 		return err_wrap(e, "guard plugin");
 	return 0;
@@ -1088,6 +1112,18 @@ static int runner_mode(struct attempt *at, struct err *e)
 		run_result_free(&r);
 		return err_set(e, 0,
 			       "split run: the program side did not start (see the test step)");
+	} else if (split && a->runner == RUNNER_JUNIT &&
+		   r.exit_code == SPLIT_TESTS_DO_NOT_COMPILE_STATUS) {
+		set_verdict(at, "compile_error",
+			    "the tests do not compile against the submission's classes (a method or "
+			    "class they use is missing or has another signature; the test step's "
+			    "output says which)");
+	} else if (split && a->runner == RUNNER_JUNIT && r.exit_code == SPLIT_NO_STAND_INS_STATUS) {
+		run_result_free(&r);
+		return err_set(e, 0,
+			       "split run: the submission's classes cannot be stood in for (the test "
+			       "step's output says why; test.in_process: true runs them in one "
+			       "process)");
 	} else if (split && r.exit_code == SPLIT_ABORT_STATUS)
 		set_verdict(at, "crashed",
 			    "the submission's process ended during a call from the tests, or broke "
@@ -1697,7 +1733,8 @@ static int attempt_run(struct attempt *at, struct err *e)
 		return -1;
 	if (template_for(at, &gt))
 		so.tmpl = &gt.t;
-	else if (a->mode != GRADE_MODE_IO && assignment_split(a) && a->runner != RUNNER_NODE)
+	else if (a->mode != GRADE_MODE_IO && assignment_split(a) && a->runner != RUNNER_NODE &&
+		 a->runner != RUNNER_JUNIT)
 		at->pyc = runtime_pyc_for(at->o->ops, &at->o->sandbox, at->image_digest,
 					  at->staging, at->time_factor);
 	int crc = attempt_create(at, &so, &at->sb, e);

@@ -73,7 +73,12 @@ static char **junit_argv(char *const *argv, const char *guard_dir, struct err *e
 
 	for (size_t i = 1; argv[i]; i++) {
 		size_t at = 0;
-		if (strcmp(argv[i], "-jar") == 0 && argv[i + 1]) {
+		/* A split run's harness (grade/split.h): the launcher's options
+		 * follow "harness". */
+		if (strcmp(argv[i], "proctor.split.ProctorSplit") == 0 && argv[i + 1] &&
+		    strcmp(argv[i + 1], "harness") == 0)
+			at = i + 2;
+		else if (strcmp(argv[i], "-jar") == 0 && argv[i + 1]) {
 			at = i + 2; /* the launcher's options follow its jar */
 			if (argv[at] && strcmp(argv[at], "execute") == 0)
 				at++;

@@ -56,6 +56,10 @@ extern const struct guard_file node_guard_files[];
 extern const struct guard_file junit_guard_files[];
 /* Whether javac compiled the JUnit listener when Proctor was built. */
 extern const bool junit_guard_built;
+/* The split runtime for JUnit (src/grade/runtimes/java/), compiled at build
+ * time: its class files (proctor/split/...), empty without javac. */
+extern const struct guard_file java_split_files[];
+extern const bool java_split_built;
 
 /* Create the host file `path` holding len bytes: root's and 0644 when
  * owner is 0, else 0600 and owner's (uid and gid). */

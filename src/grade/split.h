@@ -34,14 +34,18 @@ extern const unsigned long proctor_split_mjs_source_len;
  * `python3 -m proctor_split harness pytest ARGS`; `node [OPTIONS] --test
  * FILES` becomes `node [OPTIONS] RUNTIME_DIR/proctor_split.mjs harness
  * FILES` (--test dropped: the harness runs the test files in its own
- * process, with the options' reporters).  runtime_dir is where the
+ * process, with the options' reporters); the JUnit console launcher's
+ * `java [OPTIONS] -jar LAUNCHER ARGS` becomes `sh -c SWAP sh java [OPTIONS]
+ * -cp RUNTIME_DIR:LAUNCHER proctor.split.ProctorSplit harness ARGS`.  runtime_dir is where the
  * runtime is in the sandbox (node only).  NULL when out of memory.
  */
 char **split_harness_argv(char *const *argv, enum runner_kind kind, const char *runtime_dir);
 
 /* The program side's argv: `PYTHON -m proctor_split program`, with the
  * harness's interpreter; for node, `node RUNTIME_DIR/proctor_split.mjs
- * program`.  NULL when out of memory. */
+ * program`; for JUnit, `sh -c SWAP sh java [OPTIONS] -cp RUNTIME_DIR:CLASSES
+ * proctor.split.ProctorSplit program` (CLASSES: the launcher's --class-path).
+ * NULL when out of memory. */
 char **split_program_argv(char *const *harness_argv);
 
 /* The harness's exit status when the program side ended during a call or
@@ -51,5 +55,15 @@ char **split_program_argv(char *const *harness_argv);
 /* The harness's exit status when the program side never started (before
  * any code of the submission's ran in the step): Proctor's failure. */
 #define SPLIT_NOT_STARTED_STATUS 71
+
+/* JUnit: the hidden tests do not compile against the submission's classes
+ * (a method they call is missing, or has another signature): the
+ * submission's compile_error. */
+#define SPLIT_TESTS_DO_NOT_COMPILE_STATUS 72
+
+/* JUnit: the submission's classes cannot be stood in for (a class of the
+ * JDK's as superclass, an inner class), or Proctor's stand-ins do not
+ * compile: Proctor's failure, said in the test step's output. */
+#define SPLIT_NO_STAND_INS_STATUS 73
 
 #endif

@@ -26,6 +26,13 @@
  *                                     per submission: in the default (split)
  *                                     mode every attacked test scores 0 and
  *                                     the verdict is not `error`.
+ *   java_compat                       JUnit 5 suites (issue 21): static methods,
+ *                                     objects, inheritance, interfaces and
+ *                                     lambdas, generics, enums, records,
+ *                                     exceptions, collections and arrays changed
+ *                                     in place, output, stdin; an always-true
+ *                                     equals() (in_process.yaml: the same in one
+ *                                     process, whose build compiles the tests).
  *   js_compat, js_attacks             the same for node --test (issue 21):
  *                                     classes, exceptions, callbacks,
  *                                     generators, async functions, Map/Set/
@@ -162,7 +169,8 @@ static const char *isolation(void)
 
 /*
  * A copy of ASSIGNMENTS_DIR/name in a fresh temporary directory whose
- * assignment.yaml says `in_process: true` in its test step (if in_process)
+ * assignment.yaml (in_process.yaml's text where there is one) says
+ * `in_process: true` in its test step (if in_process)
  * and pins $TAMPER_IMAGE (under the microVM).  Returns the copy's path;
  * *ret_tmp is the directory to remove.
  */
@@ -174,8 +182,14 @@ static char *variant_copy(const char *name, bool in_process, char **ret_tmp)
 		fail_msg("out of memory");
 	snprintf(cmd, sizeof cmd, "cp -r '%s/%s' '%s'", ASSIGNMENTS_DIR, name, dir);
 	assert_int_equal(system(cmd), 0);
+	/* A JUnit assignment's build differs in one process (it compiles the
+	 * tests too): its in_process.yaml is the whole assignment then. */
+	harness_path_join(yaml, dir, "in_process.yaml");
+	struct stat st;
+	char *text = in_process && stat(yaml, &st) == 0 ? harness_read(yaml, NULL) : NULL;
 	harness_path_join(yaml, dir, "assignment.yaml");
-	char *text = harness_read(yaml, NULL);
+	if (!text)
+		text = harness_read(yaml, NULL);
 	char *at = strstr(text, "\ntest:\n");
 	if (!at || strstr(at + 1, "\ntest:\n"))
 		fail_msg("%s: expected one line 'test:' starting a block mapping", yaml);
@@ -450,6 +464,21 @@ static void test_node_resolve_attacks_in_process(void **state)
 	check_assignment("js_attacks_resolve", MODE_IN_PROCESS);
 }
 
+/* JUnit suites keep working split (the tests compiled against stand-ins of
+ * the submission's classes), and in one process; an always-true equals()
+ * earns nothing split. */
+static void test_junit_compat_split(void **state)
+{
+	(void)state;
+	check_assignment("java_compat", MODE_SPLIT);
+}
+
+static void test_junit_compat_in_process(void **state)
+{
+	(void)state;
+	check_assignment("java_compat", MODE_IN_PROCESS);
+}
+
 /* Tampering from the submission scores nothing in the default mode. */
 static void test_pytest_attacks_split(void **state)
 {
@@ -533,6 +562,8 @@ int main(void)
 	    cmocka_unit_test(test_node_attacks_in_process),
 	    cmocka_unit_test(test_node_resolve_attacks_split),
 	    cmocka_unit_test(test_node_resolve_attacks_in_process),
+	    cmocka_unit_test(test_junit_compat_split),
+	    cmocka_unit_test(test_junit_compat_in_process),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

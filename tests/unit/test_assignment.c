@@ -935,8 +935,47 @@ static void test_assignment_split_is_the_python_default(void **state)
 			   "test: {run: [./runner], in_process: true}\n"
 			   "report: {format: tap}\ntests: [{name: t, points: 1}]\n");
 	expect_error_in(dir, ":3: test.in_process: only Python runners (python3 -m pytest, "
-			     "python3 -m unittest) and node --test run split; this runner always "
-			     "runs in one process");
+			     "python3 -m unittest), node --test and the JUnit console launcher run "
+			     "split; this runner always runs in one process");
+
+	/* JUnit runs split too, and its build compiles the submission alone. */
+	char tdir[PATH_MAX + 8];
+	snprintf(tdir, sizeof(tdir), "%s/t", dir);
+	assert_int_equal(mkdir(tdir, 0755), 0);
+	harness_write_text(tdir, "SolutionTest.java", "class SolutionTest {}\n");
+	harness_write_text(dir, "assignment.yaml",
+			   "name: t\nsubmission: {files: [Solution.java]}\ntests_dir: t\n"
+			   "build: {run: [javac, -d, classes, Solution.java, SolutionTest.java]}\n"
+			   "test: {run: [java, -jar, "
+			   "/usr/share/java/junit-platform-console-standalone.jar, --class-path, "
+			   "classes]}\n"
+			   "report: {format: junit}\ntests: [{name: t, points: 1}]\n");
+	expect_error_in(dir, ":4: build.run: names 'SolutionTest.java', a file of tests_dir: the "
+			     "JUnit tests run split from the submission by default, and the harness "
+			     "compiles them against its classes (docs/grading.md, \"Java: JUnit, "
+			     "split\"), so the build compiles the submission alone; leave "
+			     "'SolutionTest.java' out of build.run, or set test.in_process: true");
+	harness_write_text(dir, "assignment.yaml",
+			   "name: t\nsubmission: {files: [Solution.java]}\ntests_dir: t\n"
+			   "build: {run: [javac, -d, classes, Solution.java, SolutionTest.java]}\n"
+			   "test: {run: [java, -jar, "
+			   "/usr/share/java/junit-platform-console-standalone.jar, --class-path, "
+			   "classes], in_process: true}\n"
+			   "report: {format: junit}\ntests: [{name: t, points: 1}]\n");
+	a = load_ok(dir);
+	assert_false(assignment_split(a));
+	assignment_free(a);
+	harness_write_text(dir, "assignment.yaml",
+			   "name: t\nsubmission: {files: [Solution.java]}\ntests_dir: t\n"
+			   "build: {run: [javac, -d, classes, Solution.java]}\n"
+			   "test: {run: [java, -jar, "
+			   "/usr/share/java/junit-platform-console-standalone.jar, --class-path, "
+			   "classes]}\n"
+			   "report: {format: junit}\ntests: [{name: t, points: 1}]\n");
+	a = load_ok(dir);
+	assert_int_equal(a->runner, RUNNER_JUNIT);
+	assert_true(assignment_split(a));
+	assignment_free(a);
 	harness_rm_tree(dir);
 }
 
@@ -986,6 +1025,54 @@ static void test_split_argv_wraps_the_runner(void **state)
 	p = split_program_argv(h);
 	assert_argv(p, 3,
 		    (const char *const[]){"node", "/tmp/.g/proctor_split.mjs", "program", NULL});
+	for (size_t i = 0; h[i]; i++)
+		free(h[i]);
+	free(h);
+	for (size_t i = 0; p[i]; i++)
+		free(p[i]);
+	free(p);
+	/* JUnit: both JVMs under sh (the channel to fd 0), the launcher's jar
+	 * on the harness's class path, the launcher's --class-path (the
+	 * submission's classes) on the program side's. */
+	const char *swap = "exec 4<&0 0<&3 3<&4 4<&-; exec \"$@\"";
+	const char *junit[] = {"java",	       "-Xmx256m",    "-jar",	    "/u/launcher.jar",
+			       "--class-path", "classes:lib", "--select-class", "T",
+			       NULL};
+	h = split_harness_argv((char *const *)junit, RUNNER_JUNIT, "/tmp/.g");
+	assert_argv(h, 14,
+		    (const char *const[]){"/bin/sh", "-c", swap, "sh", "java", "-Xmx256m", "-cp",
+					  "/tmp/.g:/u/launcher.jar", "proctor.split.ProctorSplit",
+					  "harness", "--class-path", "classes:lib", "--select-class",
+					  "T", NULL});
+	p = split_program_argv(h);
+	assert_argv(p, 10,
+		    (const char *const[]){"/bin/sh", "-c", swap, "sh", "java", "-Xmx256m", "-cp",
+					  "/tmp/.g:classes:lib", "proctor.split.ProctorSplit",
+					  "program", NULL});
+	for (size_t i = 0; h[i]; i++)
+		free(h[i]);
+	free(h);
+	for (size_t i = 0; p[i]; i++)
+		free(p[i]);
+	free(p);
+	/* The launcher as a main class: the JVM's class path loses what the
+	 * program could have written. */
+	const char *main_form[] = {"java",
+				   "-cp",
+				   "/u/launcher.jar:classes:/tmp/x:/work/y",
+				   "org.junit.platform.console.ConsoleLauncher",
+				   "-cp=classes",
+				   NULL};
+	h = split_harness_argv((char *const *)main_form, RUNNER_JUNIT, "/tmp/.g");
+	assert_argv(h, 10,
+		    (const char *const[]){"/bin/sh", "-c", swap, "sh", "java", "-cp",
+					  "/tmp/.g:/u/launcher.jar", "proctor.split.ProctorSplit",
+					  "harness", "-cp=classes", NULL});
+	p = split_program_argv(h);
+	assert_argv(p, 9,
+		    (const char *const[]){"/bin/sh", "-c", swap, "sh", "java", "-cp",
+					  "/tmp/.g:classes", "proctor.split.ProctorSplit", "program",
+					  NULL});
 	for (size_t i = 0; h[i]; i++)
 		free(h[i]);
 	free(h);
