@@ -35,8 +35,9 @@ extern const unsigned long proctor_split_mjs_source_len;
  * FILES` becomes `node [OPTIONS] RUNTIME_DIR/proctor_split.mjs harness
  * FILES` (--test dropped: the harness runs the test files in its own
  * process, with the options' reporters); the JUnit console launcher's
- * `java [OPTIONS] -jar LAUNCHER ARGS` becomes `sh -c SWAP sh java [OPTIONS]
- * -cp RUNTIME_DIR:LAUNCHER proctor.split.ProctorSplit harness ARGS`.  runtime_dir is where the
+ * `java [OPTIONS] -jar LAUNCHER ARGS` becomes `sh -c SWAP sh java
+ * -XX:TieredStopAtLevel=1 [OPTIONS] -cp RUNTIME_DIR:LAUNCHER
+ * proctor.split.ProctorSplit harness ARGS`.  runtime_dir is where the
  * runtime is in the sandbox (node only).  NULL when out of memory.
  */
 char **split_harness_argv(char *const *argv, enum runner_kind kind, const char *runtime_dir);

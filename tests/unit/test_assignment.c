@@ -1039,8 +1039,9 @@ static void test_split_argv_wraps_the_runner(void **state)
 			       "--class-path", "classes:lib", "--select-class", "T",
 			       NULL};
 	h = split_harness_argv((char *const *)junit, RUNNER_JUNIT, "/tmp/.g");
-	assert_argv(h, 14,
-		    (const char *const[]){"/bin/sh", "-c", swap, "sh", "java", "-Xmx256m", "-cp",
+	assert_argv(h, 15,
+		    (const char *const[]){"/bin/sh", "-c", swap, "sh", "java",
+					  "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp",
 					  "/tmp/.g:/u/launcher.jar", "proctor.split.ProctorSplit",
 					  "harness", "--class-path", "classes:lib", "--select-class",
 					  "T", NULL});
@@ -1064,8 +1065,9 @@ static void test_split_argv_wraps_the_runner(void **state)
 				   "-cp=classes",
 				   NULL};
 	h = split_harness_argv((char *const *)main_form, RUNNER_JUNIT, "/tmp/.g");
-	assert_argv(h, 10,
-		    (const char *const[]){"/bin/sh", "-c", swap, "sh", "java", "-cp",
+	assert_argv(h, 11,
+		    (const char *const[]){"/bin/sh", "-c", swap, "sh", "java",
+					  "-XX:TieredStopAtLevel=1", "-cp",
 					  "/tmp/.g:/u/launcher.jar", "proctor.split.ProctorSplit",
 					  "harness", "-cp=classes", NULL});
 	p = split_program_argv(h);
