@@ -33,6 +33,10 @@
  *                                     in place, output, stdin; an always-true
  *                                     equals() (in_process.yaml: the same in one
  *                                     process, whose build compiles the tests).
+ *   java_attacks                      wrong code plus one attack on a JUnit run:
+ *                                     an always-true equals(), the hidden tests
+ *                                     read, System.exit in a static initializer,
+ *                                     hidden inputs shown in a visible test.
  *   js_compat, js_attacks             the same for node --test (issue 21):
  *                                     classes, exceptions, callbacks,
  *                                     generators, async functions, Map/Set/
@@ -479,6 +483,19 @@ static void test_junit_compat_in_process(void **state)
 	check_assignment("java_compat", MODE_IN_PROCESS);
 }
 
+/* Tampering with a JUnit run: nothing split, real in one process. */
+static void test_junit_attacks_split(void **state)
+{
+	(void)state;
+	check_assignment("java_attacks", MODE_SPLIT);
+}
+
+static void test_junit_attacks_in_process(void **state)
+{
+	(void)state;
+	check_assignment("java_attacks", MODE_IN_PROCESS);
+}
+
 /* Tampering from the submission scores nothing in the default mode. */
 static void test_pytest_attacks_split(void **state)
 {
@@ -564,6 +581,8 @@ int main(void)
 	    cmocka_unit_test(test_node_resolve_attacks_in_process),
 	    cmocka_unit_test(test_junit_compat_split),
 	    cmocka_unit_test(test_junit_compat_in_process),
+	    cmocka_unit_test(test_junit_attacks_split),
+	    cmocka_unit_test(test_junit_attacks_in_process),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
