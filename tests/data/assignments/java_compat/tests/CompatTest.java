@@ -9,6 +9,7 @@ import java.math.BigInteger;
 import java.util.*;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class CompatTest {
     private BankAccount account;
@@ -16,7 +17,7 @@ class CompatTest {
     @BeforeEach
     void setUp() { account = new BankAccount("ada", 100); }
 
-    @Test void staticMethods() { assertEquals(5, Solution.add(2, 3)); assertEquals(9L, Solution.big(3L)); assertEquals(2.0, Solution.mean(new double[] {1, 2, 3}), 1e-9); }
+    @Test @Timeout(5) void staticMethods() { assertEquals(5, Solution.add(2, 3)); assertEquals(9L, Solution.big(3L)); assertEquals(2.0, Solution.mean(new double[] {1, 2, 3}), 1e-9); }
     @Test void collections() {
         assertEquals(List.of(2, 4), Solution.evens(List.of(1, 2, 3, 4)));
         Map<String, Integer> m = Solution.wordCounts("b a b");
@@ -52,6 +53,29 @@ class CompatTest {
         Map<String, Integer> m = new HashMap<>();
         Solution.count(m, "k");
         assertEquals(Map.of("k", 1), m);
+    }
+    @Test void moreShapesOfCollections() {
+        List<Integer> fixed = Arrays.asList(3, 1, 2);
+        Solution.sortAll(fixed);
+        assertEquals(List.of(1, 2, 3), fixed);
+        assertEquals(6, Solution.drain(new ArrayDeque<>(List.of(1, 2, 3))));
+        SortedSet<String> s = Solution.sorted(List.of("b", "a"));
+        assertEquals("a", s.first());
+        Queue<Integer> q = Solution.queueOf(4, 5);
+        assertEquals(4, q.poll());
+    }
+    @Test void abstractClassesAndDeepEquality() {
+        AbstractShape t = new Triangle(4, 3);
+        assertEquals(6.0, t.area(), 1e-9);
+        assertEquals("shape", t.kind());
+        LinkedBag a = new LinkedBag(), b = new LinkedBag();
+        a.add(1); a.add(2); b.add(1); b.add(2);
+        assertEquals(a, b);
+        b.add(3);
+        assertNotEquals(a, b);
+        assertEquals(2, a.pick());
+        InvalidShapeException e = new InvalidShapeException("made by the tests", 1.5);
+        assertEquals("made by the tests", e.getMessage());
     }
     @Test void optional() { assertEquals(Optional.of("beta"), Solution.find(List.of("alpha", "beta"), "b")); assertTrue(Solution.find(List.of(), "x").isEmpty()); }
     @Test void output() {

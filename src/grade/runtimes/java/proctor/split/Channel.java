@@ -2,15 +2,24 @@
  * One end of the split channel (docs/split-protocol.md): framing (a 4-byte
  * big-endian length, then UTF-8 JSON), numbered requests, answers, and the
  * re-entrant wait: while a side waits for its answer it serves the other
- * side's requests.  Blocking I/O on the socket System.inheritedChannel()
- * gives (the runtime's launcher puts the channel on fd 0).
+ * side's requests.  Blocking I/O on fd 0, where the runtime's launcher puts
+ * the channel, through plain file streams: an interrupt of the calling
+ * thread (JUnit's @Timeout) neither closes the channel nor ends a call, as
+ * it would on an interruptible SocketChannel.  One thread at a time holds
+ * the channel (a re-entrant lock: a callback served while waiting is the
+ * same thread's).
  */
 package proctor.split;
 
+import java.io.FileDescriptor;
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -76,14 +85,19 @@ final class Channel {
 	static final int MAX_BYTES = maxBytes();
 	private static final boolean DEBUG = System.getenv("PROCTOR_SPLIT_DEBUG") != null;
 
-	private final SocketChannel sock;
+	private final InputStream in;
+	private final OutputStream out;
 	private final Server server;
+	private final ReentrantLock lock = new ReentrantLock();
 	private long seq;
 	/* The last answer received (read right after request() returns). */
 	Map<String, Object> lastAnswer;
 
-	Channel(SocketChannel sock, Server server) {
-		this.sock = sock;
+	/* The channel on fd 0 (check first that it is a socket:
+	 * System.inheritedChannel()). */
+	Channel(Server server) {
+		this.in = new FileInputStream(FileDescriptor.in);
+		this.out = new FileOutputStream(FileDescriptor.in);
 		this.server = server;
 	}
 
@@ -106,20 +120,27 @@ final class Channel {
 			throw new IllegalArgumentException("a value of " + body.length
 			    + " bytes is more than the " + MAX_BYTES + " a call may carry");
 		ByteBuffer b = ByteBuffer.allocate(4 + body.length);
-		b.putInt(body.length).put(body).flip();
+		b.putInt(body.length).put(body);
+		lock.lock();
 		try {
-			while (b.hasRemaining())
-				sock.write(b);
+			out.write(b.array());
+			out.flush();
 		} catch (IOException e) {
 			throw new Closed(String.valueOf(e.getMessage()));
+		} finally {
+			lock.unlock();
 		}
 	}
 
 	private void readFully(ByteBuffer b) {
+		byte[] a = b.array();
 		try {
-			while (b.hasRemaining())
-				if (sock.read(b) < 0)
+			for (int off = 0; off < a.length;) {
+				int k = in.read(a, off, a.length - off);
+				if (k < 0)
 					throw new Closed("end of file");
+				off += k;
+			}
 		} catch (IOException e) {
 			throw new Closed(String.valueOf(e.getMessage()));
 		}
@@ -150,6 +171,15 @@ final class Channel {
 	/* Ask the other side; serve its requests meanwhile.  The answer's value,
 	 * or Raised with its exception. */
 	Object request(String op, Map<String, Object> fields) {
+		lock.lock();
+		try {
+			return requestLocked(op, fields);
+		} finally {
+			lock.unlock();
+		}
+	}
+
+	private Object requestLocked(String op, Map<String, Object> fields) {
 		long n = ++seq;
 		Map<String, Object> m = new LinkedHashMap<>();
 		m.put("op", op);
@@ -176,6 +206,17 @@ final class Channel {
 				return in.get("ok");
 			}
 			serveOne(in);
+		}
+	}
+
+	/* Wait for the other side's next request and serve it (the program
+	 * side's loop), holding the channel. */
+	void serveNext() {
+		lock.lock();
+		try {
+			serveOne(recv());
+		} finally {
+			lock.unlock();
 		}
 	}
 

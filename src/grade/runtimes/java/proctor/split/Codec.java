@@ -72,7 +72,21 @@ abstract class Codec {
 			if (Modifier.isPublic(i.getModifiers()) || ownClass(i))
 				ifs.add(i.getName());
 		d.put("interfaces", ifs);
+		if (o instanceof Throwable) {
+			String m;
+			try {
+				m = ((Throwable) o).getMessage();
+			} catch (RuntimeException e) {
+				m = null;
+			}
+			d.put("message", m);
+		}
 		return d;
+	}
+
+	/* The zero of a numeric primitive type, boxed. */
+	static Object zero(Class<?> c) {
+		return number(0, c);
 	}
 
 	private static void interfaces(Class<?> c, Set<Class<?>> out) {
@@ -245,7 +259,7 @@ abstract class Codec {
 		return decode(j, want, 0);
 	}
 
-	private static Object number(long n, Class<?> w) {
+	static Object number(long n, Class<?> w) {
 		if (w == int.class || w == Integer.class)
 			return (int) n;
 		if (w == long.class || w == Long.class)
@@ -318,6 +332,19 @@ abstract class Codec {
 				return fallback;
 			}
 		}
+		// An interface or abstract type: the JDK's usual class for it.
+		if (w == java.util.SortedSet.class || w == java.util.NavigableSet.class)
+			return (T) new java.util.TreeSet<>();
+		if (w == java.util.SortedMap.class || w == java.util.NavigableMap.class)
+			return (T) new java.util.TreeMap<>();
+		if (w == java.util.Queue.class || w == java.util.Deque.class)
+			return (T) new java.util.LinkedList<>();
+		if (w == Set.class || w == java.util.AbstractSet.class)
+			return (T) new LinkedHashSet<>();
+		if (w == List.class || w == java.util.AbstractList.class)
+			return (T) new ArrayList<>();
+		if (w == Map.class || w == java.util.AbstractMap.class)
+			return (T) new LinkedHashMap<>();
 		return fallback;
 	}
 

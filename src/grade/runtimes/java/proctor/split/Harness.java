@@ -123,7 +123,7 @@ final class Harness implements Channel.Server {
 		}
 		if (!(inherited instanceof SocketChannel))
 			abort("no channel on fd 0", ProctorSplit.NOT_STARTED_STATUS);
-		chan = new Channel((SocketChannel) inherited, this);
+		chan = new Channel(this);
 		try {
 			Map<String, Object> hello = chan.recv();
 			if (!Boolean.TRUE.equals(hello.get("ready")))
@@ -138,17 +138,29 @@ final class Harness implements Channel.Server {
 			String f = p.getFileName().toString();
 			skip.add(f.substring(0, f.length() - 5));
 		}
-		List<?> classes = (List<?>) guarded(() -> chan.request("classes", Channel.fields("skip", skip)));
+		List<?> classes = describe(skip);
 		String why = StandIns.unsupported(classes);
 		if (why != null)
 			abort(why + " (set test.in_process: true, docs/grading.md \"Java: JUnit, split\")",
 			    ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
 		Path dir, out;
 		List<Path> standIns = new ArrayList<>();
+		List<String> launcher = new ArrayList<>();
 		try {
 			dir = Files.createTempDirectory("proctor-split-",
 			    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
 			out = Files.createDirectory(dir.resolve("classes"));
+		} catch (IOException e) {
+			abort("cannot write the stand-ins: " + e.getMessage(), ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+			return;
+		}
+		List<String> keep = launcherArgs(args, out, launcher);
+		try {
+			String clash = new Shadows(sources, keep).check(classes);
+			if (clash != null) {
+				stderr.println("proctor_split: " + clash + ": rename it");
+				abort("the tests do not compile against the submission's classes", ProctorSplit.TESTS_DO_NOT_COMPILE_STATUS);
+			}
 			Path src = Files.createDirectory(dir.resolve("src"));
 			for (Object o : classes) {
 				Map<?, ?> d = (Map<?, ?>) o;
@@ -156,15 +168,18 @@ final class Harness implements Channel.Server {
 				Path pdir = pkg.isEmpty() ? src : src.resolve(pkg.replace('.', '/'));
 				Files.createDirectories(pdir);
 				Path f = pdir.resolve(StandIns.str(d.get("simple")) + ".java");
+				if (Files.exists(f, LinkOption.NOFOLLOW_LINKS))
+					abort("the submission's process broke the protocol (a class described twice)", ProctorSplit.ABORT_STATUS);
 				Files.writeString(f, StandIns.file(d), StandardCharsets.UTF_8);
 				standIns.add(f);
 			}
 		} catch (IOException e) {
 			abort("cannot write the stand-ins: " + e.getMessage(), ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
 			return;
+		} catch (Channel.Broken | ClassCastException e) {
+			abort("the submission's process broke the protocol (" + e.getMessage() + ")", ProctorSplit.ABORT_STATUS);
+			return;
 		}
-		List<String> launcher = new ArrayList<>();
-		List<String> keep = launcherArgs(args, out, launcher);
 		List<Path> own = new ArrayList<>(standIns);
 		if (Visible.listed() != null) {
 			// Visible tests first (docs/grading.md, "Hidden inputs"): JUnit's
@@ -189,6 +204,34 @@ final class Harness implements Channel.Server {
 		} catch (ReflectiveOperationException e) {
 			abort("no JUnit console launcher on the class path: " + e, ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
 		}
+	}
+
+	/* The submission's classes as the program side describes them. */
+	private List<?> describe(List<Object> skip) {
+		Object r;
+		try {
+			r = guarded(() -> chan.request("classes", Channel.fields("skip", skip)));
+		} catch (Channel.Raised e) {
+			Object type = e.exc.get("type");
+			abort("the submission's classes could not be read: " + (type instanceof Map ? ((Map<?, ?>) type).get("name") : "?")
+			    + ": " + e.exc.get("message"), ProctorSplit.STAND_INS_DO_NOT_COMPILE_STATUS);
+			return null;
+		}
+		if (!(r instanceof List))
+			abort("the submission's process broke the protocol (classes: not a list)", ProctorSplit.ABORT_STATUS);
+		for (Object o : (List<?>) r)
+			if (!(o instanceof Map) || !validClass((Map<?, ?>) o))
+				abort("the submission's process broke the protocol (classes: not a class)", ProctorSplit.ABORT_STATUS);
+		return (List<?>) r;
+	}
+
+	private static boolean validClass(Map<?, ?> d) {
+		if (!(d.get("name") instanceof String) || !(d.get("simple") instanceof String))
+			return false;
+		for (Object n : StandIns.list(d.get("nested")))
+			if (!(n instanceof Map) || !validClass((Map<?, ?>) n))
+				return false;
+		return true;
 	}
 
 	/* Whether the program could have written the file or link: owned by
@@ -218,47 +261,41 @@ final class Harness implements Channel.Server {
 		return out;
 	}
 
-	/* The launcher's arguments with every class path option's entries that
-	 * the program wrote left out and `out` first; returns the entries kept. */
+	/* The launcher's arguments with its class path options made one, of the
+	 * entries the program cannot have written and `out` last; returns the
+	 * entries kept. */
 	private static List<String> launcherArgs(String[] args, Path out, List<String> launcher) {
 		List<String> keep = new ArrayList<>();
-		boolean had = false;
 		for (int k = 0; k < args.length; k++) {
 			String a = args[k];
 			String value = null;
-			String opt = null;
 			for (String o : new String[] {"-cp", "--classpath", "--class-path"}) {
-				if (a.equals(o) && k + 1 < args.length) {
-					opt = o;
+				if (a.equals(o) && k + 1 < args.length)
 					value = args[++k];
-				} else if (a.startsWith(o + "=")) {
-					opt = o;
+				else if (a.startsWith(o + "="))
 					value = a.substring(o.length() + 1);
-				}
+				if (value != null)
+					break;
 			}
-			if (opt == null) {
+			if (value == null) {
 				launcher.add(a);
 				continue;
 			}
-			List<String> entries = new ArrayList<>();
-			if (!had)
-				entries.add(out.toString());
-			had = true;
 			for (String e : value.split(":")) {
 				Path p = Paths.get(e).toAbsolutePath();
 				if (!e.isEmpty() && Files.exists(p, LinkOption.NOFOLLOW_LINKS) && !programWrote(p)
-				    && !under(p, Paths.get("").toAbsolutePath())) {
-					entries.add(p.toString());
+				    && !under(p, Paths.get("").toAbsolutePath()) && !keep.contains(p.toString()))
 					keep.add(p.toString());
-				}
 			}
-			launcher.add("--class-path");
-			launcher.add(String.join(":", entries));
 		}
-		if (!had) {
-			launcher.add("--class-path");
-			launcher.add(out.toString());
-		}
+		// One class path: the kept entries (the guard's directory, the
+		// instructor's libraries), then the compiled tests and stand-ins,
+		// so no stand-in takes the place of a class of theirs (Shadows
+		// refuses such names too).
+		List<String> entries = new ArrayList<>(keep);
+		entries.add(out.toString());
+		launcher.add(0, String.join(":", entries));
+		launcher.add(0, "--class-path");
 		return keep;
 	}
 
@@ -437,18 +474,36 @@ final class Harness implements Channel.Server {
 				});
 			}
 		}
-		if (!(r instanceof List) || ((List<?>) r).size() < 2 || !"r".equals(((List<?>) r).get(0))
+		if (!(r instanceof List) || ((List<?>) r).size() < 3 || !"r".equals(((List<?>) r).get(0))
 		    || !(((List<?>) r).get(1) instanceof Long))
 			abort("the submission's process broke the protocol (a new object that is not a reference)",
 			    ProctorSplit.ABORT_STATUS);
-		return new ProctorSplit.Ref((Long) ((List<?>) r).get(1), null);
+		// An exception the tests make has the message it was made with.
+		Object desc = ((List<?>) r).get(2);
+		Object message = desc instanceof Map ? ((Map<?, ?>) desc).get("message") : null;
+		return new ProctorSplit.Ref((Long) ((List<?>) r).get(1), message instanceof String ? (String) message : null);
 	}
 
+	/* A static field of the submission's class, read when its stand-in class
+	 * is initialized.  A value that cannot be one of the field's type here
+	 * (an object of a JDK class, such as a Random or a Scanner, crosses by
+	 * reference) is the type's default, so the class stays usable. */
 	Object getStatic(Class<?> owner, String name) {
 		learnLoader(owner);
-		Field0 f = new Field0(owner, name);
-		return decodeAnswer(() -> chan.request("getstatic", Channel.fields("class", owner.getName(), "name", name)),
-		    f.type());
+		Type t = new Field0(owner, name).type();
+		try {
+			return decodeAnswer(() -> chan.request("getstatic", Channel.fields("class", owner.getName(), "name", name)),
+			    t);
+		} catch (ClassCastException | IllegalArgumentException e) {
+			Class<?> c = Codec.raw(t);
+			if (c == boolean.class)
+				return false;
+			if (c == char.class)
+				return (char) 0;
+			if (c.isPrimitive())
+				return Codec.zero(c);
+			return null;
+		}
 	}
 
 	/* The declared type of a stand-in's static field. */
@@ -476,62 +531,122 @@ final class Harness implements Channel.Server {
 			codec.remember(id, self);
 	}
 
-	/* The fields the submission's object is compared by, or null (identity). */
-	private List<?> state(ProctorSplit.Remote o) {
+	/* The fields the submission's object is compared by, or null (its
+	 * classes keep Object's equals); `deep`: its fields whatever its equals. */
+	private List<?> state(long id, boolean deep) {
 		Object r;
 		try {
-			r = guarded(() -> chan.request("state", Channel.fields("target", codec.encode(o))));
+			r = guarded(() -> chan.request("state", Channel.fields("target", Channel.list("o", id), "deep", deep)));
 		} catch (Channel.Raised e) {
 			throw ProctorSplit.sneaky(rebuild(e.exc));
 		}
-		return r instanceof List ? (List<?>) r : null;
+		if (r != null && !(r instanceof List))
+			abort("the submission's process broke the protocol (a state that is not a list)", ProctorSplit.ABORT_STATUS);
+		return (List<?>) r;
 	}
 
-	private int depth;
+	/* One comparison of two of the submission's objects, with what it
+	 * visited (pairs of objects taken as equal while they are compared, so a
+	 * cycle ends) and how many objects' states it may still ask for. */
+	private static final class Comparison {
+		final java.util.Set<String> seen = new java.util.HashSet<>();
+		int budget = 20000;
+		int hashDepth;
+	}
 
+	private final ThreadLocal<Comparison> comparing = new ThreadLocal<>();
+
+	/*
+	 * equals() of a stand-in.  Two objects of the same class are equal when
+	 * their fields are (docs/grading.md, "Java: JUnit, split by default"):
+	 * at the top, an object whose classes keep Object's equals is equal to
+	 * itself only, and one whose state has no field at all too (it keeps
+	 * its data elsewhere); below it, in the fields of an object being
+	 * compared, objects of the submission's compare by their fields whatever
+	 * their equals (the nodes of a list whose equals walks them).
+	 */
 	boolean equal(ProctorSplit.Remote self, Object other) {
 		if (self == other)
 			return true;
 		if (!(other instanceof ProctorSplit.Remote) || other.getClass() != self.getClass())
 			return false;
-		if (depth > 50)
-			return false;
-		depth++;
+		Comparison c = comparing.get();
+		if (c != null)
+			return deepEqual(self, (ProctorSplit.Remote) other, c, true);
+		c = new Comparison();
+		comparing.set(c);
 		try {
-			List<?> a = state(self), b = state((ProctorSplit.Remote) other);
-			if (a == null || b == null)
-				return self.$proctorRef().id == ((ProctorSplit.Remote) other).$proctorRef().id;
-			if (a.size() != b.size())
-				return false;
-			for (int k = 0; k < a.size(); k++) {
-				List<?> x = (List<?>) a.get(k), y = (List<?>) b.get(k);
-				if (!Objects.equals(x.get(0), y.get(0)))
-					return false;
-				Object vx = guarded(() -> codec.decode(x.get(1), Object.class));
-				Object vy = guarded(() -> codec.decode(y.get(1), Object.class));
-				if (!Objects.deepEquals(vx, vy))
-					return false;
-			}
-			return true;
+			return deepEqual(self, (ProctorSplit.Remote) other, c, false);
 		} finally {
-			depth--;
+			comparing.remove();
 		}
 	}
 
+	/* a and b: stand-ins or proxies of the submission's objects (their
+	 * numbers: ia, ib).  Field names are qualified by their class, so two
+	 * objects of different classes have different states. */
+	private boolean deepEqual(Object a, Object b, Comparison c, boolean nested) {
+		if (a == b)
+			return true;
+		if (a.getClass() != b.getClass())
+			return false;
+		Long ia = codec.importedId(a), ib = codec.importedId(b);
+		if (ia == null || ib == null)
+			return false;
+		if (ia.longValue() == ib.longValue())
+			return true;
+		if (!c.seen.add(ia + ":" + ib))
+			return true;
+		if ((c.budget -= 2) < 0)
+			return false;
+		List<?> x = state(ia, nested), y = state(ib, nested);
+		if (x == null || y == null || x.size() != y.size() || (!nested && x.isEmpty()))
+			return false;
+		for (int k = 0; k < x.size(); k++) {
+			List<?> fx = StandIns.list(x.get(k)), fy = StandIns.list(y.get(k));
+			if (fx.size() != 2 || fy.size() != 2)
+				abort("the submission's process broke the protocol (a field that is not a pair)", ProctorSplit.ABORT_STATUS);
+			if (!Objects.equals(fx.get(0), fy.get(0)))
+				return false;
+			Object vx = guarded(() -> codec.decode(fx.get(1), Object.class));
+			Object vy = guarded(() -> codec.decode(fy.get(1), Object.class));
+			boolean same = vx != null && vy != null && codec.importedId(vx) != null && codec.importedId(vy) != null
+			    ? deepEqual(vx, vy, c, true)
+			    : Objects.deepEquals(vx, vy);
+			if (!same)
+				return false;
+		}
+		return true;
+	}
+
+	/* hashCode() of a stand-in, consistent with equal(): its class and the
+	 * fields that are plain values (an object of the submission's in them
+	 * adds nothing). */
 	int hash(ProctorSplit.Remote self) {
-		if (depth > 50)
-			return 0;
-		depth++;
+		Comparison c = comparing.get();
+		boolean top = c == null;
+		if (top) {
+			c = new Comparison();
+			comparing.set(c);
+		}
 		try {
-			List<?> a = state(self);
+			if (c.hashDepth > 2)
+				return 0;
+			c.hashDepth++;
+			List<?> a = state(self.$proctorRef().id, !top);
 			if (a == null)
 				return System.identityHashCode(self);
-			List<Object> values = new ArrayList<>();
-			for (Object f : a)
-				values.add(guarded(() -> codec.decode(((List<?>) f).get(1), Object.class)));
-			return Arrays.deepHashCode(values.toArray());
+			int h = self.getClass().getName().hashCode();
+			for (Object f : a) {
+				Object v = guarded(() -> codec.decode(StandIns.list(f).size() == 2 ? StandIns.list(f).get(1) : null, Object.class));
+				if (v == null || codec.importedId(v) == null)
+					h = 31 * h + Arrays.deepHashCode(new Object[] {v});
+			}
+			return h;
 		} finally {
-			depth--;
+			c.hashDepth--;
+			if (top)
+				comparing.remove();
 		}
 	}
 
@@ -553,7 +668,8 @@ final class Harness implements Channel.Server {
 			candidates.add(StandIns.str(s));
 		for (String n : candidates) {
 			Class<?> c = classNamed(n);
-			if (c == null || !ProctorSplit.Remote.class.isAssignableFrom(c) || !want.isAssignableFrom(c))
+			if (c == null || !ProctorSplit.Remote.class.isAssignableFrom(c) || !want.isAssignableFrom(c)
+			    || Modifier.isAbstract(c.getModifiers()))
 				continue;
 			try {
 				Constructor<?> k = c.getDeclaredConstructor(ProctorSplit.Ref.class);

@@ -37,7 +37,14 @@ final class Mutables {
 			return;
 		}
 		try {
-			if (into instanceof Collection && from instanceof Collection) {
+			if (into instanceof java.util.List && from instanceof java.util.List
+			    && ((java.util.List) into).size() == ((java.util.List) from).size()) {
+				// Element by element: a fixed-size list (Arrays.asList) takes it.
+				java.util.List l = (java.util.List) into, r = (java.util.List) from;
+				for (int k = 0; k < l.size(); k++)
+					if (l.get(k) != r.get(k))
+						l.set(k, r.get(k));
+			} else if (into instanceof Collection && from instanceof Collection) {
 				if (!into.equals(from)) {
 					((Collection) into).clear();
 					((Collection) into).addAll((Collection) from);

@@ -166,19 +166,19 @@ final class Program implements proctor.split.Channel.Server {
 			return;
 		}
 		Program p = new Program();
-		p.run((SocketChannel) inherited);
+		p.run();
 	}
 
-	private void run(SocketChannel sock) {
+	private void run() {
 		PrintStream realErr = System.err;
-		chan = new proctor.split.Channel(sock, this);
+		chan = new proctor.split.Channel(this);
 		System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
 		System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
 		System.setIn(new TestsStdin());
 		try {
 			chan.send(proctor.split.Channel.fields("ready", true));
 			for (;;)
-				chan.serveOne(chan.recv());
+				chan.serveNext();
 		} catch (proctor.split.Channel.Closed e) {
 			Runtime.getRuntime().halt(0); // the harness is done
 		} catch (Throwable t) {
@@ -289,7 +289,7 @@ final class Program implements proctor.split.Channel.Server {
 		}
 		case "state": {
 			Object o = target(req.get("target"), Object.class);
-			return state(o);
+			return state(o, Boolean.TRUE.equals(req.get("deep")));
 		}
 		case "str": {
 			Object o = target(req.get("target"), Object.class);
@@ -388,10 +388,10 @@ final class Program implements proctor.split.Channel.Server {
 	/* The fields an object is compared by (docs/split-protocol.md, "Java"):
 	 * null when its class keeps Object's equals(), else every instance
 	 * field of its classes, read without running its code. */
-	private Object state(Object o) throws IllegalAccessException {
+	private Object state(Object o, boolean deep) throws IllegalAccessException {
 		if (o == null)
 			return null;
-		boolean own = false;
+		boolean own = deep;
 		for (Class<?> c = o.getClass(); c != null && c != Object.class; c = c.getSuperclass())
 			try {
 				c.getDeclaredMethod("equals", Object.class);

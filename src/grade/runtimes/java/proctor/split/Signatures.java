@@ -198,6 +198,7 @@ final class Signatures {
 		d.put("package", c.getPackageName());
 		d.put("kind", c.isInterface() ? "interface" : c.isEnum() ? "enum" : c.isRecord() ? "record" : "class");
 		d.put("access", access(c.getModifiers()));
+		d.put("abstract", Modifier.isAbstract(c.getModifiers()));
 		d.put("typeParams", typeParams(c.getTypeParameters()));
 		Class<?> sup = c.getSuperclass();
 		String superKind = "object";

@@ -16,6 +16,8 @@ final class StandIns {
 	/* Type text as Signatures.source() writes it: names, dots, generics, arrays, wildcards. */
 	private static final Pattern TYPE = Pattern.compile("[\\p{L}\\p{N}_$.<>\\[\\]?, &]*");
 	private static final Pattern NAME = Pattern.compile("[\\p{L}_$][\\p{L}\\p{N}_$]*");
+	/* An erased type, as a class literal's: a name and brackets. */
+	static final Pattern ERASURE = Pattern.compile("[\\p{L}_$][\\p{L}\\p{N}_$]*(\\.[\\p{L}_$][\\p{L}\\p{N}_$]*)*(\\[\\])*");
 	private static final Pattern PACKAGE = Pattern.compile("([\\p{L}_$][\\p{L}\\p{N}_$]*)(\\.[\\p{L}_$][\\p{L}\\p{N}_$]*)*");
 
 	/* Why the described classes cannot be stood in for, or null. */
@@ -43,6 +45,13 @@ final class StandIns {
 		String s = str(o);
 		if (s.isEmpty() || !TYPE.matcher(s).matches())
 			throw new Channel.Broken("a type that is not Java: " + s);
+		return s;
+	}
+
+	private static String erasure(Object o) {
+		String s = str(o);
+		if (!ERASURE.matcher(s).matches())
+			throw new Channel.Broken("an erased type that is not Java: " + s);
 		return s;
 	}
 
@@ -119,8 +128,10 @@ final class StandIns {
 		boolean iface = kind.equals("interface");
 		boolean enm = kind.equals("enum");
 		String superKind = str(d.get("superKind"));
-		b.append(ind).append("@SuppressWarnings({\"unchecked\", \"rawtypes\", \"all\"})\n");
+		boolean abs = Boolean.TRUE.equals(d.get("abstract")) && !iface && !enm;
+		b.append(ind).append("@java.lang.SuppressWarnings({\"unchecked\", \"rawtypes\", \"all\"})\n");
 		b.append(ind).append(access(d.get("access"))).append(nested && !iface && !enm ? "static " : "")
+		    .append(abs ? "abstract " : "")
 		    .append(iface ? "interface " : enm ? "enum " : "class ").append(simple);
 		String tp = typeParams(d.get("typeParams"));
 		if (!tp.isEmpty())
@@ -156,11 +167,11 @@ final class StandIns {
 				b.append(in).append("public final ").append(API).append(".Ref $proctorRef() {\n");
 				b.append(in).append("\treturn $proctorRef;\n").append(in).append("}\n");
 				if (!superKind.equals("throwable")) {
-					b.append(in).append("@Override public boolean equals(Object o) {\n").append(in).append("\treturn ")
+					b.append(in).append("@java.lang.Override public boolean equals(java.lang.Object o) {\n").append(in).append("\treturn ")
 					    .append(API).append(".equal(this, o);\n").append(in).append("}\n");
-					b.append(in).append("@Override public int hashCode() {\n").append(in).append("\treturn ")
+					b.append(in).append("@java.lang.Override public int hashCode() {\n").append(in).append("\treturn ")
 					    .append(API).append(".hash(this);\n").append(in).append("}\n");
-					b.append(in).append("@Override public String toString() {\n").append(in).append("\treturn ")
+					b.append(in).append("@java.lang.Override public java.lang.String toString() {\n").append(in).append("\treturn ")
 					    .append(API).append(".str(this);\n").append(in).append("}\n");
 				}
 			} else {
@@ -248,9 +259,9 @@ final class StandIns {
 
 	private static void classes(StringBuilder b, Map<?, ?> m) {
 		List<?> ps = list(m.get("params"));
-		b.append("new Class<?>[] {");
+		b.append("new java.lang.Class<?>[] {");
 		for (int k = 0; k < ps.size(); k++)
-			b.append(k > 0 ? ", " : "").append(type(list(ps.get(k)).get(1))).append(".class");
+			b.append(k > 0 ? ", " : "").append(erasure(list(ps.get(k)).get(1))).append(".class");
 		b.append("}");
 	}
 
@@ -262,7 +273,7 @@ final class StandIns {
 
 	private static void argsArray(StringBuilder b, Map<?, ?> m) {
 		int n = list(m.get("params")).size();
-		b.append("new Object[] {");
+		b.append("new java.lang.Object[] {");
 		for (int k = 0; k < n; k++)
 			b.append(k > 0 ? ", " : "").append("a").append(k);
 		b.append("}");

@@ -27,6 +27,10 @@ public class Solution {
     public static Point origin() { return new Point(0, 0); }
     public static java.math.BigInteger factorial(int n) { java.math.BigInteger r = java.math.BigInteger.ONE; for (int i = 2; i <= n; i++) r = r.multiply(java.math.BigInteger.valueOf(i)); return r; }
     public static final int LIMIT = 42;
+    public static void sortAll(List<Integer> xs) { Collections.sort(xs); }
+    public static int drain(Deque<Integer> d) { int s = 0; while (!d.isEmpty()) s += d.pop(); return s; }
+    public static SortedSet<String> sorted(List<String> xs) { return new TreeSet<>(xs); }
+    public static Queue<Integer> queueOf(int... xs) { Queue<Integer> q = new ArrayDeque<>(); for (int x : xs) q.add(x); return q; }
     public static void reverse(int[] a) { for (int i = 0, j = a.length - 1; i < j; i++, j--) { int t = a[i]; a[i] = a[j]; a[j] = t; } }
     public static void fill(int[][] g, int v) { for (int[] row : g) Arrays.fill(row, v); }
     public static void appendTo(StringBuilder sb, String s) { sb.append(s); }
