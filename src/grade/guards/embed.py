@@ -43,32 +43,28 @@ def emit(out, set_name, files):
     out.append("\t{0},\n};\n\n")
 
 
-def compile_listener(javac, jar, java):
+def javac_files(javac, options):
+    """Every class file `javac -d TMP OPTIONS` makes, as (relative path, bytes)."""
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([javac, "--release", "11", "-proc:none", "-implicit:none", "-encoding",
-                        "UTF-8", "-Xlint:all", "-Werror", "-d", tmp, "-cp", jar, java],
-                       check=True)
+        subprocess.run([javac, "-proc:none", "-implicit:none", "-encoding", "UTF-8", "-Xlint:all",
+                        "-Werror", "-d", tmp] + options, check=True)
         files = []
         for root, _, names in os.walk(tmp):
             for n in names:
                 path = os.path.join(root, n)
                 with open(path, "rb") as f:
                     files.append((os.path.relpath(path, tmp), f.read()))
+    return files
+
+
+def compile_listener(javac, jar, java):
+    files = javac_files(javac, ["--release", "11", "-cp", jar, java])
     files.append((SERVICE, (LISTENER + "\n").encode()))
     return sorted(files)
 
 
 def compile_runtime(javac, sources):
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([javac, "--release", "17", "-proc:none", "-implicit:none", "-encoding",
-                        "UTF-8", "-Xlint:all", "-Werror", "-d", tmp] + sources, check=True)
-        files = []
-        for root, _, names in os.walk(tmp):
-            for n in names:
-                path = os.path.join(root, n)
-                with open(path, "rb") as f:
-                    files.append((os.path.relpath(path, tmp), f.read()))
-    return sorted(files)
+    return sorted(javac_files(javac, ["--release", "17"] + sources))
 
 
 def main(argv):

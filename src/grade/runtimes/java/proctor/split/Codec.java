@@ -493,7 +493,8 @@ abstract class Codec {
 		}
 	}
 
-	Class<?> primitiveOrNamed(String name) {
+	/* The primitive type of that name, or null. */
+	static Class<?> primitive(String name) {
 		switch (name) {
 		case "int": return int.class;
 		case "long": return long.class;
@@ -503,10 +504,14 @@ abstract class Codec {
 		case "byte": return byte.class;
 		case "char": return char.class;
 		case "boolean": return boolean.class;
-		default: {
-			Class<?> c = classNamed(name);
-			return c != null ? c : Object.class;
+		default: return null;
 		}
-		}
+	}
+
+	Class<?> primitiveOrNamed(String name) {
+		Class<?> c = primitive(name);
+		if (c == null)
+			c = classNamed(name);
+		return c != null ? c : Object.class;
 	}
 }

@@ -369,18 +369,9 @@ final class Harness implements Channel.Server {
 	}
 
 	Class<?> classNamed(String name) {
-		switch (name) {
-		case "int": return int.class;
-		case "long": return long.class;
-		case "double": return double.class;
-		case "float": return float.class;
-		case "short": return short.class;
-		case "byte": return byte.class;
-		case "char": return char.class;
-		case "boolean": return boolean.class;
-		default:
-			break;
-		}
+		Class<?> p = Codec.primitive(name);
+		if (p != null)
+			return p;
 		try {
 			return Class.forName(name, false, tests != null ? tests : ClassLoader.getSystemClassLoader());
 		} catch (ClassNotFoundException | LinkageError e) {
