@@ -6,8 +6,9 @@
  * load (the JDK, the launcher's jar, Proctor's runtime, the class path
  * entries it keeps), a package of the JDK's, JUnit's or Proctor's, a class
  * the tests' sources declare, and, in a package of the tests', a simple
- * name that the tests would otherwise take from java.lang or from an
- * on-demand import of a test library (org.junit.jupiter.api.*).  An
+ * name that the tests would otherwise take from java.lang (its classes that
+ * tests use: Math, String, Integer...) or from an on-demand import of a
+ * test library (org.junit.jupiter.api.*).  An
  * on-demand import of anything else (java.util.*) is the submission's to
  * shadow, as in one process: a class Stack of its own is what the tests
  * mean.
@@ -37,6 +38,18 @@ final class Shadows {
 	    "org.opentest4j.", "org.hamcrest.", "org.apiguardian.", "org.assertj.", "proctor."};
 	private static final String[] TEST_LIBRARIES = {"org.junit.", "org.opentest4j.", "org.hamcrest.",
 	    "org.assertj.", "junit."};
+	/* The classes of java.lang that tests use by their simple name and that
+	 * no submission of an honest student names a class of its own after
+	 * (in one process its own would break the tests' compile).  Others
+	 * (Character, Process, Module...) may be a class the tests mean. */
+	private static final Set<String> JAVA_LANG = Set.of("Math", "StrictMath", "String", "System", "Object",
+	    "Class", "Integer", "Long", "Double", "Float", "Short", "Byte", "Boolean", "Number", "Void", "Iterable",
+	    "Comparable", "CharSequence", "StringBuilder", "StringBuffer", "Runnable", "AutoCloseable", "Thread",
+	    "Runtime", "Enum", "Record", "Throwable", "Exception", "RuntimeException", "Error", "AssertionError",
+	    "Override", "Deprecated", "SuppressWarnings", "FunctionalInterface", "SafeVarargs",
+	    "IllegalArgumentException", "IllegalStateException", "NullPointerException", "ArithmeticException",
+	    "IndexOutOfBoundsException", "ArrayIndexOutOfBoundsException", "StringIndexOutOfBoundsException",
+	    "UnsupportedOperationException", "ClassCastException", "NumberFormatException");
 
 	private final ClassLoader system = ClassLoader.getSystemClassLoader();
 	private final URLClassLoader kept;
@@ -113,7 +126,7 @@ final class Shadows {
 		if (testClasses.contains(name))
 			return "the submission's class " + name + " has the name of a class of the tests'";
 		if (top && testPackages.contains(pkg)) {
-			if (loadable("java.lang." + simple))
+			if (JAVA_LANG.contains(simple))
 				return "the submission's class " + name + " would hide java.lang." + simple
 				    + " from the tests, which are in its package";
 			for (String lib : libraryImports)
