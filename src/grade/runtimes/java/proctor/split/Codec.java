@@ -55,6 +55,146 @@ abstract class Codec {
 	 * JDK would have it as data (a class of the submission's). */
 	abstract boolean ownClass(Class<?> c);
 
+	// ---- mirrored instance fields (docs/split-protocol.md, "Java": "objects") ----
+
+	/* The instance fields of an object of class c that are kept in step
+	 * with the other side's copy, each named by its class's binary name and
+	 * its own ("Node.next"): the same on both sides. */
+	abstract List<java.lang.reflect.Field> syncedFields(Class<?> c);
+
+	/* This side's object of number id (the worker's numbering, both sides), or null. */
+	abstract Object objectNumbered(long id);
+
+	/* Whether this side sends only the fields it changed since it last
+	 * received them (the harness: the program side's copy is the truth, and
+	 * the tests' copy may be stale where the submission changed an object
+	 * no message since has carried), or every field (the program side). */
+	abstract boolean sendsChangesOnly();
+
+	/* What each field of each object was, encoded, when this side last set
+	 * it from a message (sendsChangesOnly()). */
+	private final Map<Long, Map<String, Object>> seenFields = new HashMap<>();
+	private boolean quiet;
+
+	private Object quietEncode(Object v) {
+		boolean was = quiet;
+		quiet = true;
+		try {
+			return encode(v);
+		} finally {
+			quiet = was;
+		}
+	}
+
+	private static final int FIELDS_MAX = 100_000;
+	private final IdentityHashMap<Object, Boolean> pendingOut = new IdentityHashMap<>();
+	private Map<Long, List<?>> fieldsIn = Map.of();
+	private final java.util.ArrayDeque<Long> applyQueue = new java.util.ArrayDeque<>();
+	private final java.util.Set<Long> applied = new java.util.HashSet<>();
+
+	private void noteOut(Object o) {
+		if (!quiet && !syncedFields(o.getClass()).isEmpty())
+			pendingOut.put(o, Boolean.TRUE);
+	}
+
+	/* The "objects" table of the message being sent: the mirrored fields of
+	 * every object the message refers to, and of those their fields refer
+	 * to; null when there is none. */
+	List<Object> fieldsTable() {
+		if (pendingOut.isEmpty())
+			return null;
+		List<Object> table = new ArrayList<>();
+		IdentityHashMap<Object, Boolean> done = new IdentityHashMap<>();
+		while (!pendingOut.isEmpty() && table.size() < FIELDS_MAX) {
+			Object o = pendingOut.keySet().iterator().next();
+			pendingOut.remove(o);
+			if (done.put(o, Boolean.TRUE) != null)
+				continue;
+			Long id = importedId(o);
+			if (id == null)
+				id = exportIds.get(o);
+			if (id == null)
+				continue;
+			List<Object> fs = new ArrayList<>();
+			Map<String, Object> seen = sendsChangesOnly() ? seenFields.computeIfAbsent(id, k -> new HashMap<>()) : null;
+			for (java.lang.reflect.Field f : syncedFields(o.getClass())) {
+				Object v;
+				try {
+					f.setAccessible(true);
+					v = f.get(o);
+				} catch (ReflectiveOperationException | RuntimeException e) {
+					continue;
+				}
+				String key = f.getDeclaringClass().getName() + "." + f.getName();
+				Object enc = encode(v);
+				if (seen != null) {
+					if (seen.containsKey(key) && java.util.Objects.equals(seen.get(key), enc))
+						continue;
+					seen.put(key, enc);
+				}
+				fs.add(Channel.list(key, enc));
+			}
+			if (!fs.isEmpty())
+				table.add(Channel.list(id, fs));
+		}
+		pendingOut.clear();
+		return table;
+	}
+
+	/* The "objects" table of a message received: applied now to the
+	 * objects this side has, and to the others when they first appear. */
+	void takeFields(Object table) {
+		fieldsIn = new HashMap<>();
+		applied.clear();
+		applyQueue.clear();
+		for (Object e : table instanceof List ? (List<?>) table : List.of()) {
+			if (!(e instanceof List) || ((List<?>) e).size() != 2 || !(((List<?>) e).get(0) instanceof Long)
+			    || !(((List<?>) e).get(1) instanceof List))
+				throw new Channel.Broken("an objects entry that is not [number, fields]");
+			long id = (Long) ((List<?>) e).get(0);
+			fieldsIn.put(id, (List<?>) ((List<?>) e).get(1));
+			if (objectNumbered(id) != null)
+				applyQueue.add(id);
+		}
+	}
+
+	/* Object `id` appeared (a new stand-in): its fields are to be set. */
+	void appeared(long id) {
+		if (fieldsIn.containsKey(id))
+			applyQueue.add(id);
+	}
+
+	/* Set the fields of the objects queued, from the last table. */
+	void applyFields() {
+		while (!applyQueue.isEmpty()) {
+			long id = applyQueue.poll();
+			if (!applied.add(id))
+				continue;
+			Object o = objectNumbered(id);
+			List<?> fs = fieldsIn.get(id);
+			if (o == null || fs == null)
+				continue;
+			for (Object e : fs) {
+				List<?> kv = e instanceof List ? (List<?>) e : List.of();
+				if (kv.size() != 2 || !(kv.get(0) instanceof String))
+					throw new Channel.Broken("a field that is not [name, value]");
+				for (java.lang.reflect.Field f : syncedFields(o.getClass())) {
+					if (!(f.getDeclaringClass().getName() + "." + f.getName()).equals(kv.get(0)))
+						continue;
+					Object v = decode(kv.get(1), f.getGenericType());
+					try {
+						f.setAccessible(true);
+						f.set(o, v);
+					} catch (ReflectiveOperationException | RuntimeException x) {
+						continue; // a value of another type: the field keeps its own
+					}
+					if (sendsChangesOnly())
+						seenFields.computeIfAbsent(id, k -> new HashMap<>()).put((String) kv.get(0), quietEncode(v));
+				}
+			}
+		}
+	}
+
 	/* The description of this side's object sent by reference. */
 	Map<String, Object> describe(Object o) {
 		Map<String, Object> d = new LinkedHashMap<>();
@@ -172,8 +312,10 @@ abstract class Codec {
 		if (v == null)
 			return null;
 		Long other = importedId(v);
-		if (other != null)
+		if (other != null) {
+			noteOut(v);
 			return tag("o", other);
+		}
 		Class<?> c = v.getClass();
 		if (c == Boolean.class || c == String.class)
 			return v;
@@ -250,6 +392,7 @@ abstract class Codec {
 			exportIds.put(v, id);
 			exports.put(id, v);
 		}
+		noteOut(v);
 		return tag("r", id, describe(v));
 	}
 
@@ -486,6 +629,7 @@ abstract class Codec {
 			Object s = makeStandIn(id, (Map<String, Object>) desc, w);
 			if (known == null)
 				imports.put(id, s);
+			appeared(id);
 			return s;
 		}
 		default:

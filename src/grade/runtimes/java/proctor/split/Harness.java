@@ -82,7 +82,30 @@ final class Harness implements Channel.Server {
 		boolean ownClass(Class<?> c) {
 			return false;
 		}
+
+		@Override
+		List<java.lang.reflect.Field> syncedFields(Class<?> c) {
+			return fieldsOf.computeIfAbsent(c, k -> {
+				List<java.lang.reflect.Field> l = new ArrayList<>();
+				for (Class<?> x = k; x != null && ProctorSplit.Remote.class.isAssignableFrom(x); x = x.getSuperclass())
+					for (java.lang.reflect.Field f : x.getDeclaredFields())
+						if (!Modifier.isStatic(f.getModifiers()) && !f.isSynthetic() && !f.getName().startsWith("$proctor"))
+							l.add(f);
+				return l;
+			});
+		}
+
+		@Override
+		boolean sendsChangesOnly() {
+			return true;
+		}
+
+		@Override
+		Object objectNumbered(long id) {
+			return imported(id);
+		}
 	};
+	private final Map<Class<?>, List<java.lang.reflect.Field>> fieldsOf = new HashMap<>();
 
 	static Harness get() {
 		if (session == null)
@@ -440,7 +463,11 @@ final class Harness implements Channel.Server {
 					return null;
 				});
 			}
-		return guarded(() -> codec.decode(r, t));
+		return guarded(() -> {
+			Object v = codec.decode(r, t);
+			codec.applyFields();
+			return v;
+		});
 	}
 
 	ProctorSplit.Ref construct(Class<?> owner, Class<?>[] params, Object[] args) {
@@ -518,8 +545,15 @@ final class Harness implements Channel.Server {
 
 	void bind(ProctorSplit.Remote self) {
 		long id = self.$proctorRef().id;
-		if (codec.imported(id) == null)
+		if (codec.imported(id) == null) {
 			codec.remember(id, self);
+			// A stand-in the tests made: the fields its constructor set.
+			codec.appeared(id);
+			guarded(() -> {
+				codec.applyFields();
+				return null;
+			});
+		}
 	}
 
 	/* The fields the submission's object is compared by, or null (its
@@ -815,7 +849,19 @@ final class Harness implements Channel.Server {
 	}
 
 	@Override
+	public void drainOutput(Map<String, Object> msg) {
+		List<Object> objects = codec.fieldsTable();
+		if (objects != null)
+			msg.put("objects", objects);
+	}
+
+	@Override
 	public void takeOutput(Map<String, Object> msg) {
+		guarded(() -> {
+			codec.takeFields(msg.get("objects"));
+			codec.applyFields();
+			return null;
+		});
 		if (msg.get("out") instanceof String) {
 			System.out.print((String) msg.get("out"));
 			System.out.flush();

@@ -83,7 +83,32 @@ final class Program implements proctor.split.Channel.Server {
 		boolean ownClass(Class<?> c) {
 			return isSubmissions(c);
 		}
+
+		@Override
+		List<Field> syncedFields(Class<?> c) {
+			return fieldsOf.computeIfAbsent(c, k -> {
+				List<Field> l = new ArrayList<>();
+				for (Class<?> x = k; x != null && isSubmissions(x); x = x.getSuperclass())
+					l.addAll(Signatures.mirrored(x));
+				return l;
+			});
+		}
+
+		@Override
+		boolean sendsChangesOnly() {
+			return false;
+		}
+
+		@Override
+		Object objectNumbered(long id) {
+			try {
+				return exported(id);
+			} catch (proctor.split.Channel.Broken e) {
+				return null;
+			}
+		}
 	};
+	private final Map<Class<?>, List<Field>> fieldsOf = new java.util.HashMap<>();
 
 	/* A proxy of an object of the tests' (a lambda, a callback): its
 	 * interface methods are called in the harness, the default ones here. */
@@ -219,7 +244,15 @@ final class Program implements proctor.split.Channel.Server {
 	}
 
 	@Override
+	public void takeOutput(Map<String, Object> msg) {
+		codec.takeFields(msg.get("objects"));
+	}
+
+	@Override
 	public void drainOutput(Map<String, Object> msg) {
+		List<Object> objects = codec.fieldsTable();
+		if (objects != null)
+			msg.put("objects", objects);
 		System.out.flush();
 		System.err.flush();
 		if (out.size() > 0) {
@@ -261,6 +294,8 @@ final class Program implements proctor.split.Channel.Server {
 	@Override
 	public Object serve(Map<String, Object> req) throws Throwable {
 		String op = (String) req.get("op");
+		codec.takeFields(req.get("objects"));
+		codec.applyFields();
 		switch (op) {
 		case "classes":
 			return Signatures.describe(classPathDirs(), names(req.get("skip")), loader);
@@ -279,6 +314,13 @@ final class Program implements proctor.split.Channel.Server {
 			Object self = Modifier.isStatic(m.getModifiers()) ? null : target(req.get("target"), c);
 			Object[] a = args(req.get("args"), m.getGenericParameterTypes());
 			Object r = unwrap(() -> m.invoke(self, a));
+			// The fields of the target and of the arguments, as the call
+			// left them, go back with the answer.
+			if (self != null)
+				codec.encode(self);
+			for (Object x : a)
+				if (x != null && isSubmissions(x.getClass()))
+					codec.encode(x);
 			return new proctor.split.Channel.WithBack(codec.encode(r), back(a));
 		}
 		case "getstatic": {

@@ -191,6 +191,21 @@ final class Signatures {
 		return m;
 	}
 
+	/* The instance fields of c itself (not its superclasses') that are
+	 * mirrored in its stand-in: not private, not synthetic, of a type the
+	 * tests can name. */
+	static List<Field> mirrored(Class<?> c) {
+		List<Field> l = new ArrayList<>();
+		if (c.isInterface() || c.isEnum() || c.isRecord() || c.isArray() || c.isPrimitive())
+			return l;
+		for (Field f : c.getDeclaredFields()) {
+			int mod = f.getModifiers();
+			if (!Modifier.isStatic(mod) && !Modifier.isPrivate(mod) && !f.isSynthetic() && visible(f.getGenericType()))
+				l.add(f);
+		}
+		return l;
+	}
+
 	static Map<String, Object> describeClass(Class<?> c) {
 		Map<String, Object> d = new LinkedHashMap<>();
 		d.put("name", c.getName());
@@ -261,6 +276,18 @@ final class Signatures {
 			fields.add(e);
 		}
 		d.put("fields", fields);
+		// Instance fields the tests may read and write (node.next): the
+		// stand-in has them too, kept in step with the object's (Codec).
+		List<Object> ifields = new ArrayList<>();
+		if (!c.isInterface() && !c.isEnum() && !c.isRecord())
+			for (Field f : mirrored(c)) {
+				Map<String, Object> e = new LinkedHashMap<>();
+				e.put("access", access(f.getModifiers()));
+				e.put("name", f.getName());
+				e.put("type", source(f.getGenericType()));
+				ifields.add(e);
+			}
+		d.put("ifields", ifields);
 		List<Object> consts = new ArrayList<>();
 		if (c.isEnum())
 			for (Field f : c.getDeclaredFields())

@@ -189,6 +189,15 @@ final class StandIns {
 				b.append("));\n").append(in).append("}\n");
 			}
 		}
+		if (!iface && !enm)
+			for (Object f : list(d.get("ifields"))) {
+				Map<?, ?> m = (Map<?, ?>) f;
+				String fname = name(m.get("name"));
+				if (fname.startsWith("$proctor"))
+					throw new Channel.Broken("a field of Proctor's name: " + fname);
+				b.append(in).append(access(m.get("access"))).append(type(m.get("type"))).append(" ").append(fname)
+				    .append(";\n");
+			}
 		for (Object f : list(d.get("fields"))) {
 			Map<?, ?> m = (Map<?, ?>) f;
 			String t = type(m.get("type"));

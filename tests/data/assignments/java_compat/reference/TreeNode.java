@@ -1,0 +1,5 @@
+public class TreeNode {
+    public int val;
+    public TreeNode left, right;
+    public TreeNode(int val) { this.val = val; }
+}
