@@ -1055,6 +1055,11 @@ static int runner_mode(struct attempt *at, struct err *e)
 	if (argv && split) {
 		char **h = split_harness_argv(argv, a->runner, g.dir);
 		free_argv(argv);
+		if (!h && a->runner == RUNNER_JUNIT)
+			return err_setk(e, ERR_INPUT, 0,
+					"test.run: a split JUnit run finds neither `-jar <launcher jar>` "
+					"nor `-cp <class path> org.junit.platform.console.ConsoleLauncher` in "
+					"it (or set test.in_process: true)");
 		argv = h;
 		if (argv && !(peer = split_program_argv(argv))) {
 			free_argv(argv);
