@@ -68,10 +68,18 @@ def bench_assignment(example, root, in_process=False):
 
 
 def grade_class(proctor, j, example, cls, out):
+    # Each round grades the class afresh: proctor class refuses an --out
+    # (and its .jsonl beside it) that exists: it would resume it.
+    stem = os.path.splitext(out)[0]
+    for f in (out, stem + ".jsonl"):
+        if os.path.exists(f):
+            os.unlink(f)
     t0 = time.perf_counter()
     rc = subprocess.run([proctor, "class", "-j", str(j), "--out", out, example, cls],
                         stdout=subprocess.DEVNULL).returncode
     took = time.perf_counter() - t0
+    if rc != 0:
+        sys.exit("bench/class.py: proctor class exited %d (%s): not a measurement" % (rc, out))
     statuses = {}
     if os.path.exists(out):
         for line in open(out).read().splitlines()[1:]:
