@@ -431,38 +431,24 @@ final class Harness implements Channel.Server {
 	Object invoke(Class<?> owner, String name, Class<?>[] params, Object self, Object[] args) {
 		learnLoader(owner);
 		Method m = standInMethod(owner, name, params);
-		Map<String, Object> f = Channel.fields("class", owner.getName(), "name", name, "params", names(params),
-		    "target", self == null ? null : codec.encode(self), "args", encodeAll(args));
-		return decodeAnswer(() -> chan.request("call", f), m.getGenericReturnType(), args, m.getGenericParameterTypes());
+		Object r = ask("call", Channel.fields("class", owner.getName(), "name", name, "params", names(params),
+		    "target", self == null ? null : codec.encode(self), "args", encodeAll(args)));
+		applyBack(args);
+		return decode(r, m.getGenericReturnType());
 	}
 
-	private Object decodeAnswer(Call c, Type t) {
-		return decodeAnswer(c, t, null, null);
-	}
-
-	/* The answer's value; what the callee did to the mutable arguments
-	 * `args` (of types `types`) is done to them here too. */
-	private Object decodeAnswer(Call c, Type t, Object[] args, Type[] types) {
-		Object r;
+	/* Ask the program side; its exception is raised here as the
+	 * submission's (rebuild()), the run's end or a broken protocol ends it. */
+	private Object ask(String op, Map<String, Object> fields) {
 		try {
-			r = guarded(c);
+			return guarded(() -> chan.request(op, fields));
 		} catch (Channel.Raised e) {
 			throw ProctorSplit.sneaky(rebuild(e.exc));
 		}
-		Map<String, Object> answer = chan.lastAnswer;
-		if (args != null && answer != null)
-			for (Object o : StandIns.list(answer.get("back"))) {
-				List<?> kv = StandIns.list(o);
-				if (kv.size() != 2 || !(kv.get(0) instanceof Long) || (Long) kv.get(0) < 0
-				    || (Long) kv.get(0) >= args.length)
-					abort("the submission's process broke the protocol (a bad argument index)", ProctorSplit.ABORT_STATUS);
-				int k = (int) (long) (Long) kv.get(0);
-				Type want = types != null && k < types.length ? types[k] : Object.class;
-				guarded(() -> {
-					Mutables.copyInto(args[k], codec.decode(kv.get(1), args[k] == null ? want : args[k].getClass()));
-					return null;
-				});
-			}
+	}
+
+	/* An answer's value, and the mirrored fields its message carried. */
+	private Object decode(Object r, Type t) {
 		return guarded(() -> {
 			Object v = codec.decode(r, t);
 			codec.applyFields();
@@ -470,28 +456,31 @@ final class Harness implements Channel.Server {
 		});
 	}
 
-	ProctorSplit.Ref construct(Class<?> owner, Class<?>[] params, Object[] args) {
-		learnLoader(owner);
-		Map<String, Object> f = Channel.fields("class", owner.getName(), "params", names(params), "args",
-		    encodeAll(args));
-		Object r;
-		try {
-			r = guarded(() -> chan.request("new", f));
-		} catch (Channel.Raised e) {
-			throw ProctorSplit.sneaky(rebuild(e.exc));
-		}
+	/* What the callee of the last answer did to the mutable arguments
+	 * `args` (its "back") is done to them here too. */
+	private void applyBack(Object[] args) {
 		Map<String, Object> answer = chan.lastAnswer;
-		for (Object o : StandIns.list(answer == null ? null : answer.get("back"))) {
+		if (args == null || answer == null)
+			return;
+		for (Object o : StandIns.list(answer.get("back"))) {
 			List<?> kv = StandIns.list(o);
-			if (kv.size() == 2 && kv.get(0) instanceof Long && (Long) kv.get(0) >= 0 && (Long) kv.get(0) < args.length
-			    && args[(int) (long) (Long) kv.get(0)] != null) {
-				Object target = args[(int) (long) (Long) kv.get(0)];
+			if (kv.size() != 2 || !(kv.get(0) instanceof Long) || (Long) kv.get(0) < 0
+			    || (Long) kv.get(0) >= args.length)
+				abort("the submission's process broke the protocol (a bad argument index)", ProctorSplit.ABORT_STATUS);
+			Object target = args[(int) (long) (Long) kv.get(0)];
+			if (target != null)
 				guarded(() -> {
 					Mutables.copyInto(target, codec.decode(kv.get(1), target.getClass()));
 					return null;
 				});
-			}
 		}
+	}
+
+	ProctorSplit.Ref construct(Class<?> owner, Class<?>[] params, Object[] args) {
+		learnLoader(owner);
+		Object r = ask("new", Channel.fields("class", owner.getName(), "params", names(params), "args",
+		    encodeAll(args)));
+		applyBack(args);
 		if (!(r instanceof List) || ((List<?>) r).size() < 3 || !"r".equals(((List<?>) r).get(0))
 		    || !(((List<?>) r).get(1) instanceof Long))
 			abort("the submission's process broke the protocol (a new object that is not a reference)",
@@ -508,10 +497,14 @@ final class Harness implements Channel.Server {
 	 * reference) is the type's default, so the class stays usable. */
 	Object getStatic(Class<?> owner, String name) {
 		learnLoader(owner);
-		Type t = new Field0(owner, name).type();
+		Type t;
 		try {
-			return decodeAnswer(() -> chan.request("getstatic", Channel.fields("class", owner.getName(), "name", name)),
-			    t);
+			t = owner.getDeclaredField(name).getGenericType();
+		} catch (NoSuchFieldException e) {
+			t = Object.class;
+		}
+		try {
+			return decode(ask("getstatic", Channel.fields("class", owner.getName(), "name", name)), t);
 		} catch (ClassCastException | IllegalArgumentException e) {
 			Class<?> c = Codec.raw(t);
 			if (c == boolean.class)
@@ -521,25 +514,6 @@ final class Harness implements Channel.Server {
 			if (c.isPrimitive())
 				return Codec.zero(c);
 			return null;
-		}
-	}
-
-	/* The declared type of a stand-in's static field. */
-	private static final class Field0 {
-		final Class<?> owner;
-		final String name;
-
-		Field0(Class<?> owner, String name) {
-			this.owner = owner;
-			this.name = name;
-		}
-
-		Type type() {
-			try {
-				return owner.getDeclaredField(name).getGenericType();
-			} catch (NoSuchFieldException e) {
-				return Object.class;
-			}
 		}
 	}
 
@@ -559,12 +533,7 @@ final class Harness implements Channel.Server {
 	/* The fields the submission's object is compared by, or null (its
 	 * classes keep Object's equals); `deep`: its fields whatever its equals. */
 	private List<?> state(long id, boolean deep) {
-		Object r;
-		try {
-			r = guarded(() -> chan.request("state", Channel.fields("target", Channel.list("o", id), "deep", deep)));
-		} catch (Channel.Raised e) {
-			throw ProctorSplit.sneaky(rebuild(e.exc));
-		}
+		Object r = ask("state", Channel.fields("target", Channel.list("o", id), "deep", deep));
 		if (r != null && !(r instanceof List))
 			abort("the submission's process broke the protocol (a state that is not a list)", ProctorSplit.ABORT_STATUS);
 		return (List<?>) r;
@@ -676,12 +645,7 @@ final class Harness implements Channel.Server {
 	}
 
 	String str(ProctorSplit.Remote self) {
-		Object r;
-		try {
-			r = guarded(() -> chan.request("str", Channel.fields("target", codec.encode(self))));
-		} catch (Channel.Raised e) {
-			throw ProctorSplit.sneaky(rebuild(e.exc));
-		}
+		Object r = ask("str", Channel.fields("target", codec.encode(self)));
 		return r instanceof String ? (String) r : String.valueOf(r);
 	}
 
@@ -735,20 +699,13 @@ final class Harness implements Channel.Server {
 				switch (m.getName()) {
 				case "equals": return proxy == args[0];
 				case "hashCode": return System.identityHashCode(proxy);
-				default: {
-					Object r;
-					try {
-						r = guarded(() -> chan.request("str", Channel.fields("target", Channel.list("o", id))));
-					} catch (Channel.Raised e) {
-						throw ProctorSplit.sneaky(rebuild(e.exc));
-					}
-					return String.valueOf(r);
-				}
+				default:
+					return String.valueOf(ask("str", Channel.fields("target", Channel.list("o", id))));
 				}
 			}
-			Map<String, Object> f = Channel.fields("class", m.getDeclaringClass().getName(), "name", m.getName(),
-			    "params", names(m.getParameterTypes()), "target", Channel.list("o", id), "args", encodeAll(args));
-			return decodeAnswer(() -> chan.request("call", f), m.getGenericReturnType());
+			Object r = ask("call", Channel.fields("class", m.getDeclaringClass().getName(), "name", m.getName(),
+			    "params", names(m.getParameterTypes()), "target", Channel.list("o", id), "args", encodeAll(args)));
+			return decode(r, m.getGenericReturnType());
 		}
 	}
 

@@ -139,19 +139,12 @@ final class Program implements proctor.split.Channel.Server {
 				params.add(p.getName());
 			Object r;
 			try {
-				r = chan.request("call", proctor.split.Channel.fields("target", Channel0.list("o", id),
+				r = chan.request("call", proctor.split.Channel.fields("target", proctor.split.Channel.list("o", id),
 				    "class", m.getDeclaringClass().getName(), "name", m.getName(), "params", params, "args", a));
 			} catch (proctor.split.Channel.Raised e) {
 				throw rebuild(e.exc);
 			}
 			return codec.decode(r, m.getGenericReturnType());
-		}
-	}
-
-	/* Small helpers kept apart from java.nio.channels.Channel's name. */
-	static final class Channel0 {
-		static List<Object> list(Object... v) {
-			return proctor.split.Channel.list(v);
 		}
 	}
 
