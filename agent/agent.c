@@ -554,14 +554,14 @@ static void chown_for(int fd, uint32_t flags, mode_t mode)
 
 /*
  * The jail's rule (jail/files.c), so a put leaves the same tree on both
- * backends.  A directory this request creates belongs to the program (uid
- * 1000, mode) or, protected, to root (mode: 0755 for a directory of a
- * protected tree, 01777 for a parent of a protected file).  An existing
- * directory is left as it is, except under a protected put: one the
- * program owns is taken back (root, 01777), so it cannot be used to delete
- * or rename what is put in it, and a parent (mode with the sticky bit)
- * becomes root's 01777 whoever made it.  A directory of a harness put
- * (the host sends its parents as protected) gets exactly its owner and
+ * backends.  A parent of a put that is not the program's (PROTO_PUT_PARENT)
+ * is made what put_parent_rule() (util.h) says.  Otherwise a directory
+ * this request creates belongs to the program (uid 1000, mode) or,
+ * protected, to root (mode & 01777: 0755 for a directory of a protected
+ * tree, 01777 for /work and /tmp themselves).  An existing directory is
+ * left as it is, except under a protected put: one the program owns is
+ * taken back (root, 01777), so it cannot be used to delete or rename what
+ * is put in it.  A directory of a harness put gets exactly its owner and
  * mode, created or not: root:1001 mode & 0750, or 1001:1001 mode & 0777.
  */
 static void do_mkdir(uint32_t len)
@@ -594,7 +594,12 @@ static void do_mkdir(uint32_t len)
 			close(fd);
 		return send_err("mkdir %s: %s", path, strerror(saved));
 	}
-	if (flags & PROTO_PUT_HARNESS_OWNED) {
+	mode_t pmode;
+	if (flags & PROTO_PUT_PARENT) {
+		bool harness = flags & (PROTO_PUT_HARNESS | PROTO_PUT_HARNESS_OWNED);
+		if (put_parent_rule(&st, created, harness, HARNESS_ID, &pmode))
+			rc = fchown(fd, 0, 0) < 0 || fchmod(fd, pmode) < 0;
+	} else if (flags & PROTO_PUT_HARNESS_OWNED) {
 		rc = fchown(fd, HARNESS_ID, HARNESS_ID) < 0 || fchmod(fd, mode & 0777) < 0;
 	} else if (flags & PROTO_PUT_HARNESS) {
 		rc = fchown(fd, 0, HARNESS_ID) < 0 || fchmod(fd, mode & 0750) < 0;
@@ -603,7 +608,7 @@ static void do_mkdir(uint32_t len)
 			rc = fchown(fd, STUDENT_ID, STUDENT_ID) < 0 || fchmod(fd, mode & 0777) < 0;
 	} else if (created) {
 		rc = fchown(fd, 0, 0) < 0 || fchmod(fd, mode & 01777) < 0;
-	} else if ((mode & S_ISVTX) || st.st_uid != 0) {
+	} else if (st.st_uid != 0) {
 		rc = fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0;
 	}
 	int saved = errno;
@@ -694,15 +699,25 @@ static int send_file(int fd, const char *rel, const struct stat *st)
 	return 0;
 }
 
-/* A directory tree: regular files only; links and special files skipped. */
-static void send_tree(int dfd, const char *prefix, int depth)
+/* A directory tree: regular files only; links and special files skipped.
+ * -1 when it is nested deeper than TREE_MAX_DEPTH or a path is too long
+ * (rel_err says which): the jail's get fails on both (files.c get_tree()). */
+static int send_tree(int dfd, const char *prefix, int depth, char *rel_err, size_t cap)
 {
 	DIR *d;
 	struct dirent *de;
+	int rc = 0;
 
-	if (depth > TREE_MAX_DEPTH || !(d = fdopendir(dfd)))
-		return;
-	while ((de = readdir(d))) {
+	if (depth > TREE_MAX_DEPTH) {
+		close(dfd);
+		snprintf(rel_err, cap, "'%s' is nested too deeply", prefix);
+		return -1;
+	}
+	if (!(d = fdopendir(dfd))) {
+		close(dfd);
+		return 0;
+	}
+	while (rc == 0 && (de = readdir(d))) {
 		char rel[PROTO_MAX_STR];
 		struct stat st;
 		int fd;
@@ -710,8 +725,11 @@ static void send_tree(int dfd, const char *prefix, int depth)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if ((size_t)snprintf(rel, sizeof(rel), "%s%s%s", prefix, prefix[0] ? "/" : "",
-				     de->d_name) >= sizeof(rel))
-			continue;
+				     de->d_name) >= sizeof(rel)) {
+			snprintf(rel_err, cap, "a path below '%s' is too long", prefix);
+			rc = -1;
+			break;
+		}
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			continue;
@@ -721,11 +739,12 @@ static void send_tree(int dfd, const char *prefix, int depth)
 			send_file(fd, rel, &st);
 			close(fd);
 		} else if (S_ISDIR(st.st_mode))
-			send_tree(fd, rel, depth + 1);
+			rc = send_tree(fd, rel, depth + 1, rel_err, cap);
 		else
 			close(fd);
 	}
 	closedir(d);
+	return rc;
 }
 
 static void do_get(uint32_t len)
@@ -745,9 +764,11 @@ static void do_get(uint32_t len)
 	if (S_ISREG(st.st_mode)) {
 		send_file(fd, "", &st);
 		close(fd);
-	} else if (S_ISDIR(st.st_mode))
-		send_tree(fd, "", 0);
-	else {
+	} else if (S_ISDIR(st.st_mode)) {
+		char why[PROTO_MAX_STR + 64];
+		if (send_tree(fd, "", 0, why, sizeof(why)) < 0)
+			return send_err("get %s: %s", path, why);
+	} else {
 		close(fd);
 		return send_err("get %s: not a regular file or directory", path);
 	}

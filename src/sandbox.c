@@ -15,6 +15,24 @@ static const struct sandbox_ops *const backends[] = {
 	&vm_ops,
 };
 
+bool name_has_control(const char *name)
+{
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			return true;
+	return false;
+}
+
+void sandbox_get_skip(struct sandbox *sb, const char *name)
+{
+	if (sb->get_skipped++ == 0) {
+		snprintf(sb->get_skipped_first, sizeof(sb->get_skipped_first), "%s", name);
+		for (char *c = sb->get_skipped_first; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+	}
+}
+
 const struct sandbox_ops *const *sandbox_backends(size_t *count)
 {
 	*count = sizeof(backends) / sizeof(backends[0]);

@@ -141,7 +141,10 @@ struct sandbox_ops {
 		   struct err *e);
 	/* Copy a regular file, or a directory tree of regular files (links and
 	 * special files are skipped), of the writable tree out to a host path;
-	 * at most the sandbox's disk size in all. */
+	 * at most the sandbox's disk size in all.  A file is written 0755 when
+	 * any execute bit is set in the sandbox, 0644 otherwise; an entry whose
+	 * name holds a control character is left out (sandbox_get_skip()); a
+	 * tree nested deeper than TREE_MAX_DEPTH fails. */
 	int (*get)(struct sandbox *sb, const char *sandbox_path, const char *host_path,
 		   struct err *e);
 	/* Kill, unmount, remove, release.  Accepts NULL. */
@@ -179,6 +182,11 @@ struct sandbox {
 	 * snapshot names the snapshot it was restored from. */
 	bool templated;
 	char snapshot[65];
+	/* The last get()'s entries left out because their names hold control
+	 * characters (the host writes none: the same on every backend), and
+	 * the first of them with those characters as '?'. */
+	unsigned get_skipped;
+	char get_skipped_first[256];
 };
 
 /* Flags of put(). */
@@ -233,8 +241,18 @@ static inline int sandbox_put(struct sandbox *sb, const char *h, const char *s, 
 }
 static inline int sandbox_get(struct sandbox *sb, const char *s, const char *h, struct err *e)
 {
+	sb->get_skipped = 0;
+	sb->get_skipped_first[0] = '\0';
 	return sb->ops->get(sb, s, h, e);
 }
+
+/* Note an entry get() left out: its name (below the path asked for)
+ * holds control characters. */
+void sandbox_get_skip(struct sandbox *sb, const char *name);
+
+/* Whether a file name holds a control character (ASCII 0-31 or 127):
+ * such names are never written on the host (sandbox.get_skipped). */
+bool name_has_control(const char *name);
 static inline int sandbox_run(struct sandbox *sb, const struct run_spec *spec,
 			      struct run_result *res, struct err *e)
 {

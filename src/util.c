@@ -335,6 +335,18 @@ int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, s
 	return 0;
 }
 
+bool put_parent_rule(const struct stat *st, bool created, bool harness, uid_t harness_uid,
+		     mode_t *mode)
+{
+	if (harness) {
+		*mode = 0755;
+		return created || (st->st_uid != 0 && st->st_uid != harness_uid) ||
+		       (st->st_mode & 07022) != 0;
+	}
+	*mode = 01777;
+	return created || st->st_uid != 0;
+}
+
 int rm_rf_children(int dirfd, struct err *e)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -85,6 +85,25 @@ int stat_field(const char *text, const char *key, uint64_t *ret);
  * owner uid/gid (uid (uid_t)-1 keeps root). */
 int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, struct err *e);
 
+/*
+ * The put rule for a parent directory (below /work or /tmp themselves) of a
+ * put that is not the program's, one rule for both backends (the jail's
+ * files.c, the agent's do_mkdir()).  st is the directory as it is now,
+ * `created` whether this put just made it.  A protected put (root's files
+ * in the program's tree) makes a parent root's and sticky, 01777, when it
+ * was created now or was not root's: the program keeps adding files there
+ * but can neither delete nor rename the protected ones; a parent root
+ * already owned is left as it is (a root 0755 directory stays closed).  A
+ * harness put makes it root's, 0755, unless root or the harness already
+ * owns it and neither group nor others may write it: nothing on the
+ * harness's path or in its report directory is ever the program's to
+ * write.  Returns true, with the mode (owner root:root), when the parent
+ * must change.
+ */
+struct stat;
+bool put_parent_rule(const struct stat *st, bool created, bool harness, uid_t harness_uid,
+		     mode_t *mode);
+
 /* openat2(2) confined below dirfd: no symlinks, no magic links, no
  * crossing mounts.  Returns the fd or -1 with errno set. */
 int open_beneath(int dirfd, const char *path, int flags, mode_t mode);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "host/tree.h"
+#include "sandbox.h"
 #include "util.h"
 
 /* Whether a put's destination failed by the user's doing: the sandbox
@@ -53,10 +54,10 @@ static int copy_fd(int in, int out, uint64_t max, const char *what, enum err_kin
 }
 
 /*
- * Create the parents of `rel`.  For a put that is not the program's every
- * parent below the top is also taken by root and made sticky (mode 1777):
- * the program keeps creating files there, but a directory it made earlier
- * can no longer be used to delete or rename the file put into it.
+ * Create the parents of `rel`: for the program's put, the program's (0755)
+ * where created, left as they are otherwise; for any other put, each
+ * parent below the top ("work" or "tmp") as put_parent_rule() (util.h)
+ * says, the agent's rule too.
  */
 static int parent_dirs(int scratch_fd, const char *rel, const struct put_owner *o, struct err *e)
 {
@@ -65,27 +66,43 @@ static int parent_dirs(int scratch_fd, const char *rel, const struct put_owner *
 
 	if (!slash)
 		return 0;
+	if ((size_t)(slash - rel) >= sizeof(dir))
+		return err_set(e, ENAMETOOLONG, "'%s'", rel);
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
-	if (mkdir_p_at(scratch_fd, dir, 0755, o->protect ? 0 : o->uid, o->protect ? 0 : o->gid, e) <
-	    0)
-		return -1;
-	if (!o->protect)
-		return 0;
-	for (char *p = strchr(dir, '/');; p = strchr(p + 1, '/')) {
-		if (p)
-			*p = '\0';
-		if (strchr(dir, '/')) { /* below "work" or "tmp" themselves */
-			int fd = open_beneath(scratch_fd, dir, O_RDONLY | O_DIRECTORY, 0);
-			if (fd < 0)
-				return err_set(e, errno, "'%s'", dir);
-			int rc = fchown(fd, 0, 0) < 0 || fchmod(fd, 01777) < 0 ? -1 : 0;
-			close(fd);
-			if (rc < 0)
-				return err_set(e, errno, "protect '%s'", dir);
+	for (char *p = dir;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		bool created = mkdirat(scratch_fd, dir, 0700) == 0;
+		if (!created && errno != EEXIST)
+			return err_set(e, errno, "mkdir '%s'", dir);
+		/* An existing component must be a real directory, not a link. */
+		int fd = open_beneath(scratch_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			int saved_errno = errno;
+			xclose(fd);
+			return err_set(e, saved_errno, "'%s' is not a directory", dir);
 		}
-		if (!p)
+		int rc = 0;
+		mode_t mode = 0755;
+		if (!o->protect || !strchr(dir, '/')) {
+			/* The program's parents, or "work" and "tmp" themselves
+			 * (which always exist). */
+			if (created)
+				rc = fchown(fd, o->protect ? 0 : o->uid, o->protect ? 0 : o->gid) < 0 ||
+				     fchmod(fd, 0755) < 0;
+		} else if (put_parent_rule(&st, created, o->harness, o->harness_uid, &mode)) {
+			rc = fchown(fd, 0, 0) < 0 || fchmod(fd, mode) < 0;
+		}
+		int saved_errno = errno;
+		close(fd);
+		if (rc)
+			return err_set(e, saved_errno, "protect '%s'", dir);
+		if (saved == '\0')
 			break;
-		*p = '/';
+		*p = saved;
 	}
 	return 0;
 }
@@ -167,8 +184,8 @@ int files_put(int scratch_fd, const char *host_path, const char *rel, const stru
 
 /* Copy the open directory `src_dir` to the host directory `host_path`
  * (created), regular files and directories only; *budget bytes in all. */
-static int get_tree(int src_dir, const char *shown, const char *host_path, uint64_t *budget,
-		    int depth, struct err *e)
+static int get_tree(struct sandbox *sb, int src_dir, const char *shown, const char *host_path,
+		    uint64_t *budget, int depth, struct err *e)
 {
 	DIR *d;
 	struct dirent *de;
@@ -192,6 +209,12 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 		struct stat st;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		if (name_has_control(de->d_name)) {
+			char rel[PATH_MAX];
+			snprintf(rel, sizeof(rel), "%s/%s", shown, de->d_name);
+			sandbox_get_skip(sb, rel);
+			continue;
+		}
 		if ((size_t)snprintf(sub_host, sizeof(sub_host), "%s/%s", host_path, de->d_name) >=
 			sizeof(sub_host) ||
 		    (size_t)snprintf(sub_shown, sizeof(sub_shown), "%s/%s", shown, de->d_name) >=
@@ -209,7 +232,7 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			rc = get_tree(fd, sub_shown, sub_host, budget, depth + 1, e);
+			rc = get_tree(sb, fd, sub_shown, sub_host, budget, depth + 1, e);
 			continue;
 		}
 		if (S_ISREG(st.st_mode)) {
@@ -233,8 +256,8 @@ static int get_tree(int src_dir, const char *shown, const char *host_path, uint6
 	return rc;
 }
 
-int files_get(int scratch_fd, const char *rel, const char *shown, const char *host_path,
-	      uint64_t max_bytes, struct err *e)
+int files_get(struct sandbox *sb, int scratch_fd, const char *rel, const char *shown,
+	      const char *host_path, uint64_t max_bytes, struct err *e)
 {
 	struct stat st;
 	/* O_NONBLOCK: opening a FIFO the program left there must not block us;
@@ -248,13 +271,14 @@ int files_get(int scratch_fd, const char *rel, const char *shown, const char *ho
 	}
 	if (fstat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
 		uint64_t budget = max_bytes;
-		return get_tree(src, shown, host_path, &budget, 0, e); /* owns src */
+		return get_tree(sb, src, shown, host_path, &budget, 0, e); /* owns src */
 	}
 	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(src);
 		return err_set(e, 0, "'%s' is not a regular file or directory", shown);
 	}
-	dst = open(host_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	dst = open(host_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		   (st.st_mode & 0111) ? 0755 : 0644);
 	if (dst < 0) {
 		xclose(src);
 		return err_set(e, errno, "'%s'", host_path);

@@ -8,6 +8,8 @@
 
 #include "err.h"
 
+struct sandbox;
+
 /*
  * Who a put's entries belong to (the put flags of sandbox.h, resolved by
  * jail_put): the owner and group, the permission bits kept of a file's
@@ -23,6 +25,10 @@ struct put_owner {
 	gid_t gid;
 	mode_t file_mask, dir_mask;
 	bool protect;
+	/* A put for the harness (its parents are sealed: files_put()); with
+	 * the harness's uid, which may keep a parent of its own. */
+	bool harness;
+	uid_t harness_uid;
 };
 
 /*
@@ -44,7 +50,7 @@ int files_put(int scratch_fd, const char *host_path, const char *rel, const stru
  * without being opened for reading; nothing outside the scratch tree can be reached. Messages name
  * the file as `shown` (the path the program sees).
  */
-int files_get(int scratch_fd, const char *rel, const char *shown, const char *host_path,
-	      uint64_t max_bytes, struct err *e);
+int files_get(struct sandbox *sb, int scratch_fd, const char *rel, const char *shown,
+	      const char *host_path, uint64_t max_bytes, struct err *e);
 
 #endif

@@ -1340,14 +1340,16 @@ static int jail_put(struct sandbox *sb, const char *host_path, const char *sandb
 	char rel[PATH_MAX];
 	uid_t harness_uid = j->slot.uid + SANDBOX_HARNESS_UID_OFFSET;
 	gid_t harness_gid = j->slot.gid + SANDBOX_HARNESS_UID_OFFSET;
-	struct put_owner o = {.uid = j->slot.uid, .gid = j->slot.gid, 0777, 0777, false};
+	struct put_owner o = {.uid = j->slot.uid, .gid = j->slot.gid, 0777, 0777, false, false, 0};
 
+	/* The agent's masks (agent.c chown_for()): a protected file is never
+	 * writable by the program whatever its mode on the host. */
 	if (flags & SANDBOX_PUT_HARNESS_OWNED)
-		o = (struct put_owner){harness_uid, harness_gid, 0777, 0777, true};
+		o = (struct put_owner){harness_uid, harness_gid, 0777, 0777, true, true, harness_uid};
 	else if (flags & SANDBOX_PUT_HARNESS)
-		o = (struct put_owner){0, harness_gid, 0640, 0750, true};
+		o = (struct put_owner){0, harness_gid, 0640, 0750, true, true, harness_uid};
 	else if (flags & SANDBOX_PUT_PROTECTED)
-		o = (struct put_owner){0, 0, 0777, 0777, true};
+		o = (struct put_owner){0, 0, 0755, 0755, true, false, 0};
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
 	return files_put(j->scratch_fd, host_path, rel, &o, e);
@@ -1361,7 +1363,7 @@ static int jail_get(struct sandbox *sb, const char *sandbox_path, const char *ho
 
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
-	return files_get(j->scratch_fd, rel, sandbox_path, host_path, j->opts.disk_bytes, e);
+	return files_get(sb, j->scratch_fd, rel, sandbox_path, host_path, j->opts.disk_bytes, e);
 }
 
 /*

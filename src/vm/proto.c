@@ -275,12 +275,12 @@ int proto_parse_file(const void *payload, size_t len, char *path, size_t cap, ui
 	*size = preader_u64(&r);
 	if (preader_end(&r) < 0)
 		return -1;
-	if (path[0] && !proto_path_ok(path))
-		return -1;
+	*mode &= 0777;
 	for (const char *c = path; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			return -1;
-	*mode &= 0777;
+			return path[0] && proto_path_ok(path) ? -2 : -1;
+	if (path[0] && !proto_path_ok(path))
+		return -1;
 	return 0;
 }
 

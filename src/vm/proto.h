@@ -24,7 +24,7 @@
  * feeds.
  */
 
-#define PROTO_VERSION	  4
+#define PROTO_VERSION	  5
 #define PROTO_HEADER	  8
 #define PROTO_MAX_PAYLOAD (1u << 20)
 /* File data travels in chunks of at most this many bytes. */
@@ -58,10 +58,13 @@ enum proto_type {
 
 /* Flags of P_PUT and P_MKDIR (one at most): the put flags of sandbox.h.
  * PROTECTED: root's; HARNESS: root:1001, files & 0640, directories &
- * 0750; HARNESS_OWNED: 1001:1001 (a split run's harness), modes kept. */
+ * 0750; HARNESS_OWNED: 1001:1001 (a split run's harness), modes kept.
+ * P_MKDIR only, with one of them: PARENT, the directory is a parent of
+ * that put, made what put_parent_rule() (util.h) says (version 5). */
 #define PROTO_PUT_PROTECTED	1u
 #define PROTO_PUT_HARNESS	2u
 #define PROTO_PUT_HARNESS_OWNED 4u
+#define PROTO_PUT_PARENT	8u
 
 /* Flags of P_RUN.  PRIVILEGED runs the program as the guest's root (still
  * chrooted, in the run cgroup, with /sys and cgroup2 mounted): only for
@@ -161,7 +164,9 @@ int proto_parse_exit(const void *payload, size_t len, struct proto_exit *ret);
 int proto_parse_out(const void *payload, size_t len, unsigned *stream, const unsigned char **data,
 		    size_t *n);
 /* P_FILE: a path relative to the asked path ("" for the file itself, else
- * "a/b" without "." or ".." components), its mode and size. */
+ * "a/b" without "." or ".." components), its mode and size.  -2: a
+ * well-formed frame whose path holds a control character, which the host
+ * leaves out (sandbox.get_skipped); -1: malformed. */
 int proto_parse_file(const void *payload, size_t len, char *path, size_t cap, uint32_t *mode,
 		     uint64_t *size);
 /* P_ERR: the agent's one-line message, with control characters replaced. */

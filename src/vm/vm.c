@@ -1398,34 +1398,34 @@ static uint32_t put_flags(unsigned flags)
 	return flags & SANDBOX_PUT_PROTECTED ? PROTO_PUT_PROTECTED : 0;
 }
 
-/* Every put that is not the program's: its parents are root's, 01777. */
+/* Every put that is not the program's (its parents: put_parent_rule()). */
 #define PUT_NOT_THE_PROGRAMS                                                                       \
 	(SANDBOX_PUT_PROTECTED | SANDBOX_PUT_HARNESS | SANDBOX_PUT_HARNESS_OWNED)
 
-/* Make the directory rel: mode 0755, or 01777 for the parents of a put
- * that is not the program's (the agent's do_mkdir() keeps the jail's rule). */
-static int send_mkdir(struct vm *v, const char *rel, mode_t mode, unsigned flags, struct err *e)
+/* Make the directory rel with mode, owned as the agent's do_mkdir() says
+ * for the P_MKDIR flags pflags. */
+static int send_mkdir(struct vm *v, const char *rel, mode_t mode, uint32_t pflags, struct err *e)
 {
 	pbuf_start(&v->ob, P_MKDIR);
 	pbuf_str(&v->ob, rel);
 	pbuf_u32(&v->ob, mode);
-	pbuf_u32(&v->ob, put_flags(flags));
+	pbuf_u32(&v->ob, pflags);
 	if (chan_send(v, e) < 0)
 		return -1;
 	return expect_ok(v, REQUEST_TIMEOUT_MS, "mkdir", e);
 }
 
-/* The parents of rel below its top directory ("work" or "tmp"). */
+/* The parents of rel below its top directory ("work" or "tmp"): the
+ * program's (0755) for its own put, else put_parent_rule()'s. */
 static int send_parents(struct vm *v, const char *rel, unsigned flags, struct err *e)
 {
 	char dir[PATH_MAX];
+	uint32_t pflags = flags & PUT_NOT_THE_PROGRAMS ? put_flags(flags) | PROTO_PUT_PARENT : 0;
 
 	snprintf(dir, sizeof(dir), "%s", rel);
 	for (char *p = strchr(dir, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
-		bool theirs = flags & PUT_NOT_THE_PROGRAMS;
-		if (strchr(dir, '/') && send_mkdir(v, dir, theirs ? 01777 : 0755,
-						   theirs ? SANDBOX_PUT_PROTECTED : 0, e) < 0)
+		if (strchr(dir, '/') && send_mkdir(v, dir, 0755, pflags, e) < 0)
 			return -1;
 		*p = '/';
 	}
@@ -1491,8 +1491,8 @@ static int sink_dir(void *ctx, const char *rel, struct err *e)
 	 * whatever a tree put onto them is for (hidden tests for the harness
 	 * go into /work, which the program must still enter). */
 	if (!strchr(rel, '/') && (k->flags & PUT_NOT_THE_PROGRAMS))
-		return send_mkdir(k->v, rel, 01777, SANDBOX_PUT_PROTECTED, e);
-	return send_mkdir(k->v, rel, 0755, k->flags, e);
+		return send_mkdir(k->v, rel, 01777, PROTO_PUT_PROTECTED, e);
+	return send_mkdir(k->v, rel, 0755, put_flags(k->flags), e);
 }
 
 static int sink_file(void *ctx, int fd, const char *host_path, const char *rel, mode_t mode,
@@ -1751,6 +1751,7 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 	char rel[PATH_MAX], frel[PROTO_MAX_STR], msg[512];
 	uint64_t budget = v->disk_bytes, total = 0;
 	_cleanup_close_ int out = -1, topfd = -1;
+	bool skipping = false; /* the data of a file left out */
 
 	if (v->dead)
 		return err_set(e, 0, "microVM: the VM is gone");
@@ -1767,20 +1768,32 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 
 		if (chan_recv(v, &t, &len, deadline_in(REQUEST_TIMEOUT_MS), e) < 0)
 			return -1;
-		if (t == P_OK && len == 0)
+		if (t == P_OK && len == 0 && out < 0 && !skipping)
 			return 0;
 		if (t == P_ERR) {
 			if (proto_parse_err(v->ib, len, msg, sizeof(msg)) < 0)
 				return vm_fail(v, e, "a malformed error frame");
 			return err_set(e, 0, "get '%s': %s", sandbox_path, msg);
 		}
-		if (t == P_FILE && out < 0) {
-			if (proto_parse_file(v->ib, len, frel, sizeof(frel), &mode, &size) < 0)
+		if (t == P_FILE && out < 0 && !skipping) {
+			int pr = proto_parse_file(v->ib, len, frel, sizeof(frel), &mode, &size);
+			if (pr == -2) {
+				/* A name the host does not write: left out, as the
+				 * jail leaves it out (files.c get_tree()). */
+				char shown[PATH_MAX + PROTO_MAX_STR];
+				snprintf(shown, sizeof(shown), "%s/%s", sandbox_path, frel);
+				sandbox_get_skip(sb, shown);
+				skipping = true;
+				continue;
+			}
+			if (pr < 0)
 				return vm_fail(v, e, "a malformed file frame");
+			/* Execute bits kept as the jail keeps them. */
+			mode_t fmode = (mode & 0111) ? 0755 : 0644;
 			if (frel[0] == '\0') {
 				out = open(host_path,
 					   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-					   0644);
+					   fmode);
 			} else {
 				if (topfd < 0) {
 					if (mkdir(host_path, 0755) < 0 && errno != EEXIST) {
@@ -1800,7 +1813,7 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 					}
 					*slash = '/';
 				}
-				out = open_beneath(topfd, frel, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+				out = open_beneath(topfd, frel, O_WRONLY | O_CREAT | O_TRUNC, fmode);
 			}
 			if (out < 0) {
 				err_set(e, errno, "write '%s/%s'", host_path, frel);
@@ -1809,7 +1822,7 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 			}
 			continue;
 		}
-		if (t == P_DATA && out >= 0) {
+		if (t == P_DATA && (out >= 0 || skipping)) {
 			struct preader r;
 			size_t n;
 			const unsigned char *d;
@@ -1823,15 +1836,16 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 				return err_set(e, EFBIG, "get '%s': more than %llu bytes",
 					       sandbox_path, (unsigned long long)budget);
 			}
-			if (write_all(out, d, n) < 0) {
+			if (out >= 0 && write_all(out, d, n) < 0) {
 				err_set(e, errno, "write '%s'", host_path);
 				vm_kill(v);
 				return -1;
 			}
 			continue;
 		}
-		if (t == P_FILE_END && len == 0 && out >= 0) {
-			close(take_fd(&out));
+		if (t == P_FILE_END && len == 0 && (out >= 0 || skipping)) {
+			xclose(take_fd(&out));
+			skipping = false;
 			continue;
 		}
 		return vm_fail(v, e, "unexpected frame type %u in a file transfer", t);

@@ -16,6 +16,12 @@
  *                                     processes, callbacks' identity,
  *                                     mock.patch of builtins, containers,
  *                                     star imports with and without __all__.
+ *   py_attacks_runtime                modules planted where the harness
+ *                                     imports from (issue 22): a package
+ *                                     proctor_guard/ by the build, a stdlib
+ *                                     shim on first import; and a test that
+ *                                     no directory on the harness's path is
+ *                                     the program's to write.
  *   py_attacks_split                  attacks on split runs themselves
  *                                     (issue 21): a star import replacing the
  *                                     tests' pytest, a SIGKILL mid-call, an
@@ -515,6 +521,20 @@ static void test_pytest_split_attacks_split(void **state)
 	check_assignment("py_attacks_split", MODE_SPLIT);
 }
 
+/* Modules planted where the harness imports from (issue 22): the runtime's
+ * directory, a template's above all, is never the program's to write. */
+static void test_pytest_runtime_attacks_split(void **state)
+{
+	(void)state;
+	check_assignment("py_attacks_runtime", MODE_SPLIT);
+}
+
+static void test_pytest_runtime_attacks_in_process(void **state)
+{
+	(void)state;
+	check_assignment("py_attacks_runtime", MODE_IN_PROCESS);
+}
+
 /* The attacks are real: in one process they get the marks EXPECTED.tsv says. */
 static void test_pytest_attacks_in_process(void **state)
 {
@@ -555,6 +575,7 @@ int main(void)
 	    cmocka_unit_test(test_unittest_attacks_split),
 	    cmocka_unit_test(test_pytest_split_attacks_split),
 	    cmocka_unit_test(test_pytest_deputy_split),
+	    cmocka_unit_test(test_pytest_runtime_attacks_split),
 	};
 	if (strcmp(isolation(), "jail") != 0)
 		return cmocka_run_group_tests(vm_tests, NULL, NULL);
@@ -571,6 +592,8 @@ int main(void)
 	    cmocka_unit_test(test_unittest_attacks_in_process),
 	    cmocka_unit_test(test_pytest_split_attacks_split),
 	    cmocka_unit_test(test_pytest_split_attacks_in_process),
+	    cmocka_unit_test(test_pytest_runtime_attacks_split),
+	    cmocka_unit_test(test_pytest_runtime_attacks_in_process),
 	    cmocka_unit_test(test_pytest_deputy_split),
 	    cmocka_unit_test(test_pytest_deputy_in_process),
 	    cmocka_unit_test(test_node_compat_split),

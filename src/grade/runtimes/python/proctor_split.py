@@ -1810,13 +1810,13 @@ class SubmissionFinder:
             spec = importlib.machinery.PathFinder.find_spec(name, trusted)
             if spec is None and importlib.machinery.FrozenImporter.find_spec(name) is None:
                 raise ModuleNotFoundError("No module named %r" % name, name=name)
-            return _trusted(spec)
+            return _trusted(_not_the_programs(name, spec))
         where = _spec_where(found)
         if not where or not _program_wrote(where):
             return _hidden_spec(self, name, path, target, found, where)
         spec = importlib.machinery.PathFinder.find_spec(name, trusted)
         if spec is not None:
-            return _trusted(spec)
+            return _trusted(_not_the_programs(name, spec))
         # The pytest guard's rule (docs/grading.md): what the program wrote
         # never stands in for a hidden module or package, nor makes a
         # package of hidden modules.
@@ -1882,6 +1882,17 @@ class _MockLoader(_SystemBytecodeLoader):
     def exec_module(self, module):
         super().exec_module(module)
         _mirror_mock(module)
+
+
+def _not_the_programs(name, spec):
+    """spec, unless it would load a file the program wrote from outside
+    /work (a directory of the trusted path the program could write: none
+    is, by the put rule, but a module planted there must not run here)."""
+    where = _spec_where(spec) if spec is not None else None
+    if where and _program_wrote(where):
+        raise ImportError("proctor_split: import %s would run %s, which the program wrote"
+                          % (name, where), name=name)
+    return spec
 
 
 def _trusted(spec):
