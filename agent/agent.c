@@ -43,6 +43,7 @@
 #include <linux/random.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1223,6 +1224,15 @@ static void do_run(uint32_t len)
 	if (proto_parse_run(ib, len, &q) < 0 || treefd < 0) {
 		proto_run_free(&q);
 		return send_err("malformed RUN");
+	}
+	/* A fresh IPC namespace for the run's processes, as the jail makes one
+	 * per run: SysV objects an earlier run (the build) left are out of
+	 * reach, and go with their namespace once its processes are gone.  A
+	 * harness forked from a template's zygote stays in the zygote's. */
+	if (unshare(CLONE_NEWIPC) < 0) {
+		x.flags = PROTO_EXIT_NOT_STARTED;
+		snprintf(x.message, sizeof(x.message), "a new IPC namespace: %s", strerror(errno));
+		goto send;
 	}
 	/* A fresh run cgroup: peaks and event counters start at zero. */
 	for (int i = 0; i < 200 && rmdir(CG "/run") < 0 && errno == EBUSY; i++)

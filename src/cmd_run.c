@@ -365,6 +365,13 @@ int cmd_run(int argc, char **argv)
 			json_array_append_new(get_errors, json_string(e.msg));
 			if (status == 0)
 				status = 1;
+		} else if (sb->get_skipped) {
+			/* Left out, not failed: the rest of the tree is there. */
+			fprintf(stderr,
+				"proctor: --get %s: left out %u entr%s whose name holds a control "
+				"character (first: %s)\n",
+				o.get[i][0], sb->get_skipped, sb->get_skipped == 1 ? "y" : "ies",
+				sb->get_skipped_first);
 		}
 	}
 	print_result(&o, &res, get_errors);

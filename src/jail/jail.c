@@ -72,9 +72,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -105,6 +109,7 @@
 struct launch {
 	long pid; /* 0: none */
 	int pidfd, out_r, err_r, msg_r, life_w, spec_w;
+	int ipcfd; /* init's IPC namespace (ipc_clear()), or -1 */
 };
 
 struct jail {
@@ -946,7 +951,63 @@ static void launch_close(struct launch *l)
 	xclose(l->msg_r);
 	xclose(l->life_w);
 	xclose(l->spec_w);
+	xclose(l->ipcfd);
 	*l = (struct launch){0};
+}
+
+/* Remove every SysV object listed in /proc/sysvipc/`kind` (of the calling
+ * thread's IPC namespace), whose id is the list's second column. */
+static void ipc_remove(const char *kind)
+{
+	char path[64], line[512];
+
+	snprintf(path, sizeof(path), "/proc/sysvipc/%s", kind);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(line, sizeof(line), f)) { /* the header */
+		fclose(f);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		long long key;
+		int id;
+		if (sscanf(line, "%lld %d", &key, &id) != 2)
+			continue;
+		if (kind[0] == 's' && kind[1] == 'h')
+			shmctl(id, IPC_RMID, NULL);
+		else if (kind[0] == 's')
+			semctl(id, 0, IPC_RMID);
+		else
+			msgctl(id, IPC_RMID, NULL);
+	}
+	fclose(f);
+}
+
+/*
+ * A run's SysV objects, removed once everything of the run is dead: the
+ * namespace would free them too, but later and asynchronously, and until
+ * then a segment stays charged to the slot's memory group, so the next
+ * run of the sandbox (the test step after the build) was charged for it
+ * and could end `memory_limit` doing nothing.  With no process attached,
+ * IPC_RMID frees a segment at once.  The calling thread enters the run's
+ * namespace for that and returns to its own.
+ */
+static void ipc_clear(int nsfd)
+{
+	static int own = -1;
+
+	if (nsfd < 0)
+		return;
+	if (own < 0)
+		own = open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC);
+	if (own < 0 || setns(nsfd, CLONE_NEWIPC) < 0)
+		return;
+	ipc_remove("shm");
+	ipc_remove("sem");
+	ipc_remove("msg");
+	if (setns(own, CLONE_NEWIPC) < 0)
+		abort(); /* never left in a sandbox's namespace */
 }
 
 /* Kill a launch's init and everything in the slot, and reap init. */
@@ -1015,7 +1076,10 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 		close(spec[0]);
 		init_main(&c);
 	}
+	char ns[64];
+	snprintf(ns, sizeof(ns), "/proc/%ld/ns/ipc", pid);
 	*l = (struct launch){.pid = pid,
+			     .ipcfd = open(ns, O_RDONLY | O_CLOEXEC),
 			     .pidfd = pidfd,
 			     .out_r = take_fd(&out[0]),
 			     .err_r = take_fd(&errp[0]),
@@ -1107,6 +1171,7 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	/* Kill everything: init (and with it the pid namespace) and every
 	 * process in the slot's cgroups, then reap init. */
 	launch_kill(j, &l, e, &s.failed);
+	ipc_clear(l.ipcfd);
 	/* All writers are dead now: the rest of the output drains to EOF. */
 	uint64_t drain_end = now_ns() + DRAIN_NS;
 	bool out_open = true, err_open = true;
