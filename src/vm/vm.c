@@ -601,6 +601,19 @@ static int ram_load(const char *path, bool seal, struct err *e)
 		err_set(e, errno, "memfd for %s", path);
 		goto fail;
 	}
+	/* A restore's memfd has no holes: QEMU maps it private, and a guest
+	 * page written over a hole would first fill the hole (a shmem page
+	 * charged to QEMU's cgroup, which stays in this shared memfd, charged
+	 * to the slot, after QEMU is gone) and then get its own copy (charged
+	 * again).  Allocated here, every page of the memfd is this process's,
+	 * once; a VM's cgroup is charged only for the pages its guest writes,
+	 * at most its RAM.  shmem allocates without zeroing until a page is
+	 * first touched: about 120 ms per 512 MiB (docs/vm.md). */
+	if (seal && fallocate(fd, 0, 0, st.st_size) < 0) {
+		err_set(e, errno, "allocate the RAM memfd for %s (%lld MiB)", path,
+			(long long)(st.st_size >> 20));
+		goto fail;
+	}
 	/* Read through a mapping of the page cache: one copy, not two. */
 	if (st.st_size % 4096 != 0 ||
 	    (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, in, 0)) == MAP_FAILED) {
