@@ -357,6 +357,26 @@ static void setup_cgroups(void)
 	 * overcommit: the allocation succeeds, and touching it meets the limit. */
 	if (write_str("/proc/sys/vm/overcommit_memory", "1") < 0)
 		halt("set vm.overcommit_memory");
+	/* SECURITY: the guest kernel keeps the harness apart from the program
+	 * in a split run, so it is hardened as a boundary: no kernel addresses
+	 * or log for uid 1000 and 1001, no perf or unprivileged BPF, and the
+	 * sticky-directory rules (a file or FIFO the program made in /work or
+	 * /tmp is not opened with O_CREAT by another uid; links to what it
+	 * does not own are not followed or made).  Each must take where the
+	 * kernel has it. */
+	static const char *const hardening[][2] = {
+	    {"/proc/sys/kernel/kptr_restrict", "2"},
+	    {"/proc/sys/kernel/dmesg_restrict", "1"},
+	    {"/proc/sys/kernel/perf_event_paranoid", "3"},
+	    {"/proc/sys/kernel/unprivileged_bpf_disabled", "1"},
+	    {"/proc/sys/fs/protected_regular", "2"},
+	    {"/proc/sys/fs/protected_fifos", "2"},
+	    {"/proc/sys/fs/protected_symlinks", "1"},
+	    {"/proc/sys/fs/protected_hardlinks", "1"},
+	};
+	for (size_t i = 0; i < sizeof(hardening) / sizeof(hardening[0]); i++)
+		if (write_str(hardening[i][0], hardening[i][1]) < 0 && errno != ENOENT)
+			halt(hardening[i][0]); /* a kernel without one has none to set */
 }
 
 static void make_tree(void);

@@ -351,6 +351,17 @@ static void test_each_limit_gives_the_documented_verdict(void **state)
 
 /* ---- --put: one rule ----------------------------------------------------------- */
 
+/* The backend is ready (else the test skips), and dir is a fresh
+ * temporary directory (static in the caller: not leaked when an assertion
+ * jumps out). */
+static void ready_with_dir(char *dir, size_t cap)
+{
+	harness_require(ready, vm ? "the vm backend" : "the jail backend", setup_why);
+	char *tmp = harness_tmpdir();
+	snprintf(dir, cap, "%s", tmp);
+	free(tmp);
+}
+
 static void write_file(const char *dir, const char *name, const char *text, mode_t mode)
 {
 	char path[PATH_MAX];
@@ -382,10 +393,7 @@ static void test_put_copies_only_regular_files_and_directories(void **state)
 	struct proc_out o = {0};
 
 	(void)state;
-	harness_require(ready, vm ? "the vm backend" : "the jail backend", setup_why);
-	char *tmp = harness_tmpdir();
-	snprintf(dir, sizeof(dir), "%s", tmp);
-	free(tmp);
+	ready_with_dir(dir, sizeof(dir));
 
 	/* A tree of files and directories arrives whole, execute bits kept;
 	 * the top may be reached through a symlink (the caller's own path). */
@@ -443,10 +451,7 @@ static void test_get_keeps_modes_and_one_rule_for_names_and_depth(void **state)
 	struct stat st;
 
 	(void)state;
-	harness_require(ready, vm ? "the vm backend" : "the jail backend", setup_why);
-	char *tmp = harness_tmpdir();
-	snprintf(dir, sizeof(dir), "%s", tmp);
-	free(tmp);
+	ready_with_dir(dir, sizeof(dir));
 
 	snprintf(get, sizeof(get), "out:%s/out", dir);
 	snprintf(get2, sizeof(get2), "out/prog:%s/prog", dir);
@@ -526,10 +531,7 @@ static void test_build_ipc_is_gone_in_the_test_step(void **state)
 	struct proc_out o = {0};
 
 	(void)state;
-	harness_require(ready, vm ? "the vm backend" : "the jail backend", setup_why);
-	char *tmp = harness_tmpdir();
-	snprintf(dir, sizeof(dir), "%s", tmp);
-	free(tmp);
+	ready_with_dir(dir, sizeof(dir));
 	snprintf(yaml, sizeof(yaml),
 		 "name: ipc-parity\n%s%s%smode: runner\n"
 		 "submission: {files: [build.py], required: [build.py]}\n"
