@@ -1228,6 +1228,17 @@ out:
 	return pid;
 }
 
+/* The wall time a run is held to: its CPU time plus its time off the CPU
+ * times the time factor (both already in the scaled limit: the emulation
+ * slows computing, not sleeping; run_spec.time_factor).  One vCPU, so the
+ * CPU time of the run's group is at most its elapsed time, give or take. */
+static uint64_t wall_counted(uint64_t elapsed_ms, uint64_t cpu_ms, const struct proto_run_limits *l)
+{
+	uint64_t off = elapsed_ms > cpu_ms ? elapsed_ms - cpu_ms : 0;
+
+	return cpu_ms + off * l->factor_milli / 1000;
+}
+
 static void do_run(uint32_t len)
 {
 	static struct proto_run q;
@@ -1391,7 +1402,7 @@ static void do_run(uint32_t len)
 			uint64_t cpu_us = stat_key(CG "/run/cpu.stat", "usage_usec");
 			if (cpu_us / 1000 >= q.l.cpu_ms)
 				x.killed_for |= HIT_CPU;
-			else if (!exited && now - t0 > q.l.wall_ms)
+			else if (!exited && wall_counted(now - t0, cpu_us / 1000, &q.l) > q.l.wall_ms)
 				x.killed_for |= HIT_WALL;
 			else if (!exited && run_over_memory(q.l.memory_bytes))
 				x.killed_for |= HIT_MEMORY;

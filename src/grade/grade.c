@@ -413,6 +413,7 @@ static int run_step(struct attempt *at, const char *name, char **argv, const str
 	    .peer_env = peer_env,
 	    .peer_env_count = n_peer,
 	    .zygote = at->zygote && at->peer_argv,
+	    .time_factor = at->time_factor,
 	};
 	scale_times(&spec.limits, at->time_factor);
 
@@ -1220,7 +1221,8 @@ static int run_checker(struct attempt *at, const struct io_case *c, const char *
 				.env = grade_env,
 				.env_count = sizeof(grade_env) / sizeof(grade_env[0]),
 				.stdin_fd = -1,
-				.limits = a->checker.limits};
+				.limits = a->checker.limits,
+				.time_factor = at->time_factor};
 	scale_times(&spec.limits, at->time_factor);
 	if (run_result_init(&r, DISPLAY_CAP) == 0) {
 		if (sandbox_run(sb, &spec, &r, e) == 0) {
@@ -1619,8 +1621,12 @@ static int template_prepare(struct sandbox *sb, void *ctx, struct err *e)
 	struct attempt *at = gt->at;
 	char *env[32];
 	size_t n = step_env(env, zygote_env, sizeof(zygote_env) / sizeof(zygote_env[0]));
-	struct run_spec spec = {
-	    .argv = gt->zargv, .env = env, .env_count = n, .stdin_fd = -1, .limits = gt->limits};
+	struct run_spec spec = {.argv = gt->zargv,
+				.env = env,
+				.env_count = n,
+				.stdin_fd = -1,
+				.limits = gt->limits,
+				.time_factor = at->time_factor};
 	struct sandbox *own = at->sb;
 	int rc = -1;
 

@@ -343,11 +343,13 @@ int proto_parse_run(const void *payload, size_t len, struct proto_run *q)
 	q->l.nofile = preader_u64(&r);
 	q->l.output_bytes = preader_u64(&r);
 	q->l.flags = preader_u32(&r);
+	q->l.factor_milli = preader_u32(&r);
 	/* Version 3: the peer of a split run (count 0: none). */
 	if (read_list(&r, q->peer_argv, 0, PROTO_MAX_ARGS) < 0 ||
 	    read_list(&r, q->peer_env, 0, PROTO_MAX_ENV) < 0)
 		return -1;
 	if (preader_end(&r) < 0 || (q->l.flags & ~(PROTO_RUN_PRIVILEGED | PROTO_RUN_ZYGOTE)) ||
+	    q->l.factor_milli < 1000 || q->l.factor_milli > 100000 ||
 	    (q->stdin_path[0] && !proto_path_ok(q->stdin_path)) ||
 	    (!q->peer_argv[0] && q->peer_env[0]))
 		return -1;

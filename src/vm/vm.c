@@ -1614,6 +1614,8 @@ static void encode_run(struct vm *v, unsigned type, const struct run_spec *spec,
 	pbuf_u64(&v->ob, l->output_bytes);
 	pbuf_u32(&v->ob, (spec->privileged ? PROTO_RUN_PRIVILEGED : 0) |
 			     (spec->zygote ? PROTO_RUN_ZYGOTE : 0));
+	double f = spec->time_factor > 1.0 ? spec->time_factor : 1.0;
+	pbuf_u32(&v->ob, (uint32_t)(f > 100.0 ? 100000 : f * 1000.0 + 0.5));
 	/* The peer of a split run, with the same base environment. */
 	pbuf_u32(&v->ob, (uint32_t)peer_argc);
 	for (size_t i = 0; i < peer_argc; i++)

@@ -521,53 +521,112 @@ static const char ipc_check_py[] =
     "libc = ctypes.CDLL(None, use_errno=True)\n"
     "sid = libc.shmget(0x50c7, ctypes.c_size_t(0), 0)\n"
     "ok = 'ok' if sid < 0 else 'not ok'\n"
-    "open(sys.argv[1], 'w').write('1..1\\n%s 1 - no_segment_of_the_build\\n' % ok)\n"
+    "open(sys.argv[1], 'w').write('1..1\\n%s 1 - the_check\\n' % ok)\n"
     "print('segment', sid)\n";
+
+/* A one-test TAP assignment in dir (image pinned on the microVM): the
+ * submission sub/ holds `sub_name` (sub_text); the hidden tests/ hold
+ * check.py (check_text), whose test step is `python3 check.py REPORT`;
+ * `steps` is the YAML of its build (if any) and test steps. */
+static void tiny_assignment(const char *dir, const char *steps, const char *sub_name,
+			    const char *sub_text, const char *check_text)
+{
+	char path[PATH_MAX + 32], yaml[2048];
+
+	snprintf(yaml, sizeof(yaml),
+		 "name: parity\n%s%s%smode: runner\n"
+		 "submission: {files: [%s], required: [%s]}\n"
+		 "tests_dir: tests\n%s"
+		 "report: {format: tap}\n"
+		 "tests:\n  - {name: the_check, points: 1}\n",
+		 vm ? "image: " : "", vm ? image_pin : "", vm ? "\n" : "", sub_name, sub_name,
+		 steps);
+	write_file(dir, "assignment.yaml", yaml, 0644);
+	snprintf(path, sizeof(path), "%s/tests", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	write_file(path, "check.py", check_text, 0644);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	write_file(path, sub_name, sub_text, 0644);
+}
+
+/* `proctor grade --json` of dir/sub on this backend: exit 0 with `status`,
+ * the test step's status `step` and score `score`, or the test fails. */
+static void grade_expect(const char *dir, const char *what, const char *status, const char *step,
+			 double score)
+{
+	char sub[PATH_MAX + 8];
+	struct proc_out o = {0};
+
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	const char *a[] = {"grade", "--json", "--isolation", vm ? "vm" : "jail", dir, sub, NULL};
+	harness_run(&o, NULL, RUN_TIMEOUT_S, (char *const *)a);
+	json_t *steps = json_object_get(o.json, "steps");
+	json_t *test = json_array_get(steps, json_array_size(steps) - 1);
+	const char *st = json_string_value(json_object_get(o.json, "status"));
+	const char *tst = json_string_value(json_object_get(test, "status"));
+	if (o.exit_status != 0 || !st || strcmp(st, status) != 0 ||
+	    json_number_value(json_object_get(o.json, "score")) != score || !tst ||
+	    strcmp(tst, step) != 0)
+		fail_msg("%s: exit %d, status %s, test step %s, want %s (%g) with the test step %s; "
+			 "%s",
+			 what, o.exit_status, st ? st : "?", tst ? tst : "?", status, score, step,
+			 o.out);
+	proc_out_free(&o);
+	harness_assert_clean();
+}
 
 static void test_build_ipc_is_gone_in_the_test_step(void **state)
 {
 	static char dir[PATH_MAX];
-	char path[PATH_MAX + 32], yaml[1024], sub[PATH_MAX + 32];
-	struct proc_out o = {0};
+	char path[PATH_MAX + 32];
 
 	(void)state;
 	ready_with_dir(dir, sizeof(dir));
-	snprintf(yaml, sizeof(yaml),
-		 "name: ipc-parity\n%s%s%smode: runner\n"
-		 "submission: {files: [build.py], required: [build.py]}\n"
-		 "tests_dir: tests\n"
-		 "build:\n  run: [python3, build.py]\n"
-		 "  limits: {cpu_s: 20, wall_s: 60, memory_mb: 512}\n"
-		 "test:\n  run: [python3, check.py, \"{report}\"]\n"
-		 "  limits: {cpu_s: 20, wall_s: 60, memory_mb: 64}\n"
-		 "report: {format: tap}\n"
-		 "tests:\n  - {name: no_segment_of_the_build, points: 1}\n",
-		 vm ? "image: " : "", vm ? image_pin : "", vm ? "\n" : "");
-	write_file(dir, "assignment.yaml", yaml, 0644);
-	snprintf(path, sizeof(path), "%s/tests", dir);
-	assert_int_equal(mkdir(path, 0755), 0);
-	write_file(path, "check.py", ipc_check_py, 0644);
-	snprintf(sub, sizeof(sub), "%s/sub", dir);
-	assert_int_equal(mkdir(sub, 0755), 0);
-	write_file(sub, "build.py", ipc_build_py, 0644);
-
+	tiny_assignment(dir,
+			"build:\n  run: [python3, build.py]\n"
+			"  limits: {cpu_s: 20, wall_s: 60, memory_mb: 512}\n"
+			"test:\n  run: [python3, check.py, \"{report}\"]\n"
+			"  limits: {cpu_s: 20, wall_s: 60, memory_mb: 64}\n",
+			"build.py", ipc_build_py, ipc_check_py);
 	for (int round = 0; round < 3; round++) {
-		const char *a[] = {"grade",	"--json", "--isolation", vm ? "vm" : "jail",
-				   dir,		sub,	  NULL};
-		harness_run(&o, NULL, RUN_TIMEOUT_S, (char *const *)a);
-		json_t *steps = json_object_get(o.json, "steps");
-		json_t *test = json_array_get(steps, json_array_size(steps) - 1);
-		const char *st = json_string_value(json_object_get(o.json, "status"));
-		const char *tst = json_string_value(json_object_get(test, "status"));
-		if (o.exit_status != 0 || !st || strcmp(st, "graded") != 0 ||
-		    json_number_value(json_object_get(o.json, "score")) != 1.0 || !tst ||
-		    strcmp(tst, "ok") != 0)
-			fail_msg("round %d: exit %d, status %s, test step %s, want graded 1/1 with "
-				 "the test step ok; %s",
-				 round, o.exit_status, st ? st : "?", tst ? tst : "?", o.out);
-		proc_out_free(&o);
-		harness_assert_clean();
+		char what[32];
+		snprintf(what, sizeof(what), "round %d", round);
+		grade_expect(dir, what, "graded", "ok", 1.0);
 	}
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
+/* The time factor (a microVM under TCG scales time limits by it) is for
+ * computing, not waiting: a test step that sleeps 3 s under a 2 s wall
+ * limit is a timeout on both backends (in the VM the limit was 16 s of
+ * wall clock and the sleep fitted: graded), while one that computes for
+ * about 0.3 s of the jail's CPU fits on both (issue 22). */
+static const char sleep_check_py[] =
+    "import sys, time\n"
+    "if open('/work/mode.txt').read().strip() == 'sleep':\n"
+    "    time.sleep(3)\n"
+    "else:\n"
+    "    n = 0\n"
+    "    for i in range(3000000): n += i\n"
+    "open(sys.argv[1], 'w').write('1..1\\nok 1 - the_check\\n')\n";
+
+static void test_time_factor_scales_computing_not_sleeping(void **state)
+{
+	static char dir[PATH_MAX];
+	char path[PATH_MAX + 32];
+
+	(void)state;
+	ready_with_dir(dir, sizeof(dir));
+	tiny_assignment(dir,
+			"test:\n  run: [python3, check.py, \"{report}\"]\n"
+			"  limits: {cpu_s: 2, wall_s: 2, memory_mb: 64}\n",
+			"mode.txt", "sleep\n", sleep_check_py);
+	grade_expect(dir, "a 3 s sleep under a 2 s wall limit", "timeout", "timeout", 0.0);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	write_file(path, "mode.txt", "compute\n", 0644);
+	grade_expect(dir, "computing within the limits", "graded", "ok", 1.0);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	assert_int_equal(system(path), 0);
 }
@@ -609,6 +668,7 @@ int main(void)
 	    cmocka_unit_test(test_put_copies_only_regular_files_and_directories),
 	    cmocka_unit_test(test_get_keeps_modes_and_one_rule_for_names_and_depth),
 	    cmocka_unit_test(test_build_ipc_is_gone_in_the_test_step),
+	    cmocka_unit_test(test_time_factor_scales_computing_not_sleeping),
 	    cmocka_unit_test(test_memory_and_disk_near_full_are_the_programs),
 	};
 	return cmocka_run_group_tests(tests, group_setup, NULL);

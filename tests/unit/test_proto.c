@@ -942,8 +942,12 @@ static void test_path_ok_table(void **state)
 				 cases[i].ok ? "true" : "false");
 }
 
+/* The time factor build_run() writes, in thousandths. */
+static uint32_t run_factor = 1000;
+
 /* A P_RUN as vm_run() lays it out: argv, env, stdin path, the limits, the
- * flags, then (version 3) the peer's argv and env. */
+ * flags, (version 5) the time factor, then (version 3) the peer's argv and
+ * env. */
 static const unsigned char *build_run(struct pbuf *b, size_t npeer, size_t npeer_env,
 				      uint32_t flags, size_t *len)
 {
@@ -957,6 +961,7 @@ static const unsigned char *build_run(struct pbuf *b, size_t npeer, size_t npeer
 	for (int i = 0; i < 7; i++)
 		pbuf_u64(b, 1000u + (unsigned)i);
 	pbuf_u32(b, flags);
+	pbuf_u32(b, run_factor);
 	pbuf_u32(b, (uint32_t)npeer);
 	for (size_t i = 0; i < npeer; i++)
 		pbuf_str(b, i ? "1000" : "sleep");
@@ -982,6 +987,7 @@ static void test_run_parses_the_peer_of_a_split_run(void **state)
 	assert_string_equal(q->env[0], "PATH=/bin");
 	assert_string_equal(q->stdin_path, "tmp/.proctor-stdin");
 	assert_true(q->l.cpu_ms == 1000 && q->l.output_bytes == 1006);
+	assert_int_equal(q->l.factor_milli, 1000);
 	assert_string_equal(q->peer_argv[0], "sleep");
 	assert_string_equal(q->peer_argv[1], "1000");
 	assert_null(q->peer_argv[2]);
@@ -1018,6 +1024,19 @@ static void test_run_parses_the_peer_of_a_split_run(void **state)
 	p = payload_of(&b, &len);
 	assert_int_equal(proto_parse_run(p, len, q), -1);
 	proto_run_free(q);
+	/* The time factor: 1 to 100, in thousandths; outside, malformed. */
+	run_factor = 8250;
+	p = build_run(&b, 0, 0, 0, &len);
+	assert_int_equal(proto_parse_run(p, len, q), 0);
+	assert_int_equal(q->l.factor_milli, 8250);
+	proto_run_free(q);
+	for (size_t i = 0; i < 2; i++) {
+		run_factor = i ? 100001 : 999;
+		p = build_run(&b, 0, 0, 0, &len);
+		assert_int_equal(proto_parse_run(p, len, q), -1);
+		proto_run_free(q);
+	}
+	run_factor = 1000;
 	/* A peer count over the cap. */
 	p = build_run(&b, 0, 0, 0, &len);
 	b.len -= 8;
