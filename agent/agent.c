@@ -652,7 +652,7 @@ static void do_put(uint32_t len)
 	flags = preader_u32(&r);
 	if (preader_end(&r) < 0 || !proto_path_ok(path) || treefd < 0)
 		snprintf(msg, sizeof(msg), "malformed PUT");
-	else if ((fd = open_beneath(treefd, path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0)
+	else if ((fd = replace_beneath(treefd, path, 0600)) < 0)
 		snprintf(msg, sizeof(msg), "put %s: %s", path, strerror(errno));
 	/* Take every chunk even after a failure, so the stream stays in step. */
 	for (;;) {

@@ -335,6 +335,37 @@ int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, s
 	return 0;
 }
 
+int replace_beneath(int dirfd, const char *rel, mode_t mode)
+{
+	char dir[4096];
+	const char *slash = strrchr(rel, '/'), *last = slash ? slash + 1 : rel;
+	int pfd, fd;
+
+	if (slash && (size_t)(slash - rel) >= sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (slash) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
+		pfd = open_beneath(dirfd, dir, O_RDONLY | O_DIRECTORY, 0);
+	} else {
+		pfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	}
+	if (pfd < 0)
+		return -1;
+	if (unlinkat(pfd, last, 0) < 0 && errno != ENOENT) {
+		int saved = errno; /* EISDIR: a directory in the way */
+		close(pfd);
+		errno = saved;
+		return -1;
+	}
+	fd = openat(pfd, last, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	int saved = errno;
+	close(pfd);
+	errno = saved;
+	return fd;
+}
+
 bool put_parent_rule(const struct stat *st, bool created, bool harness, uid_t harness_uid,
 		     mode_t *mode)
 {

@@ -104,6 +104,16 @@ struct stat;
 bool put_parent_rule(const struct stat *st, bool created, bool harness, uid_t harness_uid,
 		     mode_t *mode);
 
+/*
+ * Create the regular file rel below dirfd (its parent opened with
+ * open_beneath()) for writing with mode, replacing whatever that is not a
+ * directory was there: a fresh inode, never a file the program made opened
+ * in place (in a sticky, world-writable /work or /tmp, fs.protected_regular
+ * refuses that even to root, and the program's file keeps its inode).
+ * Returns the fd, or -1 with errno (EISDIR for a directory in the way).
+ */
+int replace_beneath(int dirfd, const char *rel, mode_t mode);
+
 /* openat2(2) confined below dirfd: no symlinks, no magic links, no
  * crossing mounts.  Returns the fd or -1 with errno set. */
 int open_beneath(int dirfd, const char *path, int flags, mode_t mode);

@@ -159,7 +159,7 @@ static int sink_file(void *ctx, int src, const char *host_path, const char *rel,
 {
 	struct jail_sink *k = ctx;
 	const struct put_owner *o = k->o;
-	int dst = open_beneath(k->scratch_fd, rel, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int dst = replace_beneath(k->scratch_fd, rel, 0600);
 
 	mode &= o->file_mask;
 	if (dst < 0)

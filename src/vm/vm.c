@@ -63,6 +63,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -225,12 +226,32 @@ static int vm_fail(struct vm *v, struct err *e, const char *fmt, ...)
 		       msg, qlog, clog);
 }
 
+/* Send the frame in v->ob, whole, within REQUEST_TIMEOUT_MS: a guest that
+ * stops reading (the agent stuck, QEMU wedged) ends the VM as a read that
+ * gets no answer does, never a write blocked for good. */
 static int chan_send(struct vm *v, struct err *e)
 {
+	const unsigned char *p = v->ob.data;
+	uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);
+
 	if (pbuf_finish(&v->ob) < 0)
 		return err_set(e, E2BIG, "microVM: a request is larger than the protocol allows");
-	if (write_all(v->chan, v->ob.data, v->ob.len) < 0)
-		return vm_fail(v, e, "writing to the guest: %s", strerror(errno));
+	for (size_t n = v->ob.len; n;) {
+		ssize_t w = send(v->chan, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return vm_fail(v, e, "writing to the guest: %s", strerror(errno));
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			return vm_fail(v, e, "the guest did not take a request in time");
+		struct pollfd pfd = {.fd = v->chan, .events = POLLOUT};
+		if (poll(&pfd, 1, (int)((deadline - now) / 1000000) + 1) < 0 && errno != EINTR)
+			return vm_fail(v, e, "poll: %s", strerror(errno));
+	}
 	return 0;
 }
 
@@ -1415,9 +1436,84 @@ static uint32_t put_flags(unsigned flags)
 #define PUT_NOT_THE_PROGRAMS                                                                       \
 	(SANDBOX_PUT_PROTECTED | SANDBOX_PUT_HARNESS | SANDBOX_PUT_HARNESS_OWNED)
 
+/*
+ * A put's requests are pipelined: each P_MKDIR and P_PUT is sent without
+ * waiting for its answer, up to PUT_WINDOW unanswered, and the answers
+ * (in order) are read as the window fills and at the end.  One round trip
+ * per file made a tree of 20,000 small files take 52 s to put (3.2 s in
+ * the jail).  The answers are a few bytes each, so the window never fills
+ * the channel's buffers the other way.  After a refusal nothing more is
+ * sent; the first refusal is the put's error.
+ */
+#define PUT_WINDOW 64
+
+struct put_pipe {
+	unsigned pending; /* requests sent, not answered yet */
+	bool refused;	  /* an answer was P_ERR: *first holds it */
+	struct err first;
+};
+
+/* Read one pending answer; -1 only when the VM failed (a refusal is kept). */
+static int pipe_take(struct vm *v, struct put_pipe *pp, struct err *e)
+{
+	struct err answer;
+
+	pp->pending--;
+	if (expect_ok(v, REQUEST_TIMEOUT_MS, "put", &answer) == 0)
+		return 0;
+	if (v->dead) {
+		*e = answer;
+		return -1;
+	}
+	if (!pp->refused) {
+		pp->refused = true;
+		pp->first = answer;
+	}
+	return 0;
+}
+
+/* A request was sent: make room in the window. */
+static int pipe_sent(struct vm *v, struct put_pipe *pp, struct err *e)
+{
+	pp->pending++;
+	while (pp->pending >= PUT_WINDOW)
+		if (pipe_take(v, pp, e) < 0)
+			return -1;
+	if (pp->refused) {
+		*e = pp->first;
+		return -1;
+	}
+	return 0;
+}
+
+/* Every answer read: 0, or the first refusal (or the VM's failure). */
+static int pipe_drain(struct vm *v, struct put_pipe *pp, struct err *e)
+{
+	while (pp->pending)
+		if (pipe_take(v, pp, e) < 0)
+			return -1;
+	if (pp->refused) {
+		*e = pp->first;
+		return -1;
+	}
+	return 0;
+}
+
+/* After a failure on this side: the answers still owed are read, so the
+ * next request meets its own. */
+static void pipe_abandon(struct vm *v, struct put_pipe *pp)
+{
+	struct err ignored;
+
+	while (!v->dead && pp->pending)
+		if (pipe_take(v, pp, &ignored) < 0)
+			break;
+}
+
 /* Make the directory rel with mode, owned as the agent's do_mkdir() says
- * for the P_MKDIR flags pflags. */
-static int send_mkdir(struct vm *v, const char *rel, mode_t mode, uint32_t pflags, struct err *e)
+ * for the P_MKDIR flags pflags (answered through pp). */
+static int send_mkdir(struct vm *v, struct put_pipe *pp, const char *rel, mode_t mode,
+		      uint32_t pflags, struct err *e)
 {
 	pbuf_start(&v->ob, P_MKDIR);
 	pbuf_str(&v->ob, rel);
@@ -1425,12 +1521,13 @@ static int send_mkdir(struct vm *v, const char *rel, mode_t mode, uint32_t pflag
 	pbuf_u32(&v->ob, pflags);
 	if (chan_send(v, e) < 0)
 		return -1;
-	return expect_ok(v, REQUEST_TIMEOUT_MS, "mkdir", e);
+	return pipe_sent(v, pp, e);
 }
 
 /* The parents of rel below its top directory ("work" or "tmp"): the
  * program's (0755) for its own put, else put_parent_rule()'s. */
-static int send_parents(struct vm *v, const char *rel, unsigned flags, struct err *e)
+static int send_parents(struct vm *v, struct put_pipe *pp, const char *rel, unsigned flags,
+			struct err *e)
 {
 	char dir[PATH_MAX];
 	uint32_t pflags = flags & PUT_NOT_THE_PROGRAMS ? put_flags(flags) | PROTO_PUT_PARENT : 0;
@@ -1438,15 +1535,15 @@ static int send_parents(struct vm *v, const char *rel, unsigned flags, struct er
 	snprintf(dir, sizeof(dir), "%s", rel);
 	for (char *p = strchr(dir, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
-		if (strchr(dir, '/') && send_mkdir(v, dir, 0755, pflags, e) < 0)
+		if (strchr(dir, '/') && send_mkdir(v, pp, dir, 0755, pflags, e) < 0)
 			return -1;
 		*p = '/';
 	}
 	return 0;
 }
 
-static int send_file(struct vm *v, int fd, const char *host_path, const char *rel, mode_t mode,
-		     unsigned flags, struct err *e)
+static int send_file(struct vm *v, struct put_pipe *pp, int fd, const char *host_path,
+		     const char *rel, mode_t mode, unsigned flags, struct err *e)
 {
 	static unsigned char chunk[PROTO_CHUNK];
 
@@ -1464,8 +1561,9 @@ static int send_file(struct vm *v, int fd, const char *host_path, const char *re
 			/* The agent waits for the end: finish the request first. */
 			int saved = errno;
 			pbuf_start(&v->ob, P_PUT_END);
-			if (chan_send(v, e) < 0 || expect_ok(v, REQUEST_TIMEOUT_MS, "put", e) < 0)
+			if (chan_send(v, e) < 0)
 				return -1;
+			pp->pending++;
 			return err_set(e, saved, "read '%s'", host_path);
 		}
 		if (n == 0)
@@ -1478,22 +1576,21 @@ static int send_file(struct vm *v, int fd, const char *host_path, const char *re
 	pbuf_start(&v->ob, P_PUT_END);
 	if (chan_send(v, e) < 0)
 		return -1;
-	if (expect_ok(v, REQUEST_TIMEOUT_MS, "put", e) < 0)
-		return err_wrap(e, "put '%s'", host_path);
-	return 0;
+	return pipe_sent(v, pp, e);
 }
 
 /* Where a put's entries go in a microVM: P_MKDIR and P_PUT to the agent. */
 struct vm_sink {
 	struct vm *v;
 	unsigned flags;
+	struct put_pipe pp;
 };
 
 static int sink_parents(void *ctx, const char *rel, struct err *e)
 {
 	struct vm_sink *k = ctx;
 
-	return send_parents(k->v, rel, k->flags, e);
+	return send_parents(k->v, &k->pp, rel, k->flags, e);
 }
 
 static int sink_dir(void *ctx, const char *rel, struct err *e)
@@ -1504,8 +1601,8 @@ static int sink_dir(void *ctx, const char *rel, struct err *e)
 	 * whatever a tree put onto them is for (hidden tests for the harness
 	 * go into /work, which the program must still enter). */
 	if (!strchr(rel, '/') && (k->flags & PUT_NOT_THE_PROGRAMS))
-		return send_mkdir(k->v, rel, 01777, PROTO_PUT_PROTECTED, e);
-	return send_mkdir(k->v, rel, 0755, put_flags(k->flags), e);
+		return send_mkdir(k->v, &k->pp, rel, 01777, PROTO_PUT_PROTECTED, e);
+	return send_mkdir(k->v, &k->pp, rel, 0755, put_flags(k->flags), e);
 }
 
 static int sink_file(void *ctx, int fd, const char *host_path, const char *rel, mode_t mode,
@@ -1513,7 +1610,7 @@ static int sink_file(void *ctx, int fd, const char *host_path, const char *rel, 
 {
 	struct vm_sink *k = ctx;
 
-	return send_file(k->v, fd, host_path, rel, mode, k->flags, e);
+	return send_file(k->v, &k->pp, fd, host_path, rel, mode, k->flags, e);
 }
 
 static int vm_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
@@ -1529,7 +1626,10 @@ static int vm_put(struct sandbox *sb, const char *host_path, const char *sandbox
 		return err_set(e, 0, "microVM: the VM is gone");
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
-	return tree_put(host_path, rel, &sink, e);
+	if (tree_put(host_path, rel, &sink, e) == 0)
+		return pipe_drain(v, &k.pp, e) < 0 ? err_wrap(e, "put '%s'", host_path) : 0;
+	pipe_abandon(v, &k.pp);
+	return -1;
 }
 
 static const char *const base_env[] = {
@@ -1662,8 +1762,13 @@ static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_re
 		snprintf(stdin_rel, sizeof(stdin_rel), "tmp/.proctor-stdin");
 		if (lseek(spec->stdin_fd, 0, SEEK_SET) < 0 && errno != ESPIPE)
 			return err_set(e, errno, "stdin");
-		if (send_file(v, spec->stdin_fd, "stdin", stdin_rel, 0644, SANDBOX_PUT_PROTECTED,
-			      e) < 0)
+		struct put_pipe pp = {0};
+		if (send_file(v, &pp, spec->stdin_fd, "stdin", stdin_rel, 0644,
+			      SANDBOX_PUT_PROTECTED, e) < 0) {
+			pipe_abandon(v, &pp);
+			return -1;
+		}
+		if (pipe_drain(v, &pp, e) < 0)
 			return -1;
 	} else if (spec->stdin_path &&
 		   sandbox_path_rel(spec->stdin_path, stdin_rel, sizeof(stdin_rel), e) < 0)
