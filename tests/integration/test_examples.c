@@ -1,7 +1,17 @@
-/* Integration tests: every bundled example submission gets the verdict its EXPECTED.tsv states. */
+/*
+ * Integration tests: every bundled example submission gets the verdict its
+ * EXPECTED.tsv states.
+ *
+ * With EXAMPLES_ISOLATION=vm (suites vm and vm-long) the same rows are
+ * graded in microVMs: each example named in EXAMPLES_ONLY is copied with
+ * `image:` pinned to the image built from images/$EXAMPLES_RECIPE.yaml in
+ * the suite's own state directory, and must get the very verdicts the jail
+ * gets, so the two backends grade every example alike (issue 22).
+ */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +31,39 @@ extern char **environ;
 #ifndef EXAMPLES_DIR
 #error "EXAMPLES_DIR must point at examples/"
 #endif
+#ifndef IMAGES_DIR
+#error "IMAGES_DIR must point at images/"
+#endif
+
+static bool vm;		   /* EXAMPLES_ISOLATION=vm */
+static char image_pin[64]; /* the image the VM copies pin */
+static char vm_why[4096];  /* why the image is not there */
+static bool vm_ready;
+
+/* The example `name` for the microVM: a copy in a temporary directory whose
+ * assignment.yaml pins image_pin.  Returns the directory holding it. */
+static char *vm_copy(const char *name)
+{
+	char *top = harness_tmpdir(), path[4096], yaml[8192];
+
+	snprintf(path, sizeof(path), "%s/%s", EXAMPLES_DIR, name);
+	char *cp[] = {"/bin/cp", "-r", path, top, NULL};
+	pid_t pid;
+	int st;
+	assert_int_equal(posix_spawn(&pid, cp[0], NULL, NULL, cp, environ), 0);
+	while (waitpid(pid, &st, 0) < 0)
+		;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(path, sizeof(path), "%s/%s/assignment.yaml", top, name);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	int n = snprintf(yaml, sizeof(yaml), "image: %s\n", image_pin);
+	size_t got = fread(yaml + n, 1, sizeof(yaml) - (size_t)n - 1, f);
+	yaml[(size_t)n + got] = '\0';
+	fclose(f);
+	harness_write_text(NULL, path, yaml);
+	return top;
+}
 
 /* Grade every row of <examples>/<name>/EXPECTED.tsv and compare. */
 static void check_example_in(const char *examples, const char *name)
@@ -44,7 +87,8 @@ static void check_example_in(const char *examples, const char *name)
 		snprintf(assignment, sizeof(assignment), "%s/%s", examples, name);
 		snprintf(submission, sizeof(submission), "%s/%s/submissions/%s", examples, name,
 			 sub);
-		char *args[] = {"grade", "--json", assignment, submission, NULL};
+		char *args[] = {"grade",  "--json",	"--isolation", vm ? "vm" : "jail",
+				assignment, submission, NULL};
 		struct proc_out o;
 		harness_run(&o, NULL, 600, args);
 		print_message("[  CASE    ] %s/%s: %s %s/%s\n", name, sub,
@@ -73,7 +117,24 @@ static void check_example_in(const char *examples, const char *name)
 
 static void check_example(const char *name)
 {
-	check_example_in(EXAMPLES_DIR, name);
+	if (!vm) {
+		check_example_in(EXAMPLES_DIR, name);
+		return;
+	}
+	const char *only = getenv("EXAMPLES_ONLY");
+	char padded[512];
+	snprintf(padded, sizeof(padded), " %s ", name);
+	char list[512];
+	snprintf(list, sizeof(list), " %s ", only ? only : "");
+	if (!strstr(list, padded))
+		skip();
+	harness_require(vm_ready, "the vm backend", vm_why);
+	char *top = vm_copy(name);
+	check_example_in(top, name);
+	char rm[4200];
+	snprintf(rm, sizeof(rm), "rm -rf '%s'", top);
+	free(top);
+	assert_int_equal(system(rm), 0);
 }
 
 /* Run argv (absolute program path) to its end; its exit status. */
@@ -388,6 +449,23 @@ static void test_bad_assignment_and_submission_are_usage_errors(void **state)
 
 int main(void)
 {
+	const char *iso = getenv("EXAMPLES_ISOLATION");
+	if (iso && strcmp(iso, "vm") == 0) {
+		const struct CMUnitTest vm_tests[] = {
+		    cmocka_unit_test(test_python_pytest_example),
+		    cmocka_unit_test(test_c_tap_example),
+		    cmocka_unit_test(test_js_node_example),
+		    cmocka_unit_test(test_java_junit5_example),
+		    cmocka_unit_test(test_io_sum_example),
+		};
+		char recipe[4096];
+		const char *name = getenv("EXAMPLES_RECIPE") ? getenv("EXAMPLES_RECIPE") : "small";
+		vm = true;
+		snprintf(recipe, sizeof(recipe), "%s/%s.yaml", IMAGES_DIR, name);
+		vm_ready = harness_vm_image(recipe, name, image_pin, sizeof(image_pin), vm_why,
+					    sizeof(vm_why)) == 0;
+		return cmocka_run_group_tests(vm_tests, NULL, NULL);
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_python_pytest_example),
 		cmocka_unit_test(test_c_tap_example),
