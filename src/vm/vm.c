@@ -1440,9 +1440,10 @@ static uint32_t put_flags(unsigned flags)
  * A put's requests are pipelined: each P_MKDIR and P_PUT is sent without
  * waiting for its answer, up to PUT_WINDOW unanswered, and the answers
  * (in order) are read as the window fills and at the end.  One round trip
- * per file made a tree of 20,000 small files take 52 s to put (3.2 s in
- * the jail).  The answers are a few bytes each, so the window never fills
- * the channel's buffers the other way.  After a refusal nothing more is
+ * per request put a tree of 20,000 small files in 7.3 s under TCG, the
+ * pipeline in 4.4 s (the jail: 0.4 s; the rest is the agent's work per
+ * file).  The answers are a few bytes each, so the window never fills the
+ * channel's buffers the other way.  After a refusal nothing more is
  * sent; the first refusal is the put's error.
  */
 #define PUT_WINDOW 64
