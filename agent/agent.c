@@ -1228,15 +1228,46 @@ out:
 	return pid;
 }
 
-/* The wall time a run is held to: its CPU time plus its time off the CPU
- * times the time factor (both already in the scaled limit: the emulation
- * slows computing, not sleeping; run_spec.time_factor).  One vCPU, so the
- * CPU time of the run's group is at most its elapsed time, give or take. */
-static uint64_t wall_counted(uint64_t elapsed_ms, uint64_t cpu_ms, const struct proto_run_limits *l)
+/* The guest's idle time so far, ms (/proc/uptime's second field: the
+ * vCPU halted, waiting for an interrupt). */
+static uint64_t idle_ms(void)
 {
-	uint64_t off = elapsed_ms > cpu_ms ? elapsed_ms - cpu_ms : 0;
+	char buf[128];
+	double up, idle;
+	int fd = open("/proc/uptime", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
-	return cpu_ms + off * l->factor_milli / 1000;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%lf %lf", &up, &idle) != 2 || idle < 0)
+		return 0;
+	return (uint64_t)(idle * 1000.0);
+}
+
+/* The guest's idle time since idle0 (ms), when a time factor needs it. */
+static uint64_t idle_since(uint64_t idle0, const struct proto_run_limits *l)
+{
+	uint64_t cur = l->factor_milli > 1000 ? idle_ms() : 0;
+
+	return cur > idle0 ? cur - idle0 : 0;
+}
+
+/*
+ * The wall time a run is held to, against its limit (scaled by the time
+ * factor, run_spec.time_factor): the time the guest was busy (the program,
+ * the agent draining its output, the kernel: all emulated, all slowed)
+ * plus the time the vCPU sat idle (the program asleep or waiting for
+ * input: real time, not slowed) times the factor.  One vCPU, so idle time
+ * is the whole guest's.
+ */
+static uint64_t wall_counted(uint64_t elapsed_ms, uint64_t idle, const struct proto_run_limits *l)
+{
+	if (idle > elapsed_ms)
+		idle = elapsed_ms;
+	return elapsed_ms - idle + idle * l->factor_milli / 1000;
 }
 
 static void do_run(uint32_t len)
@@ -1318,6 +1349,7 @@ static void do_run(uint32_t len)
 	/* From its release (a fork of the zygote) or its fork: a zygote that
 	 * is slow to answer is not the program's time. */
 	t0 = now_ns() / 1000000;
+	uint64_t idle0 = q.l.factor_milli > 1000 ? idle_ms() : 0;
 	if (pid < 0)
 		pid = fork();
 	if (pid < 0) {
@@ -1402,7 +1434,8 @@ static void do_run(uint32_t len)
 			uint64_t cpu_us = stat_key(CG "/run/cpu.stat", "usage_usec");
 			if (cpu_us / 1000 >= q.l.cpu_ms)
 				x.killed_for |= HIT_CPU;
-			else if (!exited && wall_counted(now - t0, cpu_us / 1000, &q.l) > q.l.wall_ms)
+			else if (!exited && wall_counted(now - t0, idle_since(idle0, &q.l), &q.l) >
+						q.l.wall_ms)
 				x.killed_for |= HIT_WALL;
 			else if (!exited && run_over_memory(q.l.memory_bytes))
 				x.killed_for |= HIT_MEMORY;

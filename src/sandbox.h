@@ -115,8 +115,8 @@ struct run_spec {
 	/* The backend's slowdown (sandbox_ops.time_factor, > 1 only for a
 	 * microVM under TCG) by which the caller scaled limits.cpu_ms and
 	 * limits.wall_ms; 0 or 1: none.  The slowdown is for computing, not
-	 * for waiting: the wall limit then applies to the run's CPU time plus
-	 * its time off the CPU times the factor, so a sleep counts as long as
+	 * for waiting: the wall limit then applies to the guest's busy time
+	 * plus its idle time times the factor, so a sleep counts as long as
 	 * in the jail (docs/vm.md, "The slowdown factor"). */
 	double time_factor;
 };

@@ -412,14 +412,21 @@ static int wait_param(struct api *a, const struct http_request *rq, struct http_
 	return 0;
 }
 
-/* One step of a long poll that began at start_ns: the store is read again after it. */
-static void sleep_step(uint64_t start_ns)
+/* Whether a long poll of wait_s seconds has time left: then *again_ms is
+ * when its handler is called again (http_response.again_ms; the store is
+ * read again then), and the connection waits holding no thread. */
+static bool poll_again(const struct http_request *rq, unsigned wait_s, unsigned *again_ms)
 {
-	uint64_t ms = (now_ns() - start_ns) / 4000000u;
+	uint64_t start = rq->first_ns, now = now_ns();
+	uint64_t deadline = start + (uint64_t)wait_s * 1000000000ull;
 
+	if (!start || rq->last_call || now >= deadline)
+		return false;
+	uint64_t ms = (now - start) / 4000000u;
 	ms = ms < WAIT_FIRST_MS ? WAIT_FIRST_MS : ms > WAIT_STEP_MS ? WAIT_STEP_MS : ms;
-	struct timespec ts = {0, (long)ms * 1000000L};
-	nanosleep(&ts, NULL);
+	uint64_t left = (deadline - now + 999999u) / 1000000u;
+	*again_ms = (unsigned)(ms < left ? ms : left);
+	return true;
 }
 
 /* A refused member: 413 for an archive past the upload limit, 500 when we
@@ -985,20 +992,17 @@ static void get_submission(struct api *a, struct store *st, const struct http_re
 	if (authorize(st, rq, rs, STORE_SCOPE_SUBMIT, &ti) < 0 ||
 	    wait_param(a, rq, rs, &wait_s) < 0)
 		return;
-	uint64_t start = now_ns(), deadline = start + (uint64_t)wait_s * 1000000000ull;
-	for (;;) {
-		int rc = store_submission_get(st, id, &v, &e);
-		if (rc == 0 && v.course_id != ti.course_id)
-			rc = foreign(&e, "submission", id);
-		if (rc < 0) {
-			store_submission_view_clear(&v);
-			store_error(rs, rc, &e);
-			return;
-		}
-		if (finished(&v) || now_ns() >= deadline)
-			break;
+	int rc = store_submission_get(st, id, &v, &e);
+	if (rc == 0 && v.course_id != ti.course_id)
+		rc = foreign(&e, "submission", id);
+	if (rc < 0) {
 		store_submission_view_clear(&v);
-		sleep_step(start);
+		store_error(rs, rc, &e);
+		return;
+	}
+	if (!finished(&v) && poll_again(rq, wait_s, &rs->again_ms)) {
+		store_submission_view_clear(&v);
+		return;
 	}
 	const char *fmt = http_request_query(rq, "format");
 	enum result_viewer viewer =
@@ -1183,10 +1187,10 @@ static void get_regrade(struct api *a, struct store *st, const struct http_reque
 	if (authorize(st, rq, rs, STORE_SCOPE_INSTRUCTOR, &ti) < 0 ||
 	    wait_param(a, rq, rs, &wait_s) < 0)
 		goto out;
-	uint64_t start = now_ns(), deadline = start + (uint64_t)wait_s * 1000000000ull;
-	while ((rc = store_regrade_get(st, id, &info, items, REGRADE_SHOWN, &n, &e)) == 0 &&
-	       info.course_id == ti.course_id && info.finished < info.total && now_ns() < deadline)
-		sleep_step(start);
+	rc = store_regrade_get(st, id, &info, items, REGRADE_SHOWN, &n, &e);
+	if (rc == 0 && info.course_id == ti.course_id && info.finished < info.total &&
+	    poll_again(rq, wait_s, &rs->again_ms))
+		goto out;
 	if (rc == 0 && info.course_id != ti.course_id)
 		rc = foreign(&e, "regrade", id);
 	if (rc < 0) {
@@ -1459,7 +1463,7 @@ void api_handle(void *ctx, const struct http_request *rq, struct http_response *
 		route_v1(a, st, rq, rs);
 	else
 		http_error(rs, 404, "not_found", "no route %s %s", rq->method, rq->path);
-	if (rs->status >= 500) {
+	if (rs->status >= 500 && !rs->again_ms) {
 		/* The connection may be what failed (a database restarted):
 		 * the thread's next request opens a new one. */
 		pthread_setspecific(a->key, NULL);

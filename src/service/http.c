@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,27 @@
  * timeout, a flood of connections by the global and per-address limits,
  * and headers by the per-connection memory limit.  libmicrohttpd's own
  * form parser (MHD_PostProcessor, the home of its past CVEs) is never used.
+ *
+ * A long poll holds no thread: a handler that has no answer yet asks to be
+ * called again later (http_response.again_ms); the connection is then
+ * suspended (MHD_suspend_connection) and put on the server's timer list,
+ * and the timer thread resumes it when it is due, upon which libmicrohttpd
+ * calls answer() again and the handler looks again.  Sixteen polls used
+ * to take all sixteen threads, /healthz included, for up to a minute.
  */
+
+/* Per-request state, from the first call to the completion notice. */
+struct pending {
+	char *body;
+	size_t len, cap;
+	size_t max; /* this request's body cap */
+	bool too_large;
+	uint64_t first_ns; /* the handler's first call */
+	/* Suspended, waiting to be called again (the server's timer list). */
+	struct MHD_Connection *conn;
+	uint64_t due_ns;
+	struct pending *next;
+};
 
 struct http_server {
 	struct MHD_Daemon *d;
@@ -36,14 +57,12 @@ struct http_server {
 	http_handler handler;
 	void *ctx;
 	uint16_t port;
-};
-
-/* Per-request state, from the first call to the completion notice. */
-struct pending {
-	char *body;
-	size_t len, cap;
-	size_t max; /* this request's body cap */
-	bool too_large;
+	/* The suspended requests and the thread that resumes them. */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t timer;
+	bool timer_started, stopping;
+	struct pending *waiting;
 };
 
 void http_limits_default(struct http_limits *l)
@@ -262,9 +281,75 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	    .remote = remote,
 	    .conn = c,
 	};
+	if (!p->first_ns)
+		p->first_ns = now_ns();
+	rq.first_ns = p->first_ns;
+	pthread_mutex_lock(&s->lock);
+	rq.last_call = s->stopping;
+	pthread_mutex_unlock(&s->lock);
 	struct http_response rs = {.status = 500};
 	s->handler(s->ctx, &rq, &rs);
+	if (rs.again_ms && !rq.last_call) {
+		free(rs.body);
+		pthread_mutex_lock(&s->lock);
+		if (!s->stopping) {
+			/* Suspended under the lock: the timer thread, which takes
+			 * it to resume, never resumes it before. */
+			p->conn = c;
+			p->due_ns = now_ns() + (uint64_t)rs.again_ms * 1000000u;
+			p->next = s->waiting;
+			s->waiting = p;
+			MHD_suspend_connection(c);
+			pthread_cond_signal(&s->wake);
+			pthread_mutex_unlock(&s->lock);
+			return MHD_YES;
+		}
+		pthread_mutex_unlock(&s->lock);
+		/* Stopping: called again at once, for the last time. */
+		rq.last_call = true;
+		rs = (struct http_response){.status = 500};
+		s->handler(s->ctx, &rq, &rs);
+	}
 	return send_response(c, &rs);
+}
+
+/* The timer thread: resumes each suspended request when it is due (all
+ * of them once the server stops), the earliest first. */
+static void *timer_main(void *arg)
+{
+	struct http_server *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		uint64_t now = now_ns(), next = UINT64_MAX;
+		for (struct pending **pp = &s->waiting; *pp;) {
+			struct pending *p = *pp;
+			if (s->stopping || p->due_ns <= now) {
+				*pp = p->next;
+				p->next = NULL;
+				MHD_resume_connection(p->conn);
+				continue;
+			}
+			if (p->due_ns < next)
+				next = p->due_ns;
+			pp = &p->next;
+		}
+		if (s->stopping)
+			break;
+		if (next == UINT64_MAX) {
+			pthread_cond_wait(&s->wake, &s->lock);
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t at = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+				      (next - now);
+			ts.tv_sec = (time_t)(at / 1000000000u);
+			ts.tv_nsec = (long)(at % 1000000000u);
+			pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -330,8 +415,15 @@ int http_server_start_gated(const char *addr, const struct http_limits *l, http_
 	s->handler = handler;
 	s->gate = gate;
 	s->ctx = ctx;
+	pthread_condattr_t ca;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	s->d = MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, port, NULL, NULL, answer, s,
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL,
+	    NULL, answer, s,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
 	    (unsigned)l->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)l->per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)l->timeout_s,
@@ -340,9 +432,20 @@ int http_server_start_gated(const char *addr, const struct http_limits *l, http_
 	    MHD_OPTION_END);
 	if (!s->d) {
 		int saved = errno;
+		pthread_cond_destroy(&s->wake);
+		pthread_mutex_destroy(&s->lock);
 		free(s);
 		return err_set(e, saved, "listen on %s", addr);
 	}
+	int rc = pthread_create(&s->timer, NULL, timer_main, s);
+	if (rc != 0) {
+		MHD_stop_daemon(s->d);
+		pthread_cond_destroy(&s->wake);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return err_set(e, rc, "start the long-poll timer");
+	}
+	s->timer_started = true;
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = di ? di->port : port;
 	*ret = s;
@@ -358,6 +461,16 @@ void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	/* Every suspended poll is resumed for its last call before the
+	 * daemon stops (libmicrohttpd must not stop with one suspended). */
+	pthread_mutex_lock(&s->lock);
+	s->stopping = true;
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	if (s->timer_started)
+		pthread_join(s->timer, NULL);
 	MHD_stop_daemon(s->d);
+	pthread_cond_destroy(&s->wake);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

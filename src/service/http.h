@@ -40,6 +40,12 @@ struct http_request {
 	size_t body_len;
 	const char *remote;	    /* the client's address, text */
 	void *conn;		    /* for http_request_query() */
+	/* When the handler was first called for this request (CLOCK_MONOTONIC
+	 * ns), the same on every call again (http_response.again_ms); 0 for a
+	 * request made without a server, as a fuzzer's. */
+	uint64_t first_ns;
+	/* Set on the last call: the server is stopping, answer now. */
+	bool last_call;
 };
 
 /* A query parameter's value, or NULL; valid during the handler call (NULL
@@ -53,6 +59,14 @@ struct http_response {
 	char *body;
 	const char *content_type;
 	unsigned retry_after_s; /* sent as Retry-After when non-zero */
+	/*
+	 * Not answered yet (a long poll whose answer is not there): call the
+	 * handler again for this request after this many milliseconds.  The
+	 * connection is suspended meanwhile and holds no thread, so waiting
+	 * polls never stall other requests.  Whatever else the handler set is
+	 * discarded.
+	 */
+	unsigned again_ms;
 };
 
 /*
@@ -91,7 +105,8 @@ int http_server_start_gated(const char *addr, const struct http_limits *l, http_
 			    http_handler handler, void *ctx, struct http_server **ret,
 			    struct err *e);
 uint16_t http_server_port(const struct http_server *s);
-/* Stop accepting, finish or close connections, free.  Accepts NULL. */
+/* Stop accepting; every waiting long poll gets its last call (answered
+ * now); finish or close connections, free.  Accepts NULL. */
 void http_server_stop(struct http_server *s);
 
 /*

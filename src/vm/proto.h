@@ -99,7 +99,7 @@ struct proto_run_limits {
 	uint64_t cpu_ms, wall_ms, memory_bytes, pids, fsize_bytes, nofile, output_bytes;
 	uint32_t flags; /* PROTO_RUN_* */
 	/* run_spec.time_factor in thousandths (1000: none; version 5): the
-	 * wall limit applies to CPU time + time off the CPU * factor. */
+	 * wall limit applies to the guest's busy time + idle time * factor. */
 	uint32_t factor_milli;
 };
 

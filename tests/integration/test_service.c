@@ -891,6 +891,82 @@ static void test_service_every_format_with_every_scope(void **state)
 	free(hidden_msg);
 }
 
+/*
+ * A waiting long poll holds no thread (issue 23): 500 polls of a
+ * submission that stays queued (`wait=60`, from 20 loopback addresses: 25
+ * each, under the per-address limit of 32) and /healthz still answers at
+ * once, where 16 polls used to take all 16 of the server's threads for a
+ * minute.  The polls get no answer meanwhile; they are then dropped.
+ */
+#define POLLS 500
+
+static void test_service_long_polls_hold_no_thread(void **state)
+{
+	struct env *v = ready(state);
+	static int fds[POLLS];
+	char req[512];
+	unsigned port;
+	long long id = pending(v);
+
+	assert_int_equal(sscanf(v->pending.base, "http://127.0.0.1:%u", &port), 1);
+	snprintf(req, sizeof(req),
+		 "GET /v1/submissions/%lld?wait=60 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		 "Authorization: Bearer %s\r\n\r\n",
+		 id, v->p.submit);
+	for (int i = 0; i < POLLS; i++) {
+		struct sockaddr_in from = {.sin_family = AF_INET}, to = {.sin_family = AF_INET};
+		from.sin_addr.s_addr = htonl(0x7f000002u + (uint32_t)(i / 25));
+		to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		to.sin_port = htons((uint16_t)port);
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(fds[i] >= 0);
+		if (bind(fds[i], (struct sockaddr *)&from, sizeof(from)) < 0 ||
+		    connect(fds[i], (struct sockaddr *)&to, sizeof(to)) < 0 ||
+		    write(fds[i], req, strlen(req)) != (ssize_t)strlen(req))
+			fail_msg("poll %d: %s", i, strerror(errno));
+	}
+	harness_sleep_ms(1000);
+
+	/* /healthz, with a 10 s limit of its own (the polls wait 60 s). */
+	CURL *c = curl_easy_init();
+	char url[128];
+	struct reply r = {0};
+	long status = 0;
+	assert_non_null(c);
+	snprintf(url, sizeof(url), "%s/healthz", v->pending.base);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	long long t0 = harness_now_ms();
+	CURLcode rc = curl_easy_perform(c);
+	long long took = harness_now_ms() - t0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	print_message("[  HEALTH  ] %s: /healthz in %lld ms beside %d waiting polls\n", v->name,
+		      took, POLLS);
+	if (rc != CURLE_OK || status != 200)
+		fail_msg("/healthz beside %d waiting polls: %s, status %ld after %lld ms", POLLS,
+			 curl_easy_strerror(rc), status, took);
+	reply_free(&r);
+
+	/* Every poll is still waiting: connected, no answer yet. */
+	int answered = 0;
+	for (int i = 0; i < POLLS; i++) {
+		char b;
+		ssize_t n = recv(fds[i], &b, 1, MSG_DONTWAIT);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			answered++;
+		close(fds[i]);
+	}
+	if (answered)
+		fail_msg("%d of %d polls of a queued submission were answered or closed within "
+			 "their 60 s",
+			 answered, POLLS);
+}
+
 static void test_service_health_ready_and_metrics_need_no_token(void **state)
 {
 	struct env *v = ready(state);
@@ -1875,6 +1951,7 @@ int main(void)
 	    cmocka_unit_test(test_service_upload_submit_and_long_poll),
 	    cmocka_unit_test(test_service_every_format_with_every_scope),
 	    cmocka_unit_test(test_service_health_ready_and_metrics_need_no_token),
+	    cmocka_unit_test(test_service_long_polls_hold_no_thread),
 	    cmocka_unit_test(test_service_tokens_and_scopes),
 	    cmocka_unit_test(test_service_token_of_another_course_sees_nothing),
 	    cmocka_unit_test(test_service_list_submissions_by_student),
