@@ -397,13 +397,13 @@ static int wait_param(struct api *a, const struct http_request *rq, struct http_
 		      unsigned *ret)
 {
 	const char *w = http_request_query(rq, "wait");
-	char *end;
+	uint64_t n;
 
 	*ret = 0;
 	if (!w)
 		return 0;
-	unsigned long n = strtoul(w, &end, 10);
-	if (!*w || *end || n > 86400) {
+	/* Digits only: no sign, space or overflow (strtoul took "-1" and " 5"). */
+	if (parse_u64(w, strlen(w), &n) < 0 || n > 86400) {
 		http_error(rs, 400, "invalid_request", "wait: '%.40s' is not a number of seconds",
 			   w);
 		return -1;
@@ -1236,12 +1236,14 @@ static void list_submissions(struct api *a, struct store *st, const struct http_
 	if (authorize(st, rq, rs, STORE_SCOPE_INSTRUCTOR, &ti) < 0)
 		return;
 	if (after) {
-		char *end;
-		after_id = strtoll(after, &end, 10);
-		if (!*after || *end || after_id < 0) {
+		/* Digits only, at most INT64_MAX (strtoll took "+5", " 5" and
+		 * saturated a number too large without a word). */
+		uint64_t u;
+		if (parse_u64(after, strlen(after), &u) < 0 || u > INT64_MAX) {
 			http_error(rs, 400, "invalid_request", "after: not a submission id");
 			return;
 		}
+		after_id = (int64_t)u;
 	}
 	int rc = store_submission_list(st, ti.course_id, student, after_id, ids, LIST_MAX, &n, &e);
 	if (rc < 0) {

@@ -1134,9 +1134,17 @@ static void test_service_list_submissions_by_student(void **state)
 	expect_status(&r, 200);
 	assert_int_equal(json_array_size(at(r.json, "submissions")), 0);
 	reply_free(&r);
-	call(&v->main, "GET", "/v1/submissions?after=soon", v->a.instructor, NULL, NULL, &r);
-	expect_error(&r, 400, "invalid_request");
-	reply_free(&r);
+	/* Digits only, within an id's range: a sign, a space or a number too
+	 * large is refused, never read as something else. */
+	static const char *const bad_after[] = {"soon", "%2B5", "%205", "-1",
+						"99999999999999999999", ""};
+	for (size_t k = 0; k < sizeof(bad_after) / sizeof(bad_after[0]); k++) {
+		char path[96];
+		snprintf(path, sizeof(path), "/v1/submissions?after=%s", bad_after[k]);
+		call(&v->main, "GET", path, v->a.instructor, NULL, NULL, &r);
+		expect_error(&r, 400, "invalid_request");
+		reply_free(&r);
+	}
 }
 
 static void test_service_idempotency_key_returns_the_same_submission(void **state)
@@ -1241,9 +1249,14 @@ static void test_service_bad_requests_have_stable_codes(void **state)
 	call(&v->main, "PUT", "/v1/course/budget", v->a.admin, "nope", NULL, &r);
 	expect_error(&r, 400, "invalid_request");
 	reply_free(&r);
-	call(&v->main, "GET", "/v1/submissions/1?wait=soon", v->a.submit, NULL, NULL, &r);
-	expect_error(&r, 400, "invalid_request");
-	reply_free(&r);
+	static const char *const bad_wait[] = {"soon", "-1", "%205", "%2B5", "86401"};
+	for (size_t k = 0; k < sizeof(bad_wait) / sizeof(bad_wait[0]); k++) {
+		char path[96];
+		snprintf(path, sizeof(path), "/v1/submissions/1?wait=%s", bad_wait[k]);
+		call(&v->main, "GET", path, v->a.submit, NULL, NULL, &r);
+		expect_error(&r, 400, "invalid_request");
+		reply_free(&r);
+	}
 	call(&v->main, "GET", "/v1/submissions/999999", v->a.submit, NULL, NULL, &r);
 	expect_error(&r, 404, "not_found");
 	reply_free(&r);
