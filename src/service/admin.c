@@ -1,6 +1,7 @@
 /* proctor admin: tokens, assignments and course budgets, straight on the store (for the operator's
  * shell). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "service/commands.h"
 #include "service/pack.h"
 #include "store/store.h"
+#include "util.h"
 
 #define ADMIN_EXIT_STATUS                                                                          \
 	"  0  done (the token or the id is on stdout)\n"                                           \
@@ -24,8 +26,8 @@ static const struct cli_command assignment_cmd = {
 static const struct cli_command budget_cmd = {.name = "admin budget", .operands = "no arguments"};
 
 static const struct cli_subcommand admin_words[] = {
-    {"token", "print a new token of --course (created if new) with --scope", admin_word,
-     &token_cmd},
+    {"token", "print a new token of --course (created if new) with --scope, or --revoke one",
+     admin_word, &token_cmd},
     {"assignment", "upload assignment DIR to --course; print its id", admin_word, &assignment_cmd},
     {"budget", "set or lift (--cpu-cap none) a course's daily CPU-seconds cap", admin_word,
      &budget_cmd},
@@ -89,7 +91,7 @@ static int upload(struct store *st, const char *course, const char *dir, struct 
 
 static int admin_word(int argc, char **argv)
 {
-	const char *db = NULL, *course = NULL, *scope_name = NULL, *cap = NULL;
+	const char *db = NULL, *course = NULL, *scope_name = NULL, *cap = NULL, *revoke = NULL;
 	bool is_token = strcmp(argv[0], "token") == 0, is_budget = strcmp(argv[0], "budget") == 0;
 	const struct cli_option opts[] = {
 	    {.name = "db",
@@ -112,6 +114,11 @@ static int admin_word(int argc, char **argv)
 	     .value_name = "SECONDS",
 	     .dest = &cap,
 	     .help = "budget: CPU-seconds a day, or 'none'"},
+	    {.name = "revoke",
+	     .kind = CLI_STRING,
+	     .value_name = "ID",
+	     .dest = &revoke,
+	     .help = "token: revoke the course's token ID (GET /v1/tokens lists them) instead"},
 	};
 	struct cli_command cmd = is_token ? token_cmd : is_budget ? budget_cmd : assignment_cmd;
 	struct store *st = NULL;
@@ -131,7 +138,14 @@ static int admin_word(int argc, char **argv)
 		return cli_exit_status(r);
 	if (!db || !course)
 		return cli_usage_error("admin %s: --db and --course are required", argv[0]);
-	if (is_token && (!scope_name || store_scope_parse(scope_name, &scope, &e) < 0))
+	uint64_t revoke_id = 0;
+	if (revoke && (!is_token || parse_u64(revoke, strlen(revoke), &revoke_id) < 0 ||
+		       revoke_id == 0 || revoke_id > INT64_MAX))
+		return cli_usage_error(is_token ? "admin token: --revoke: '%s' is not a token id"
+						: "admin %s: --revoke is for admin token only",
+				       is_token ? revoke : argv[0]);
+	if (is_token && !revoke &&
+	    (!scope_name || store_scope_parse(scope_name, &scope, &e) < 0))
 		return cli_usage_error("admin token: --scope must be submit, instructor or admin");
 	if (is_budget) {
 		char *end;
@@ -147,7 +161,11 @@ static int admin_word(int argc, char **argv)
 		err_wrap(&e, "--db");
 		return fail(&e);
 	}
-	if (is_token)
+	if (revoke) {
+		r = store_course_ensure(st, course, false, &course_id, &e);
+		if (r == 0)
+			r = store_token_revoke(st, course_id, (int64_t)revoke_id, &e);
+	} else if (is_token)
 		r = store_token_create(st, course, scope, token, &e);
 	else if (is_budget) {
 		r = store_course_ensure(st, course, false, &course_id, &e);
@@ -159,7 +177,10 @@ static int admin_word(int argc, char **argv)
 	if (r < 0)
 		return r == STORE_NOT_FOUND ? (err_classify(&e, ERR_NOT_FOUND), fail(&e))
 					    : fail(&e);
-	if (is_token)
+	if (revoke)
+		fprintf(stderr, "proctor: admin: token %llu of course '%s' revoked\n",
+			(unsigned long long)revoke_id, course);
+	else if (is_token)
 		printf("%s\n", token);
 	return 0;
 }

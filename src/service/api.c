@@ -1297,6 +1297,65 @@ static void post_token(struct api *a, struct store *st, const struct http_reques
 			"course", c.name));
 }
 
+/* Tokens listed at most. */
+#define TOKENS_SHOWN 1000
+
+/* GET /v1/tokens: the course's tokens (admin): which, scope, when made and
+ * revoked; never a secret nor its hash. */
+static void list_tokens(struct api *a, struct store *st, const struct http_request *rq,
+			struct http_response *rs, int64_t id)
+{
+	struct store_token_info ti;
+	struct store_token_row *rows = NULL;
+	size_t n = 0;
+	struct err e;
+	int rc;
+
+	(void)a;
+	(void)id;
+	if (authorize(st, rq, rs, STORE_SCOPE_ADMIN, &ti) < 0)
+		return;
+	if (!(rows = calloc(TOKENS_SHOWN, sizeof(*rows)))) {
+		http_error(rs, 500, "internal", "out of memory");
+		return;
+	}
+	if ((rc = store_token_list(st, ti.course_id, rows, TOKENS_SHOWN, &n, &e)) < 0) {
+		store_error(rs, rc, &e);
+		free(rows);
+		return;
+	}
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(
+		    list, json_pack("{s:I, s:s, s:s, s:I, s:o}", "token_id",
+				    (json_int_t)rows[i].token_id, "scope",
+				    store_scope_name(rows[i].scope), "prefix", rows[i].prefix,
+				    "created_ms", (json_int_t)rows[i].created_ms, "revoked_ms",
+				    rows[i].revoked_ms ? json_integer(rows[i].revoked_ms)
+						       : json_null()));
+	free(rows);
+	reply(rs, 200, json_pack("{s:o}", "tokens", list));
+}
+
+/* DELETE /v1/tokens/{id}: revoke a token of the course (admin); it is
+ * refused from then on (401), by every route. */
+static void delete_token(struct api *a, struct store *st, const struct http_request *rq,
+			 struct http_response *rs, int64_t id)
+{
+	struct store_token_info ti;
+	struct err e;
+	int rc;
+
+	(void)a;
+	if (authorize(st, rq, rs, STORE_SCOPE_ADMIN, &ti) < 0)
+		return;
+	if ((rc = store_token_revoke(st, ti.course_id, id, &e)) < 0) {
+		store_error(rs, rc, &e);
+		return;
+	}
+	reply(rs, 200, json_pack("{s:I, s:b}", "token_id", (json_int_t)id, "revoked", 1));
+}
+
 static void course_budget(struct api *a, struct store *st, const struct http_request *rq,
 			  struct http_response *rs, int64_t id)
 {
@@ -1377,6 +1436,8 @@ static const struct route {
     {"GET", "/v1/assignments/#/gradebook", assignment_gradebook, false},
     {"GET", "/v1/regrades/#", get_regrade, false},
     {"POST", "/v1/tokens", post_token, false},
+    {"GET", "/v1/tokens", list_tokens, false},
+    {"DELETE", "/v1/tokens/#", delete_token, false},
     {"GET", "/v1/course/budget", course_budget, false},
     {"PUT", "/v1/course/budget", course_budget, false},
 };

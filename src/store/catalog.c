@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Names, labels and URLs are bounded text without control characters. */
@@ -148,7 +149,10 @@ static const char sql_token_add[] =
 static const char sql_token_get[] = "SELECT id, course_id, scope, secret_sha256 FROM tokens "
 				    "WHERE selector = $1 AND revoked_ms IS NULL";
 static const char sql_token_revoke[] =
-    "UPDATE tokens SET revoked_ms = {now} WHERE id = $1 AND revoked_ms IS NULL RETURNING id";
+    "UPDATE tokens SET revoked_ms = {now} WHERE id = $1 AND (course_id = $2 OR $2 = 0) "
+    "AND revoked_ms IS NULL RETURNING id";
+static const char sql_token_list[] = "SELECT id, scope, selector, created_ms, revoked_ms "
+				     "FROM tokens WHERE course_id = $1 ORDER BY id LIMIT $2";
 
 struct token_arg {
 	const char *course;
@@ -251,17 +255,42 @@ int store_token_check(struct store *st, const char *token, struct store_token_in
 	return 0;
 }
 
-int store_token_revoke(struct store *st, int64_t token_id, struct err *e)
+int store_token_revoke(struct store *st, int64_t course_id, int64_t token_id, struct err *e)
 {
 	struct store_rows *rows = NULL;
-	struct store_val p[] = {sv_int(token_id)};
+	struct store_val p[] = {sv_int(token_id), sv_int(course_id)};
 
-	if (store_q(st, sql_token_revoke, p, 1, &rows, e) < 0)
+	if (store_q(st, sql_token_revoke, p, 2, &rows, e) < 0)
 		return err_wrap(e, "revoke token");
 	size_t n = rows->nrows;
 	store_rows_free(rows);
 	if (n == 0)
 		return store_fail(e, STORE_NOT_FOUND, "no active token %lld", (long long)token_id);
+	return 0;
+}
+
+int store_token_list(struct store *st, int64_t course_id, struct store_token_row *ret,
+		     size_t cap, size_t *ret_n, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	struct store_val p[] = {sv_int(course_id), sv_int((int64_t)cap)};
+
+	*ret_n = 0;
+	if (store_q(st, sql_token_list, p, 2, &rows, e) < 0)
+		return err_wrap(e, "list tokens");
+	for (size_t r = 0; r < rows->nrows && *ret_n < cap; r++) {
+		struct store_token_row *t = &ret[*ret_n];
+		struct err ignored;
+		if (store_scope_parse(store_col_text(rows, r, 1), &t->scope, &ignored) < 0)
+			continue;
+		t->token_id = store_col_int(rows, r, 0);
+		snprintf(t->prefix, sizeof(t->prefix), TOKEN_PREFIX "%.16s",
+			 store_col_text(rows, r, 2));
+		t->created_ms = store_col_int(rows, r, 3);
+		t->revoked_ms = store_col_int(rows, r, 4);
+		(*ret_n)++;
+	}
+	store_rows_free(rows);
 	return 0;
 }
 

@@ -132,8 +132,22 @@ struct store_token_info {
  * for a malformed, unknown or revoked token. */
 int store_token_check(struct store *st, const char *token, struct store_token_info *ret,
 		      struct err *e);
-/* Revoke a token by id. */
-int store_token_revoke(struct store *st, int64_t token_id, struct err *e);
+/* Revoke a token by id: of course_id only (0: any course, the operator's
+ * `proctor admin token --revoke`).  STORE_NOT_FOUND when there is no such
+ * active token (of that course). */
+int store_token_revoke(struct store *st, int64_t course_id, int64_t token_id, struct err *e);
+
+/* A course's token as listed: never its secret nor the secret's hash. */
+struct store_token_row {
+	int64_t token_id;
+	enum store_scope scope;
+	char prefix[4 + 16 + 1]; /* "prt_" + the selector: which token it is */
+	int64_t created_ms;
+	int64_t revoked_ms; /* 0: active */
+};
+/* The tokens of course_id, oldest first, at most cap (*ret_n of them). */
+int store_token_list(struct store *st, int64_t course_id, struct store_token_row *rows,
+		     size_t cap, size_t *ret_n, struct err *e);
 
 /* ---- blobs ---- */
 

@@ -1076,6 +1076,98 @@ static void test_service_tokens_and_scopes(void **state)
 	call(&v->main, "POST", "/v1/tokens", v->a.admin, "{\"scope\":\"root\"}", NULL, &r);
 	expect_error(&r, 422, "invalid_input");
 	reply_free(&r);
+
+	/* The admin lists its course's tokens: the new one is there by its
+	 * prefix, active, and no secret (nor any 64-hex hash) is shown. */
+	call(&v->main, "GET", "/v1/tokens", v->a.instructor, NULL, NULL, &r);
+	expect_error(&r, 403, "forbidden");
+	reply_free(&r);
+	call(&v->main, "GET", "/v1/tokens", v->a.admin, NULL, NULL, &r);
+	expect_status(&r, 200);
+	long long fresh_id = 0;
+	json_t *tok;
+	size_t k;
+	json_array_foreach(at(r.json, "tokens"), k, tok)
+	{
+		const char *prefix = json_string_value(json_object_get(tok, "prefix"));
+		assert_non_null(prefix);
+		assert_int_equal(strlen(prefix), 20);
+		if (strncmp(fresh, prefix, strlen(prefix)) == 0) {
+			fresh_id = json_integer_value(json_object_get(tok, "token_id"));
+			assert_string_equal(json_string_value(json_object_get(tok, "scope")),
+					    "submit");
+			assert_true(json_is_null(json_object_get(tok, "revoked_ms")));
+		}
+	}
+	if (strstr(r.body, fresh + 20) || strstr(r.body, v->a.admin + 20))
+		fail_msg("GET /v1/tokens shows a secret: %s", r.body);
+	assert_true(fresh_id > 0);
+	reply_free(&r);
+
+	/* Another course's admin cannot revoke it; this one can, and the token
+	 * is refused at once, by every route; a second revoke is 404. */
+	snprintf(path, sizeof(path), "/v1/tokens/%lld", fresh_id);
+	call(&v->main, "DELETE", path, v->b.admin, NULL, NULL, &r);
+	expect_error(&r, 404, "not_found");
+	reply_free(&r);
+	call(&v->main, "DELETE", path, v->a.instructor, NULL, NULL, &r);
+	expect_error(&r, 403, "forbidden");
+	reply_free(&r);
+	call(&v->main, "DELETE", path, v->a.admin, NULL, NULL, &r);
+	expect_status(&r, 200);
+	assert_int_equal(int_at(&r, "token_id"), fresh_id);
+	assert_true(json_is_true(at(r.json, "revoked")));
+	reply_free(&r);
+	snprintf(path, sizeof(path), "/v1/assignments/%lld", v->a.assignment);
+	call(&v->main, "GET", path, fresh, NULL, NULL, &r);
+	expect_error(&r, 401, "unauthorized");
+	reply_free(&r);
+	snprintf(path, sizeof(path), "/v1/tokens/%lld", fresh_id);
+	call(&v->main, "DELETE", path, v->a.admin, NULL, NULL, &r);
+	expect_error(&r, 404, "not_found");
+	reply_free(&r);
+	call(&v->main, "GET", "/v1/tokens", v->a.admin, NULL, NULL, &r);
+	expect_status(&r, 200);
+	json_array_foreach(at(r.json, "tokens"), k, tok)
+	{
+		if (json_integer_value(json_object_get(tok, "token_id")) == fresh_id)
+			assert_true(json_is_integer(json_object_get(tok, "revoked_ms")));
+	}
+	reply_free(&r);
+
+	/* The operator's way: `proctor admin token --revoke`, exit 2 for a
+	 * token the course does not have. */
+	char *mint[] = {"admin", "token", "--db", v->url, "--course", "cs101", "--scope",
+			"submit", NULL};
+	char *second = proctor_ok(mint);
+	call(&v->main, "GET", "/v1/tokens", v->a.admin, NULL, NULL, &r);
+	long long second_id = 0;
+	json_array_foreach(at(r.json, "tokens"), k, tok)
+	{
+		const char *prefix = json_string_value(json_object_get(tok, "prefix"));
+		if (prefix && strncmp(second, prefix, strlen(prefix)) == 0)
+			second_id = json_integer_value(json_object_get(tok, "token_id"));
+	}
+	reply_free(&r);
+	assert_true(second_id > 0);
+	char id_text[32];
+	snprintf(id_text, sizeof(id_text), "%lld", second_id);
+	char *revoke[] = {"admin",  "token", "--db", v->url, "--course", "cs101", "--revoke",
+			  id_text, NULL};
+	struct proc_out o;
+	harness_run(&o, NULL, 60, revoke);
+	assert_int_equal(o.exit_status, 0);
+	proc_out_free(&o);
+	snprintf(path, sizeof(path), "/v1/assignments/%lld", v->a.assignment);
+	call(&v->main, "GET", path, second, NULL, NULL, &r);
+	expect_error(&r, 401, "unauthorized");
+	reply_free(&r);
+	harness_run(&o, NULL, 60, revoke);
+	if (o.exit_status != 2 || !strstr(o.err, "no active token"))
+		fail_msg("a second --revoke: exit %d, want 2 naming no active token: %s",
+			 o.exit_status, o.err);
+	proc_out_free(&o);
+	free(second);
 }
 
 static void test_service_token_of_another_course_sees_nothing(void **state)

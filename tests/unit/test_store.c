@@ -701,7 +701,7 @@ static void test_store_tokens_are_hashed_and_checked(void **state)
 	}
 	store_rows_free(rows);
 	CHECK(store_token_check(st, t1, &info, E));
-	CHECK(store_token_revoke(st, info.token_id, E));
+	CHECK(store_token_revoke(st, 0, info.token_id, E));
 	assert_int_equal(store_token_check(st, t1, &info, &e), STORE_NOT_FOUND);
 	enum store_scope sc;
 	assert_int_equal(store_scope_parse("root", &sc, &e), STORE_INVALID);
