@@ -48,6 +48,7 @@ struct pending {
 	struct MHD_Connection *conn;
 	uint64_t due_ns;
 	struct pending *next;
+	bool held; /* suspended at least once: counted in http_server.held */
 };
 
 struct http_server {
@@ -60,9 +61,11 @@ struct http_server {
 	/* The suspended requests and the thread that resumes them. */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	pthread_cond_t done; /* a held request completed */
 	pthread_t timer;
 	bool timer_started, stopping;
 	struct pending *waiting;
+	unsigned held; /* requests suspended at least once, not completed yet */
 };
 
 void http_limits_default(struct http_limits *l)
@@ -296,6 +299,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 			/* Suspended under the lock: the timer thread, which takes
 			 * it to resume, never resumes it before. */
 			p->conn = c;
+			if (!p->held) {
+				p->held = true;
+				s->held++;
+			}
 			p->due_ns = now_ns() + (uint64_t)rs.again_ms * 1000000u;
 			p->next = s->waiting;
 			s->waiting = p;
@@ -355,10 +362,16 @@ static void *timer_main(void *arg)
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
+	struct http_server *s = cls;
 	struct pending *p = *con_cls;
-	(void)cls;
 	(void)c;
 	(void)toe;
+	if (p && p->held) {
+		pthread_mutex_lock(&s->lock);
+		s->held--;
+		pthread_cond_broadcast(&s->done);
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (p) {
 		free(p->body);
 		free(p);
@@ -420,6 +433,7 @@ int http_server_start_gated(const char *addr, const struct http_limits *l, http_
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->wake, &ca);
+	pthread_cond_init(&s->done, &ca);
 	pthread_condattr_destroy(&ca);
 	s->d = MHD_start_daemon(
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL,
@@ -433,6 +447,7 @@ int http_server_start_gated(const char *addr, const struct http_limits *l, http_
 	if (!s->d) {
 		int saved = errno;
 		pthread_cond_destroy(&s->wake);
+		pthread_cond_destroy(&s->done);
 		pthread_mutex_destroy(&s->lock);
 		free(s);
 		return err_set(e, saved, "listen on %s", addr);
@@ -441,6 +456,7 @@ int http_server_start_gated(const char *addr, const struct http_limits *l, http_
 	if (rc != 0) {
 		MHD_stop_daemon(s->d);
 		pthread_cond_destroy(&s->wake);
+		pthread_cond_destroy(&s->done);
 		pthread_mutex_destroy(&s->lock);
 		free(s);
 		return err_set(e, rc, "start the long-poll timer");
@@ -469,8 +485,18 @@ void http_server_stop(struct http_server *s)
 	pthread_mutex_unlock(&s->lock);
 	if (s->timer_started)
 		pthread_join(s->timer, NULL);
+	/* Their last answers are sent before the daemon closes every
+	 * connection: up to 5 s for them to complete. */
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 5;
+	pthread_mutex_lock(&s->lock);
+	while (s->held && pthread_cond_timedwait(&s->done, &s->lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&s->lock);
 	MHD_stop_daemon(s->d);
 	pthread_cond_destroy(&s->wake);
+	pthread_cond_destroy(&s->done);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <nettle/base64.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -900,10 +901,11 @@ static void test_service_every_format_with_every_scope(void **state)
  */
 #define POLLS 500
 
-static void test_service_long_polls_hold_no_thread(void **state)
+/* A `wait=60` poll of the pending submission, sent by hand from the
+ * loopback address `from` (host order) to the pending server: its socket. */
+static int raw_poll(struct env *v, uint32_t from_ip)
 {
-	struct env *v = ready(state);
-	static int fds[POLLS];
+	struct sockaddr_in from = {.sin_family = AF_INET}, to = {.sin_family = AF_INET};
 	char req[512];
 	unsigned port;
 	long long id = pending(v);
@@ -913,18 +915,25 @@ static void test_service_long_polls_hold_no_thread(void **state)
 		 "GET /v1/submissions/%lld?wait=60 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 		 "Authorization: Bearer %s\r\n\r\n",
 		 id, v->p.submit);
-	for (int i = 0; i < POLLS; i++) {
-		struct sockaddr_in from = {.sin_family = AF_INET}, to = {.sin_family = AF_INET};
-		from.sin_addr.s_addr = htonl(0x7f000002u + (uint32_t)(i / 25));
-		to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		to.sin_port = htons((uint16_t)port);
-		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		assert_true(fds[i] >= 0);
-		if (bind(fds[i], (struct sockaddr *)&from, sizeof(from)) < 0 ||
-		    connect(fds[i], (struct sockaddr *)&to, sizeof(to)) < 0 ||
-		    write(fds[i], req, strlen(req)) != (ssize_t)strlen(req))
-			fail_msg("poll %d: %s", i, strerror(errno));
-	}
+	from.sin_addr.s_addr = htonl(from_ip);
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	to.sin_port = htons((uint16_t)port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0 ||
+	    connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0 ||
+	    write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+		fail_msg("a poll from %08x: %s", from_ip, strerror(errno));
+	return fd;
+}
+
+static void test_service_long_polls_hold_no_thread(void **state)
+{
+	struct env *v = ready(state);
+	static int fds[POLLS];
+
+	for (int i = 0; i < POLLS; i++)
+		fds[i] = raw_poll(v, 0x7f000002u + (uint32_t)(i / 25));
 	harness_sleep_ms(1000);
 
 	/* /healthz, with a 10 s limit of its own (the polls wait 60 s). */
@@ -1982,7 +1991,19 @@ static void test_service_stops_cleanly_leaving_no_sandbox(void **state)
 {
 	struct env *v = ready(state);
 	int main_status = server_stop(&v->main, 60000);
+	/* A poll waiting when the server stops gets its last answer (the
+	 * submission as it stands), not a closed connection. */
+	int fd = raw_poll(v, 0x7f000001u);
+	harness_sleep_ms(300);
 	int pending_status = server_stop(&v->pending, 60000);
+	char head[64] = "";
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	if (poll(&pfd, 1, 10000) == 1)
+		(void)!read(fd, head, sizeof(head) - 1);
+	close(fd);
+	if (strncmp(head, "HTTP/1.1 200", 12) != 0)
+		fail_msg("a poll waiting while the server stopped got '%.40s', want HTTP/1.1 200",
+			 head);
 
 	if (main_status != 0 || pending_status != 0) {
 		print_log(&v->main);
