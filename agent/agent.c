@@ -751,6 +751,22 @@ static int send_tree(int dfd, const char *prefix, int depth, char *rel_err, size
 			rc = -1;
 			break;
 		}
+		/* A name with a control character, whatever it is: one empty
+		 * file frame, which the host counts as left out, never opened
+		 * nor entered (the jail's get_tree() skips it so). */
+		bool control = false;
+		for (const unsigned char *c = (const unsigned char *)de->d_name; *c; c++)
+			control |= *c < 0x20 || *c == 0x7f;
+		if (control) {
+			pbuf_start(&ob, P_FILE);
+			pbuf_str(&ob, rel);
+			pbuf_u32(&ob, 0);
+			pbuf_u64(&ob, 0);
+			send_frame();
+			pbuf_start(&ob, P_FILE_END);
+			send_frame();
+			continue;
+		}
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0)
 			continue;

@@ -375,7 +375,7 @@ bool put_parent_rule(const struct stat *st, bool created, bool harness, uid_t ha
 		       (st->st_mode & 07022) != 0;
 	}
 	*mode = 01777;
-	return created || st->st_uid != 0;
+	return created || (st->st_uid != 0 && st->st_uid != harness_uid);
 }
 
 int rm_rf_children(int dirfd, struct err *e)

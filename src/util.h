@@ -91,9 +91,10 @@ int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, s
  * files.c, the agent's do_mkdir()).  st is the directory as it is now,
  * `created` whether this put just made it.  A protected put (root's files
  * in the program's tree) makes a parent root's and sticky, 01777, when it
- * was created now or was not root's: the program keeps adding files there
- * but can neither delete nor rename the protected ones; a parent root
- * already owned is left as it is (a root 0755 directory stays closed).  A
+ * was created now or was the program's: the program keeps adding files
+ * there but can neither delete nor rename the protected ones; a parent
+ * root or the harness (harness_uid) already owned is left as it is (a
+ * root 0755 directory stays closed, the harness's stays the harness's).  A
  * harness put makes it root's, 0755, unless root or the harness already
  * owns it and neither group nor others may write it: nothing on the
  * harness's path or in its report directory is ever the program's to

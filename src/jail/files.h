@@ -25,8 +25,8 @@ struct put_owner {
 	gid_t gid;
 	mode_t file_mask, dir_mask;
 	bool protect;
-	/* A put for the harness (its parents are sealed: files_put()); with
-	 * the harness's uid, which may keep a parent of its own. */
+	/* A put for the harness (its parents are sealed: files_put()); and
+	 * the harness's uid, which keeps a parent of its own (any put). */
 	bool harness;
 	uid_t harness_uid;
 };

@@ -1414,7 +1414,7 @@ static int jail_put(struct sandbox *sb, const char *host_path, const char *sandb
 	else if (flags & SANDBOX_PUT_HARNESS)
 		o = (struct put_owner){0, harness_gid, 0640, 0750, true, true, harness_uid};
 	else if (flags & SANDBOX_PUT_PROTECTED)
-		o = (struct put_owner){0, 0, 0755, 0755, true, false, 0};
+		o = (struct put_owner){0, 0, 0755, 0755, true, false, harness_uid};
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
 	return files_put(j->scratch_fd, host_path, rel, &o, e);

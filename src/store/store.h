@@ -132,9 +132,9 @@ struct store_token_info {
  * for a malformed, unknown or revoked token. */
 int store_token_check(struct store *st, const char *token, struct store_token_info *ret,
 		      struct err *e);
-/* Revoke a token by id: of course_id only (0: any course, the operator's
- * `proctor admin token --revoke`).  STORE_NOT_FOUND when there is no such
- * active token (of that course). */
+/* Revoke a token by id: of course_id only (0: of any course, for tests
+ * and tools; the API and `proctor admin token --revoke` pass the course).
+ * STORE_NOT_FOUND when there is no such active token (of that course). */
 int store_token_revoke(struct store *st, int64_t course_id, int64_t token_id, struct err *e);
 
 /* A course's token as listed: never its secret nor the secret's hash. */

@@ -1443,8 +1443,10 @@ static uint32_t put_flags(unsigned flags)
  * per request put a tree of 20,000 small files in 7.3 s under TCG, the
  * pipeline in 4.4 s (the jail: 0.4 s; the rest is the agent's work per
  * file).  The answers are a few bytes each, so the window never fills the
- * channel's buffers the other way.  After a refusal nothing more is
- * sent; the first refusal is the put's error.
+ * channel's buffers the other way.  Once a refusal is read nothing more
+ * is sent (requests already on their way, at most 63, are still carried
+ * out, as files of a put that fails); the first refusal is the put's
+ * error.  A put's parents are answered before anything goes below them.
  */
 #define PUT_WINDOW 64
 
@@ -1591,7 +1593,11 @@ static int sink_parents(void *ctx, const char *rel, struct err *e)
 {
 	struct vm_sink *k = ctx;
 
-	return send_parents(k->v, &k->pp, rel, k->flags, e);
+	/* Answered before anything is put below them: a parent that could not
+	 * be sealed must not receive a file (one round trip per put). */
+	if (send_parents(k->v, &k->pp, rel, k->flags, e) < 0)
+		return -1;
+	return pipe_drain(k->v, &k->pp, e);
 }
 
 static int sink_dir(void *ctx, const char *rel, struct err *e)
