@@ -754,10 +754,7 @@ static int send_tree(int dfd, const char *prefix, int depth, char *rel_err, size
 		/* A name with a control character, whatever it is: one empty
 		 * file frame, which the host counts as left out, never opened
 		 * nor entered (the jail's get_tree() skips it so). */
-		bool control = false;
-		for (const unsigned char *c = (const unsigned char *)de->d_name; *c; c++)
-			control |= *c < 0x20 || *c == 0x7f;
-		if (control) {
+		if (name_has_control(de->d_name)) {
 			pbuf_start(&ob, P_FILE);
 			pbuf_str(&ob, rel);
 			pbuf_u32(&ob, 0);

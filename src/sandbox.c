@@ -15,14 +15,6 @@ static const struct sandbox_ops *const backends[] = {
 	&vm_ops,
 };
 
-bool name_has_control(const char *name)
-{
-	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-		if (*c < 0x20 || *c == 0x7f)
-			return true;
-	return false;
-}
-
 void sandbox_get_skip(struct sandbox *sb, const char *name)
 {
 	if (sb->get_skipped++ == 0) {

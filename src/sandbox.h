@@ -257,9 +257,6 @@ static inline int sandbox_get(struct sandbox *sb, const char *s, const char *h, 
  * holds control characters. */
 void sandbox_get_skip(struct sandbox *sb, const char *name);
 
-/* Whether a file name holds a control character (ASCII 0-31 or 127):
- * such names are never written on the host (sandbox.get_skipped). */
-bool name_has_control(const char *name);
 static inline int sandbox_run(struct sandbox *sb, const struct run_spec *spec,
 			      struct run_result *res, struct err *e)
 {

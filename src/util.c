@@ -335,6 +335,14 @@ int mkdir_p_at(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid, s
 	return 0;
 }
 
+bool name_has_control(const char *name)
+{
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			return true;
+	return false;
+}
+
 int replace_beneath(int dirfd, const char *rel, mode_t mode)
 {
 	char dir[4096];

@@ -115,6 +115,11 @@ bool put_parent_rule(const struct stat *st, bool created, bool harness, uid_t ha
  */
 int replace_beneath(int dirfd, const char *rel, mode_t mode);
 
+/* Whether a file name holds a control character (ASCII 0-31 or 127):
+ * such names are never written on the host (sandbox.get_skipped), on
+ * either backend (the jail's get, the agent's, the host's P_FILE check). */
+bool name_has_control(const char *name);
+
 /* openat2(2) confined below dirfd: no symlinks, no magic links, no
  * crossing mounts.  Returns the fd or -1 with errno set. */
 int open_beneath(int dirfd, const char *path, int flags, mode_t mode);

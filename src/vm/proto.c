@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 static void put_le32(unsigned char *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -276,9 +278,8 @@ int proto_parse_file(const void *payload, size_t len, char *path, size_t cap, ui
 	if (preader_end(&r) < 0)
 		return -1;
 	*mode &= 0777;
-	for (const char *c = path; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			return path[0] && proto_path_ok(path) ? -2 : -1;
+	if (name_has_control(path))
+		return path[0] && proto_path_ok(path) ? -2 : -1;
 	if (path[0] && !proto_path_ok(path))
 		return -1;
 	return 0;
