@@ -39,6 +39,7 @@ struct pg_conn {
 	const char *cache[STMT_CACHE]; /* statement "sN" is cache[N] */
 	size_t ncache;
 	bool in_tx;
+	uint64_t round_trips; /* answers waited for (store_round_trips) */
 };
 
 static const struct store_dialect pg_dialect = {
@@ -132,6 +133,7 @@ static int pg_ensure(struct pg_conn *c, struct err *e)
 static int pg_command(struct pg_conn *c, const char *sql, bool *transient, struct err *e)
 {
 	PGresult *res = PQexec(c->pg, sql);
+	c->round_trips++;
 	ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 
 	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
@@ -156,8 +158,10 @@ static int pg_begin(void *conn, enum store_tx mode, bool *transient, struct err 
 	if (pg_ensure(c, e) < 0)
 		return -1;
 	if (pg_command(c, begin[mode], transient, e) < 0) {
-		if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+		if (PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
 			PQclear(PQexec(c->pg, "ROLLBACK"));
+			c->round_trips++;
+		}
 		return -1;
 	}
 	c->in_tx = true;
@@ -169,6 +173,8 @@ static int pg_commit(void *conn, bool *transient, struct err *e)
 	struct pg_conn *c = conn;
 	PGresult *res = PQexec(c->pg, "COMMIT");
 	int rc = 0;
+
+	c->round_trips++;
 
 	/* COMMIT of a transaction that had failed answers "ROLLBACK". */
 	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
@@ -184,8 +190,10 @@ static void pg_rollback(void *conn)
 {
 	struct pg_conn *c = conn;
 
-	if (PQtransactionStatus(c->pg) != PQTRANS_IDLE && PQstatus(c->pg) == CONNECTION_OK)
+	if (PQtransactionStatus(c->pg) != PQTRANS_IDLE && PQstatus(c->pg) == CONNECTION_OK) {
 		PQclear(PQexec(c->pg, "ROLLBACK"));
+		c->round_trips++;
+	}
 	c->in_tx = false;
 }
 
@@ -215,6 +223,7 @@ static int pg_stmt(struct pg_conn *c, const char *key, char name[16], bool *tran
 	if (!sql)
 		return err_set(e, ENOMEM, "postgresql: expand");
 	PGresult *res = PQprepare(c->pg, name, sql, 0, NULL);
+	c->round_trips++;
 	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
 		pg_fail(c, res, transient, e, "prepare");
 		err_wrap(e, "%.200s", sql);
@@ -322,6 +331,7 @@ static int pg_query(void *conn, const char *sql, const struct store_val *params,
 		}
 	}
 	PGresult *res = PQexecPrepared(c->pg, name, (int)nparams, values, lengths, formats, 0);
+	c->round_trips++;
 	ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
 		pg_fail(c, res, transient, e, "query");
@@ -363,6 +373,11 @@ static int pg_query(void *conn, const char *sql, const struct store_val *params,
 	return 0;
 }
 
+static uint64_t pg_round_trips(void *conn)
+{
+	return ((struct pg_conn *)conn)->round_trips;
+}
+
 const struct store_ops store_pg_ops = {
     .name = "postgresql",
     .dialect = &pg_dialect,
@@ -374,4 +389,5 @@ const struct store_ops store_pg_ops = {
     .rollback = pg_rollback,
     .query = pg_query,
     .exec_script = pg_exec_script,
+    .round_trips = pg_round_trips,
 };

@@ -396,6 +396,11 @@ struct store *store_close(struct store *st)
 	return NULL;
 }
 
+uint64_t store_round_trips(const struct store *st)
+{
+	return st->ops->round_trips ? st->ops->round_trips(st->conn) : 0;
+}
+
 const char *store_backend(const struct store *st)
 {
 	return st->ops->name;

@@ -134,6 +134,9 @@ struct store_ops {
 		     struct store_rows **ret_rows, bool *transient, struct err *e);
 	/* Run a script of several statements with no parameters and no rows. */
 	int (*exec_script)(void *conn, const char *sql, struct err *e);
+	/* How many times this connection has waited for its server's answer
+	 * (connecting aside); NULL for an embedded database (SQLite). */
+	uint64_t (*round_trips)(void *conn);
 };
 
 extern const struct store_ops store_sqlite_ops;
@@ -164,6 +167,10 @@ int store_q(struct store *st, const char *sql, const struct store_val *params, s
  */
 int store_tx_run(struct store *st, enum store_tx mode,
 		 int (*fn)(struct store *, void *, struct err *), void *arg, struct err *e);
+
+/* The connection's round trips so far (store_ops.round_trips; 0 for SQLite):
+ * what a request costs on a networked database, for tests and benchmarks. */
+uint64_t store_round_trips(const struct store *st);
 
 /* Begin/commit/rollback by hand (tests use them to hold a transaction open). */
 int store_tx_begin(struct store *st, enum store_tx mode, struct err *e);

@@ -1,5 +1,6 @@
 /* The job store on a real SQLite file and a real PostgreSQL: every case on both. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -1295,6 +1296,106 @@ static void test_store_sqlite_second_connection_keeps_the_first_ones_locks(void 
 	store_close(first);
 }
 
+
+/* ---- round trips (PostgreSQL) ---- */
+
+/* The policy's admission, as src/service/api.c passes it to store_submit. */
+struct post_admission {
+	int64_t assignment_id;
+	const char *student;
+	struct policy_verdict v;
+};
+
+static int admit_by_policy(struct store *st, void *ctx, struct err *e)
+{
+	struct post_admission *ad = ctx;
+	int rc = policy_admit(st, ad->assignment_id, ad->student, &ad->v, e);
+
+	return rc < 0 ? rc : ad->v.refusal != POLICY_ALLOWED;
+}
+
+/* The store calls of one accepted POST /v1/submissions, in the order
+ * src/service/api.c makes them (authorize, then submit_one); returns the
+ * round trips they cost. */
+static uint64_t post_submission(struct store *st, const char *token, int64_t assignment,
+				const char *student, const char *key)
+{
+	uint64_t before = store_round_trips(st);
+	struct store_token_info ti;
+	struct store_version v;
+	int64_t sub, job, backlog;
+	bool existing = true;
+	struct err e;
+
+	CHECK(store_token_check(st, token, &ti, E));
+	CHECK(store_assignment_latest(st, assignment, &v, E));
+	if (key && store_submission_by_key(st, ti.course_id, key, &sub, &job, &e) != 0)
+		fail_msg("key '%s' already used: %s", key, e.msg);
+	CHECK(store_course_backlog(st, ti.course_id, &backlog, E));
+	struct post_admission ad = {.assignment_id = v.assignment_id, .student = student};
+	struct store_submission_in in = {.course_id = ti.course_id,
+					 .version_id = v.version_id,
+					 .student = student,
+					 .idempotency_key = key,
+					 .data = "print('hi')\n",
+					 .len = 12,
+					 .admit = admit_by_policy,
+					 .admit_ctx = &ad};
+	CHECK(store_submit(st, &in, &sub, &job, &existing, E));
+	assert_false(existing);
+	return store_round_trips(st) - before;
+}
+
+/*
+ * What a submission costs in round trips to PostgreSQL, on a new
+ * connection (statements prepared on first use) and on one that has
+ * made a submission before: the least (no key, no student, no policy, no
+ * cap) and the most (a key, a student, a policy with a limit and a daily
+ * CPU cap on the course).
+ */
+static void test_store_submission_round_trips(void **state)
+{
+	char url[512], token[STORE_TOKEN_LEN + 1];
+	int64_t c, v;
+	struct policy p;
+	struct err e;
+	static const char limited[] = "{\"max_submissions\": 100}";
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	CHECK(store_token_create(st, "cs101", STORE_SCOPE_SUBMIT, token, E));
+	seed(st, "cs101", &c, &v);
+	CHECK(store_assignment_add_version(st, c, "limited", "archive-l", 9, "small@1", &v, NULL,
+					   E));
+	struct store_version bare, full;
+	CHECK(store_version_get(st, v - 1, &bare, E));
+	CHECK(store_version_get(st, v, &full, E));
+	assert_int_equal(policy_parse(limited, strlen(limited), &p, &e), 0);
+	CHECK(policy_save(st, full.assignment_id, &p, E));
+	st = store_close(st);
+
+	uint64_t n[4];
+	st = open_or_fail(url);
+	uint64_t opening = store_round_trips(st);
+	n[0] = post_submission(st, token, bare.assignment_id, NULL, NULL);
+	n[1] = post_submission(st, token, bare.assignment_id, NULL, NULL);
+	st = store_close(st);
+	st = open_or_fail(url);
+	CHECK(store_course_set_cpu_cap(st, c, 1e9, E));
+	st = store_close(st);
+	st = open_or_fail(url);
+	n[2] = post_submission(st, token, full.assignment_id, "ada", "key-1");
+	n[3] = post_submission(st, token, full.assignment_id, "ada", "key-2");
+	store_close(st);
+	print_message("round trips: opening %" PRIu64 "; a submission: least %" PRIu64
+		      " (new connection %" PRIu64 "), most %" PRIu64 " (new connection %" PRIu64
+		      ")\n",
+		      opening, n[1], n[0], n[3], n[2]);
+	assert_int_equal(opening, 6);
+	assert_int_equal(n[1], 11);
+	assert_int_equal(n[3], 19);
+}
+
 /* ---- groups ---- */
 
 /* ---- policies, extensions, the gradebook (migration 2) ---- */
@@ -1896,14 +1997,19 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_store_budget_and_usage),
 	    cmocka_unit_test(test_store_policy_admit_and_export),
 	};
-	/* What only one backend has (SQLite's POSIX locks). */
+	/* What only one backend has (SQLite's POSIX locks, PostgreSQL's round trips). */
 	const struct CMUnitTest sqlite_only[] = {
 	    cmocka_unit_test(test_store_sqlite_second_connection_keeps_the_first_ones_locks),
+	};
+	const struct CMUnitTest pg_only[] = {
+	    cmocka_unit_test(test_store_submission_round_trips),
 	};
 	int failed =
 	    cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);
 	failed += cmocka_run_group_tests_name("store_sqlite_only", sqlite_only, setup_sqlite,
 					      teardown_sqlite);
 	failed += cmocka_run_group_tests_name("store_postgresql", tests, setup_pg, teardown_pg);
+	failed += cmocka_run_group_tests_name("store_postgresql_only", pg_only, setup_pg,
+					      teardown_pg);
 	return failed ? 1 : 0;
 }
