@@ -121,6 +121,13 @@ static const struct {
     [ERR_UNAVAILABLE] = {3, 503, "unavailable"},   /* not on this host */
     [ERR_BUSY] = {3, 503, "busy"},		   /* every slot leased: retry later */
     [ERR_BUILD_FAILED] = {1, 422, "build_failed"}, /* the user's build ran and failed */
+    [ERR_UNAUTHORIZED] = {2, 401, "unauthorized"},
+    [ERR_FORBIDDEN] = {2, 403, "forbidden"},
+    [ERR_TOO_LARGE] = {2, 413, "too_large"},
+    [ERR_QUEUE_FULL] = {3, 429, "queue_full"},		    /* retry later */
+    [ERR_SUBMISSION_LIMIT] = {2, 403, "submission_limit"},
+    [ERR_TOO_SOON] = {3, 429, "too_soon"},		    /* retry later */
+    [ERR_BUDGET_EXCEEDED] = {2, 403, "budget_exceeded"},
 };
 
 static enum err_kind known(enum err_kind kind)
@@ -141,4 +148,12 @@ int err_http_status(enum err_kind kind)
 const char *err_code(enum err_kind kind)
 {
 	return kinds[known(kind)].code;
+}
+
+enum err_kind err_kind_of_code(const char *code)
+{
+	for (int k = 0; code && k < ERR_KIND_COUNT; k++)
+		if (strcmp(kinds[k].code, code) == 0)
+			return (enum err_kind)k;
+	return ERR_INTERNAL;
 }

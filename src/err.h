@@ -29,6 +29,14 @@ enum err_kind {
 	ERR_BUSY = 5,	      /* every slot is taken by running proctors: retry later */
 	ERR_BUILD_FAILED = 6, /* what the user asked to build ran and failed: an image's
 				 mmdebstrap (an unknown package, the mirror) or setup */
+	/* The service's refusals: the caller's, each its own answer. */
+	ERR_UNAUTHORIZED = 7,	  /* no token, or not a valid one */
+	ERR_FORBIDDEN = 8,	  /* a valid token of too small a scope */
+	ERR_TOO_LARGE = 9,	  /* a body, archive or document past its cap */
+	ERR_QUEUE_FULL = 10,	  /* the course's queue is at its bound: retry later */
+	ERR_SUBMISSION_LIMIT = 11, /* the policy's limit of submissions is reached */
+	ERR_TOO_SOON = 12,	  /* the policy's interval has not passed: retry later */
+	ERR_BUDGET_EXCEEDED = 13, /* the course's daily CPU cap is spent */
 	ERR_KIND_COUNT	      /* not a kind: the size of the table */
 };
 
@@ -70,5 +78,8 @@ int err_classify(struct err *e, enum err_kind kind);
 int err_exit_status(enum err_kind kind);
 int err_http_status(enum err_kind kind);
 const char *err_code(enum err_kind kind); /* "internal", "invalid_input", ... */
+/* The kind of a stable code (a client reading the service's answer);
+ * ERR_INTERNAL for one it does not know. */
+enum err_kind err_kind_of_code(const char *code);
 
 #endif

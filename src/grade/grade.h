@@ -92,6 +92,11 @@ json_t *grade_student_view(const json_t *result);
 /* Gradescope results.json built from a result, following visibility. */
 json_t *grade_to_gradescope(const json_t *result);
 
+/* Whether a regrade changed a score: NaN (no score) equals NaN and nothing
+ * else.  The one rule of the API's "score_changed", a regrade's changes
+ * and its count. */
+bool grade_score_changed(double before, double after);
+
 /* A readable summary for a terminal. */
 void grade_print_summary(FILE *f, const json_t *result);
 

@@ -1,4 +1,5 @@
 /* Views of a grade result: the student's, Gradescope's, and a terminal summary. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -172,4 +173,11 @@ void grade_print_summary(FILE *f, const json_t *r)
 	json_t *ign = json_object_get(json_object_get(r, "submission"), "ignored");
 	if (json_array_size(ign) > 0)
 		fprintf(f, "  ignored %zu file(s) not in the allowlist\n", json_array_size(ign));
+}
+
+bool grade_score_changed(double before, double after)
+{
+	if (isnan(before) || isnan(after))
+		return isnan(before) != isnan(after);
+	return before != after;
 }

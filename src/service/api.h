@@ -13,9 +13,11 @@
  * Every handler runs on one of the HTTP front's threads with that thread's
  * own store connection (opened on first use, closed when the thread ends).
  * A handler only reads and writes the store: grading happens in workers,
- * never in a request, and a long poll (`wait`) sleeps between reads of the
- * store.  A submission is answered 202 only after store_submit() committed
- * it.
+ * never in a request, and a long poll (`wait`) holds no thread between its
+ * reads of the store (http_response.again_ms).  A submission is answered
+ * 202 only after store_submit() committed it.  How a request goes through
+ * the files of src/service/: handler.h, and docs/service.md ("Source
+ * layout of the service").
  */
 
 struct api_config {
@@ -34,9 +36,9 @@ struct api;
 
 /* Check the store opens (migrating it) and make the API. */
 int api_new(const struct api_config *c, struct api **ret, struct err *e);
-/* The http_gate of the front (before the body is read): a /v1/ request
- * without a valid token is refused (401), a route that takes no upload
- * reads at most 64 KiB of body. */
+/* The http_gate of the front (before the body is read): the route (404
+ * when none), its body cap, and its token checked once (401, 403), the
+ * caller left in the request's state for api_handle. */
 int api_gate(void *ctx, const struct http_request *rq, struct http_response *rs,
 	     size_t *max_body);
 /* The http_handler of the front; ctx is the struct api. */
@@ -47,8 +49,5 @@ void api_observe_phases(struct api *a, int64_t queued_ms, int64_t started_ms, in
 /* Counters the background loop adds to /metrics. */
 void api_count(struct api *a, const char *counter, uint64_t n);
 void api_free(struct api *a);
-
-/* Answer a struct err: its kind's HTTP status and stable code (err.h). */
-int http_error_from(struct http_response *rs, const struct err *e);
 
 #endif

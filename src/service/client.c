@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "dynbuf.h"
 #include "service/commands.h"
 #include "service/pack.h"
 #include "util.h"
@@ -23,29 +24,10 @@
 /* Largest answer read (a result document with its raw output). */
 #define ANSWER_MAX (80u << 20)
 
-struct answer {
-	char *s;
-	size_t len;
-	bool over;
-};
-
 static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 {
-	struct answer *a = ctx;
-	size_t k = size * n;
-
-	if (a->len + k > ANSWER_MAX) {
-		a->over = true;
-		return 0;
-	}
-	char *ns = realloc(a->s, a->len + k + 1);
-	if (!ns)
-		return 0;
-	memcpy(ns + a->len, p, k);
-	a->s = ns;
-	a->len += k;
-	a->s[a->len] = '\0';
-	return k;
+	/* 0 (fewer than given) makes libcurl stop with CURLE_WRITE_ERROR. */
+	return dynbuf_add(ctx, p, size * n) == 0 ? size * n : 0;
 }
 
 struct client {
@@ -62,7 +44,7 @@ static int call(const struct client *c, const char *method, const char *path, co
 		const char *idem_key, long *ret_status, json_t **ret_doc)
 {
 	char url[4096], auth[256], idem[300];
-	struct answer a = {0};
+	struct dynbuf a;
 	struct curl_slist *h = NULL;
 	CURL *curl = curl_easy_init();
 	CURLcode rc;
@@ -71,6 +53,7 @@ static int call(const struct client *c, const char *method, const char *path, co
 		fprintf(stderr, "proctor: cannot start libcurl\n");
 		return -1;
 	}
+	dynbuf_init(&a, ANSWER_MAX);
 	snprintf(url, sizeof(url), "%s%s", c->server, path);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->token ? c->token : "");
 	if (c->token)
@@ -99,12 +82,13 @@ static int call(const struct client *c, const char *method, const char *path, co
 	curl_easy_cleanup(curl);
 	if (rc != CURLE_OK) {
 		fprintf(stderr, "proctor: %s %s: %s\n", method, url,
-			a.over ? "the answer is too large" : curl_easy_strerror(rc));
-		free(a.s);
+			a.state == DYNBUF_TOO_LARGE ? "the answer is too large"
+						    : curl_easy_strerror(rc));
+		dynbuf_free(&a);
 		return -1;
 	}
 	*ret_doc = a.s ? json_loads(a.s, 0, NULL) : NULL;
-	free(a.s);
+	dynbuf_free(&a);
 	return 0;
 }
 
@@ -118,8 +102,15 @@ static int refused(long status, json_t *doc)
 
 	fprintf(stderr, "proctor: the server answered %ld%s%s%s%s\n", status, code ? " " : "",
 		code ? code : "", msg ? ": " : "", msg ? msg : "");
+	/* The exit status of the code's kind (err.c's one table); a code this
+	 * client does not know (a newer server's) by its HTTP status alike:
+	 * the caller's request 2, retry later (429, 5xx) 3. */
+	int exit_status = status >= 400 && status < 500 && status != 429 ? 2 : 3;
+	enum err_kind kind = err_kind_of_code(code);
+	if (kind != ERR_INTERNAL)
+		exit_status = err_exit_status(kind);
 	json_decref(doc);
-	return status >= 400 && status < 500 && status != 429 ? 2 : 3;
+	return exit_status;
 }
 
 static int print_doc(json_t *doc)

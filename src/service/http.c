@@ -8,11 +8,13 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "capbuf.h"
+#include "dynbuf.h"
 #include "util.h"
 
 /*
@@ -34,16 +36,26 @@
  * suspended (MHD_suspend_connection) and put on the server's timer list,
  * and the timer thread resumes it when it is due, upon which libmicrohttpd
  * calls answer() again and the handler looks again.  Sixteen polls used
- * to take all sixteen threads, /healthz included, for up to a minute.
+ * to take all sixteen threads, /healthz included, for up to a minute.  A
+ * streamed answer (http_response.stream) waits the same way when its
+ * producer has nothing yet: libmicrohttpd would otherwise call its reader
+ * again at once, a busy loop.
+ *
+ * The gate runs on the first call, before the body, and leaves what it
+ * found (who the caller is) in the request's state for every later call of
+ * the handler: a token is checked once per request.
  */
 
 /* Per-request state, from the first call to the completion notice. */
 struct pending {
-	char *body;
-	size_t len, cap;
-	size_t max; /* this request's body cap */
-	bool too_large;
+	struct dynbuf body; /* capped at this request's max body */
+	max_align_t state[(HTTP_REQUEST_STATE + sizeof(max_align_t) - 1) / sizeof(max_align_t)];
 	uint64_t first_ns; /* the handler's first call */
+	/* A streamed answer being sent (http_response.stream). */
+	http_stream_fn stream;
+	void *stream_ctx;
+	void (*stream_free)(void *ctx);
+	struct http_server *server;
 	/* Suspended, waiting to be called again (the server's timer list). */
 	struct MHD_Connection *conn;
 	uint64_t due_ns;
@@ -76,7 +88,7 @@ void http_limits_default(struct http_limits *l)
 	    .max_connections = 512,
 	    .per_ip = 32,
 	    .timeout_s = 30,
-	    .threads = 4,
+	    .threads = 16,
 	    .conn_memory = 64u << 10,
 	};
 }
@@ -117,34 +129,160 @@ const char *http_request_query(const struct http_request *rq, const char *name)
 	return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name) : NULL;
 }
 
-static enum MHD_Result send_response(struct MHD_Connection *c, struct http_response *rs)
+const char *http_request_header(const struct http_request *rq, const char *name)
+{
+	return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name) : NULL;
+}
+
+int http_response_header(struct http_response *rs, const char *name, const char *value)
+{
+	unsigned i = rs->n_headers;
+
+	/* A header that could not be added fails the whole answer (a page
+	 * without its Content-Security-Policy is not sent). */
+	if (i >= HTTP_MAX_HEADERS || !(rs->headers[i][0] = strdup(name)) ||
+	    !(rs->headers[i][1] = strdup(value))) {
+		if (i < HTTP_MAX_HEADERS)
+			free(rs->headers[i][0]), rs->headers[i][0] = NULL;
+		http_response_clear(rs);
+		http_error(rs, 500, "internal", "the answer's header %s could not be added", name);
+		return -1;
+	}
+	rs->n_headers++;
+	return 0;
+}
+
+static void headers_clear(struct http_response *rs)
+{
+	for (unsigned i = 0; i < rs->n_headers; i++) {
+		free(rs->headers[i][0]);
+		free(rs->headers[i][1]);
+		rs->headers[i][0] = rs->headers[i][1] = NULL;
+	}
+	rs->n_headers = 0;
+}
+
+void http_response_clear(struct http_response *rs)
+{
+	free(rs->body);
+	rs->body = NULL;
+	headers_clear(rs);
+	if (rs->stream && rs->stream_free)
+		rs->stream_free(rs->stream_ctx);
+	rs->stream = NULL;
+	rs->stream_ctx = NULL;
+	rs->stream_free = NULL;
+}
+
+/* A streamed answer on its way (MHD's content reader's cls).  Its own
+ * allocation: libmicrohttpd frees it with the response, which may be after
+ * the request's completion notice freed the pending state. */
+struct stream {
+	http_stream_fn fn;
+	void *ctx;
+	void (*free)(void *ctx);
+	struct pending *p; /* valid while the reader can be called */
+};
+
+static bool wait_for(struct http_server *s, struct pending *p, unsigned ms);
+static bool stopping(struct http_server *s);
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *st = cls;
+	struct http_server *s = st->p->server;
+	(void)pos;
+
+	for (;;) {
+		unsigned again = 0;
+		bool last = stopping(s);
+		long n = st->fn(st->ctx, buf, max, last, &again);
+		if (n > 0)
+			return (ssize_t)(n < (long)max ? n : (long)max);
+		if (n != 0 || !again || last)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		/* Nothing yet: suspended (libmicrohttpd would call again at
+		 * once, a busy loop) until the timer resumes it; when the
+		 * server is stopping, called again for the last time. */
+		if (wait_for(s, st->p, again))
+			return 0;
+	}
+}
+
+static void stream_done(void *cls)
+{
+	struct stream *st = cls;
+
+	if (st->free)
+		st->free(st->ctx);
+	free(st);
+}
+
+static struct MHD_Response *body_response(struct http_response *rs, struct pending *p)
 {
 	static const char fallback[] =
 	    "{\"error\":{\"code\":\"internal\",\"message\":\"no answer\"}}";
 	struct MHD_Response *r;
 
+	if (rs->stream && p && rs->status != 500) {
+		struct stream *st = calloc(1, sizeof(*st));
+		if (!st)
+			return NULL;
+		*st = (struct stream){rs->stream, rs->stream_ctx, rs->stream_free, p};
+		/* MHD_SIZE_UNKNOWN: sent chunked, as it is produced. */
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st,
+						      stream_done);
+		if (!r) {
+			free(st);
+			return NULL;
+		}
+		rs->stream = NULL; /* stream_done frees its context now */
+		return r;
+	}
 	if (rs->body) {
 		r = MHD_create_response_from_buffer(strlen(rs->body), rs->body,
 						    MHD_RESPMEM_MUST_FREE);
 		if (r)
 			rs->body = NULL; /* libmicrohttpd frees it with the response */
-	} else {
-		rs->status = 500;
-		r = MHD_create_response_from_buffer(sizeof(fallback) - 1, (void *)fallback,
-						    MHD_RESPMEM_PERSISTENT);
+		return r;
 	}
+	rs->status = 500;
+	return MHD_create_response_from_buffer(sizeof(fallback) - 1, (void *)fallback,
+					       MHD_RESPMEM_PERSISTENT);
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *c, struct http_response *rs,
+				     struct pending *p)
+{
+	struct MHD_Response *r = body_response(rs, p);
+	bool cache_set = false, ok_headers = true;
+
 	if (!r) {
-		free(rs->body);
-		rs->body = NULL;
+		http_response_clear(rs);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				rs->content_type ? rs->content_type : "application/json");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
+	ok_headers &= MHD_add_response_header(
+			  r, MHD_HTTP_HEADER_CONTENT_TYPE,
+			  rs->content_type ? rs->content_type : "application/json") == MHD_YES;
+	for (unsigned i = 0; i < rs->n_headers; i++) {
+		cache_set |= strcasecmp(rs->headers[i][0], "Cache-Control") == 0;
+		ok_headers &=
+		    MHD_add_response_header(r, rs->headers[i][0], rs->headers[i][1]) == MHD_YES;
+	}
+	if (!cache_set)
+		ok_headers &= MHD_add_response_header(r, "Cache-Control", "no-store") == MHD_YES;
 	if (rs->retry_after_s) {
 		char v[16];
 		snprintf(v, sizeof(v), "%u", rs->retry_after_s);
-		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+		ok_headers &=
+		    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v) == MHD_YES;
+	}
+	http_response_clear(rs);
+	if (!ok_headers) {
+		/* A header refused (a newline in it) or no memory: no answer
+		 * rather than one without the headers it was meant to have. */
+		MHD_destroy_response(r);
+		return MHD_NO;
 	}
 	enum MHD_Result ok = MHD_queue_response(c, rs->status, r);
 	MHD_destroy_response(r);
@@ -157,7 +295,7 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const c
 {
 	struct http_response rs = {0};
 	http_error(&rs, status, code, "%s", message);
-	return send_response(c, &rs);
+	return send_response(c, &rs, NULL);
 }
 
 static const char *bearer_of(struct MHD_Connection *c)
@@ -182,38 +320,39 @@ static void remote_of(struct MHD_Connection *c, char *buf, size_t len)
 	}
 }
 
-/* Append a piece of the body, or note that the body is past the cap. */
-static void take_body(struct pending *p, size_t max, const char *data, size_t n)
+/*
+ * Suspend a request's connection until `ms` from now (the timer thread
+ * resumes it); the caller is libmicrohttpd's call for this connection.
+ * False when the server is stopping: nothing would resume it then.
+ */
+static bool wait_for(struct http_server *s, struct pending *p, unsigned ms)
 {
-	if (p->too_large)
-		return;
-	if (n > max - p->len) {
-		p->too_large = true;
-		free(p->body);
-		p->body = NULL;
-		p->len = p->cap = 0;
-		return;
+	pthread_mutex_lock(&s->lock);
+	if (s->stopping) {
+		pthread_mutex_unlock(&s->lock);
+		return false;
 	}
-	if (p->len + n + 1 > p->cap) {
-		size_t cap = p->cap ? p->cap : 4096;
-		while (cap < p->len + n + 1)
-			cap *= 2;
-		if (cap > max + 1)
-			cap = max + 1;
-		char *grown = realloc(p->body, cap);
-		if (!grown) {
-			p->too_large = true; /* answered as 413: we cannot hold it */
-			free(p->body);
-			p->body = NULL;
-			p->len = p->cap = 0;
-			return;
-		}
-		p->body = grown;
-		p->cap = cap;
+	/* Suspended under the lock: the timer thread, which takes it to
+	 * resume, never resumes it before. */
+	if (!p->held) {
+		p->held = true;
+		s->held++;
 	}
-	memcpy(p->body + p->len, data, n);
-	p->len += n;
-	p->body[p->len] = '\0';
+	p->due_ns = now_ns() + (uint64_t)ms * 1000000u;
+	p->next = s->waiting;
+	s->waiting = p;
+	MHD_suspend_connection(p->conn);
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	return true;
+}
+
+static bool stopping(struct http_server *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool stop = s->stopping;
+	pthread_mutex_unlock(&s->lock);
+	return stop;
 }
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
@@ -231,6 +370,14 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		char remote[INET_ADDRSTRLEN + 1];
 		size_t max = s->limits.max_body;
 		remote_of(c, remote, sizeof(remote));
+		/* Made before the gate, which fills its state; freed by the
+		 * completion notice whatever happens next. */
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return MHD_NO;
+		p->server = s;
+		p->conn = c;
+		*con_cls = p;
 		if (s->gate) {
 			/* Before any byte of the body is read: a request the
 			 * gate refuses (no valid token) costs no memory. */
@@ -239,10 +386,12 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 						  .bearer = bearer_of(c),
 						  .body = "",
 						  .remote = remote,
-						  .conn = c};
+						  .conn = c,
+						  .state = p->state};
 			struct http_response rs = {.status = 500};
 			if (s->gate(s->ctx, &hq, &rs, &max) != 0)
-				return send_response(c, &rs);
+				return send_response(c, &rs, NULL);
+			http_response_clear(&rs);
 			if (max > s->limits.max_body)
 				max = s->limits.max_body;
 		}
@@ -254,21 +403,21 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 			snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", max);
 			return refuse(c, 413, "too_large", msg);
 		}
-		p = calloc(1, sizeof(*p));
-		if (!p)
-			return MHD_NO;
-		p->max = max;
-		*con_cls = p;
+		dynbuf_init(&p->body, max);
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
-		take_body(p, p->max, upload_data, *upload_data_size);
+		/* Past the cap the buffer drops what it held and every later
+		 * piece: a chunked body is read to its end for the 413. */
+		dynbuf_add(&p->body, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	if (p->too_large) {
+	if (p->body.state != DYNBUF_OK) {
+		/* Out of memory holding it is answered as too large: we
+		 * cannot hold it. */
 		char msg[128];
-		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", p->max);
+		snprintf(msg, sizeof(msg), "the body is larger than %zu bytes", p->body.max);
 		return refuse(c, 413, "too_large", msg);
 	}
 
@@ -279,45 +428,28 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	    .path = url,
 	    .bearer = bearer_of(c),
 	    .idempotency_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key"),
-	    .body = p->body ? p->body : "",
-	    .body_len = p->len,
+	    .body = p->body.s ? p->body.s : "",
+	    .body_len = p->body.len,
 	    .remote = remote,
 	    .conn = c,
+	    .state = p->state,
 	};
 	if (!p->first_ns)
 		p->first_ns = now_ns();
 	rq.first_ns = p->first_ns;
-	pthread_mutex_lock(&s->lock);
-	rq.last_call = s->stopping;
-	pthread_mutex_unlock(&s->lock);
+	rq.last_call = stopping(s);
 	struct http_response rs = {.status = 500};
 	s->handler(s->ctx, &rq, &rs);
 	if (rs.again_ms && !rq.last_call) {
-		free(rs.body);
-		pthread_mutex_lock(&s->lock);
-		if (!s->stopping) {
-			/* Suspended under the lock: the timer thread, which takes
-			 * it to resume, never resumes it before. */
-			p->conn = c;
-			if (!p->held) {
-				p->held = true;
-				s->held++;
-			}
-			p->due_ns = now_ns() + (uint64_t)rs.again_ms * 1000000u;
-			p->next = s->waiting;
-			s->waiting = p;
-			MHD_suspend_connection(c);
-			pthread_cond_signal(&s->wake);
-			pthread_mutex_unlock(&s->lock);
+		http_response_clear(&rs);
+		if (wait_for(s, p, rs.again_ms))
 			return MHD_YES;
-		}
-		pthread_mutex_unlock(&s->lock);
 		/* Stopping: called again at once, for the last time. */
 		rq.last_call = true;
 		rs = (struct http_response){.status = 500};
 		s->handler(s->ctx, &rq, &rs);
 	}
-	return send_response(c, &rs);
+	return send_response(c, &rs, p);
 }
 
 /* The timer thread: resumes each suspended request when it is due (all
@@ -373,7 +505,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (p) {
-		free(p->body);
+		dynbuf_free(&p->body);
 		free(p);
 		*con_cls = NULL;
 	}
@@ -403,15 +535,8 @@ int http_parse_listen(const char *addr, uint32_t *ret_ip_be, uint16_t *ret_port,
 	return 0;
 }
 
-int http_server_start(const char *addr, const struct http_limits *l, http_handler handler,
-		      void *ctx, struct http_server **ret, struct err *e)
-{
-	return http_server_start_gated(addr, l, NULL, handler, ctx, ret, e);
-}
-
-int http_server_start_gated(const char *addr, const struct http_limits *l, http_gate gate,
-			    http_handler handler, void *ctx, struct http_server **ret,
-			    struct err *e)
+int http_server_start(const char *addr, const struct http_limits *l, http_gate gate,
+		      http_handler handler, void *ctx, struct http_server **ret, struct err *e)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	uint32_t ip;

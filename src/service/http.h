@@ -26,9 +26,13 @@ struct http_limits {
 	size_t conn_memory;	  /* libmicrohttpd's per-connection buffer (headers) */
 };
 
-/* Defaults: 64 MiB bodies, 4 KiB targets, 512 connections, 32 per address,
- * 30 s timeout, 4 threads, 64 KiB of headers. */
+/* The one place of the defaults (proctor serve's options start from them):
+ * 64 MiB bodies, 4 KiB targets, 512 connections, 32 per address, 30 s
+ * timeout, 16 threads, 64 KiB of headers. */
 void http_limits_default(struct http_limits *l);
+
+/* Bytes a gate may fill for its handler (http_request.state). */
+#define HTTP_REQUEST_STATE 64
 
 /* One request, valid only during the handler call. */
 struct http_request {
@@ -39,7 +43,15 @@ struct http_request {
 	const char *body;	    /* NUL-terminated copy of the body ("" if none) */
 	size_t body_len;
 	const char *remote;	    /* the client's address, text */
-	void *conn;		    /* for http_request_query() */
+	void *conn;		    /* for http_request_query() and _header() */
+	/*
+	 * HTTP_REQUEST_STATE bytes, zeroed before the gate's call and kept
+	 * until the request ends: what the gate found (who the caller is) is
+	 * handed to every call of the handler for this request, so nothing is
+	 * looked up twice.  NULL for a request made without a server (a
+	 * fuzzer's): the handler then finds it out itself.
+	 */
+	void *state;
 	/* When the handler was first called for this request (CLOCK_MONOTONIC
 	 * ns), the same on every call again (http_response.again_ms); 0 for a
 	 * request made without a server, as a fuzzer's. */
@@ -51,6 +63,23 @@ struct http_request {
 /* A query parameter's value, or NULL; valid during the handler call (NULL
  * for a request made without a connection, as a fuzzer does). */
 const char *http_request_query(const struct http_request *rq, const char *name);
+/* A request header's value (name case-insensitive), or NULL; likewise. */
+const char *http_request_header(const struct http_request *rq, const char *name);
+
+/*
+ * A streamed answer's producer: write at most `max` bytes of the body into
+ * buf and return how many; or return 0 with *again_ms set to be called
+ * again that much later (the connection is suspended meanwhile and holds
+ * no thread); or HTTP_STREAM_END when the body is complete.  On the last
+ * call (the server is stopping) 0 also ends the body.  The body goes out
+ * chunked, as it is produced: exec output and live pages.
+ */
+#define HTTP_STREAM_END (-1)
+typedef long (*http_stream_fn)(void *ctx, char *buf, size_t max, bool last_call,
+			       unsigned *again_ms);
+
+/* Response headers a handler may add, at most. */
+#define HTTP_MAX_HEADERS 8
 
 /* What the handler answers.  body is malloc'd (owned by the response, freed
  * by the layer); content_type NULL means application/json. */
@@ -67,12 +96,32 @@ struct http_response {
 	 * discarded.
 	 */
 	unsigned again_ms;
+	/* A streamed body instead of `body`: stream(stream_ctx, ...) until it
+	 * ends, then stream_free(stream_ctx) (also when the client left). */
+	http_stream_fn stream;
+	void *stream_ctx;
+	void (*stream_free)(void *ctx);
+	/* Headers added with http_response_header(), owned by the response. */
+	char *headers[HTTP_MAX_HEADERS][2];
+	unsigned n_headers;
 };
+
+/*
+ * Add a response header (copied): Set-Cookie (more than one), Location,
+ * Content-Security-Policy, Cache-Control (replacing the default
+ * "no-store").  -1 when there is no room or memory (the answer becomes a
+ * 500: a page without its security headers is never sent).
+ */
+int http_response_header(struct http_response *rs, const char *name, const char *value);
+/* Free what a response owns (body, headers, a stream not handed over);
+ * for a response that is not sent, as one answer of a batch. */
+void http_response_clear(struct http_response *rs);
 
 /*
  * Answer with a JSON error: {"error": {"code": CODE, "message": MESSAGE}}.
  * `code` is one of the stable codes of docs/api.md; never reuse one for
  * another meaning.  Returns 0 (so a handler can `return http_error(...)`).
+ * Handlers answer through their kinds (err.c's table) instead.
  */
 int http_error(struct http_response *rs, unsigned status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -87,8 +136,9 @@ struct http_server;
 /*
  * Called once a request's headers are in, before any byte of its body is
  * read (rq->body is ""): 0 lets it go on, with *max_body lowered for this
- * request if the gate wants; non-zero answers it with *rs at once (a
- * request without a valid token never gets to send its body).
+ * request if the gate wants and rq->state filled for the handler;
+ * non-zero answers it with *rs at once (a request without a valid token
+ * never gets to send its body).
  */
 typedef int (*http_gate)(void *ctx, const struct http_request *rq, struct http_response *rs,
 			 size_t *max_body);
@@ -96,14 +146,13 @@ typedef int (*http_gate)(void *ctx, const struct http_request *rq, struct http_r
 /*
  * Listen on `addr` ("127.0.0.1:8080"; port 0 picks a free one, see
  * http_server_port) and answer every request through `handler` from the
- * server's own threads (so the handler must be thread-safe).
+ * server's own threads (so the handler must be thread-safe), after `gate`
+ * (NULL: none) let it in.
  */
-int http_server_start(const char *addr, const struct http_limits *l, http_handler handler,
-		      void *ctx, struct http_server **ret, struct err *e);
-/* http_server_start() with a gate (above) run on every request first. */
-int http_server_start_gated(const char *addr, const struct http_limits *l, http_gate gate,
-			    http_handler handler, void *ctx, struct http_server **ret,
-			    struct err *e);
+int http_server_start(const char *addr, const struct http_limits *l, http_gate gate,
+		      http_handler handler, void *ctx, struct http_server **ret, struct err *e);
+/* TEMPORARY until serve.c is switched (same session): the old name. */
+#define http_server_start_gated http_server_start
 uint16_t http_server_port(const struct http_server *s);
 /* Stop accepting; every waiting long poll gets its last call (answered
  * now); finish or close connections, free.  Accepts NULL. */

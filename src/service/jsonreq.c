@@ -7,32 +7,60 @@
 
 #include "util.h"
 
-int jsonreq_parse(const char *text, size_t len, size_t max_len, json_t **ret, struct err *e)
+/* One JSON object of at most max_len bytes nesting at most `depth`; errors
+ * of `kind` naming `noun` ("the body", "the document"). */
+static int parse_object(const char *text, size_t len, size_t max_len, int depth,
+			enum err_kind kind, const char *noun, json_t **ret, struct err *e)
 {
 	json_error_t je;
 
 	if (len == 0)
-		return err_setk(e, ERR_USAGE, 0, "the body is empty; expected a JSON object");
+		return err_setk(e, kind, 0, "%s is empty; expected a JSON object", noun);
 	if (len > max_len)
-		return err_setk(e, ERR_USAGE, 0, "the body is %zu bytes; at most %zu are accepted",
-				len, max_len);
+		return err_setk(e, kind, 0, "%s is %zu bytes; at most %zu are accepted", noun, len,
+				max_len);
 	/* jansson recurses once per level and has no depth option of its own. */
-	if (json_nesting_exceeds(text, len, JSONREQ_MAX_DEPTH))
-		return err_setk(e, ERR_USAGE, 0, "the JSON nests deeper than %d levels",
-				JSONREQ_MAX_DEPTH);
+	if (json_nesting_exceeds(text, len, depth))
+		return err_setk(e, kind, 0, "the JSON nests deeper than %d levels", depth);
 	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
-		return err_setk(e, ERR_USAGE, 0, "malformed JSON at line %d, column %d: %s",
-				je.line, je.column, je.text);
+		return err_setk(e, kind, 0, "malformed JSON at line %d, column %d: %s", je.line,
+				je.column, je.text);
 	if (!json_is_object(doc)) {
 		json_decref(doc);
-		return err_setk(e, ERR_USAGE, 0, "expected a JSON object");
+		return err_setk(e, kind, 0, "expected a JSON object");
 	}
 	*ret = doc;
 	return 0;
 }
 
-int jsonreq_only(const json_t *obj, const char *const *allowed, struct err *e)
+int jsonreq_parse(const char *text, size_t len, size_t max_len, json_t **ret, struct err *e)
+{
+	return parse_object(text, len, max_len, JSONREQ_MAX_DEPTH, ERR_USAGE, "the body", ret, e);
+}
+
+int jsonreq_parse_doc(const char *text, size_t len, size_t max_len, int depth, const char *what,
+		      json_t **ret, struct err *e)
+{
+	if (parse_object(text, len, max_len, depth, ERR_INPUT, "the document", ret, e) < 0)
+		return err_wrap(e, "%s", what);
+	return 0;
+}
+
+/* A member name for an error: cut, and without control characters. */
+static void shown_key(const char *key, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (const char *k = key; *k && n + 4 < cap && n < 64; k++)
+		out[n++] = (unsigned char)*k < 0x20 || *k == 0x7f ? '?' : *k;
+	if (strlen(key) > 64 && n + 4 < cap)
+		out[n++] = '.', out[n++] = '.', out[n++] = '.';
+	out[n] = '\0';
+}
+
+int jsonreq_only_at(const json_t *obj, const char *const *allowed, const char *prefix,
+		    struct err *e)
 {
 	const char *key;
 	json_t *v;
@@ -44,12 +72,16 @@ int jsonreq_only(const json_t *obj, const char *const *allowed, struct err *e)
 			known = strcmp(key, allowed[i]) == 0;
 		if (!known) {
 			char shown[80];
-			size_t n = strlen(key);
-			snprintf(shown, sizeof(shown), "%.64s%s", key, n > 64 ? "..." : "");
-			return err_setk(e, ERR_INPUT, 0, "unknown field '%s'", shown);
+			shown_key(key, shown, sizeof(shown));
+			return err_setk(e, ERR_INPUT, 0, "unknown field '%s%s'", prefix, shown);
 		}
 	}
 	return 0;
+}
+
+int jsonreq_only(const json_t *obj, const char *const *allowed, struct err *e)
+{
+	return jsonreq_only_at(obj, allowed, "", e);
 }
 
 int jsonreq_string(const json_t *obj, const char *key, bool required, size_t max_len,
@@ -77,22 +109,26 @@ int jsonreq_string(const json_t *obj, const char *key, bool required, size_t max
 	return 0;
 }
 
-int jsonreq_int(const json_t *obj, const char *key, bool required, int64_t lo, int64_t hi,
-		int64_t *ret, struct err *e)
+int jsonreq_int_at(const json_t *obj, const char *prefix, const char *key, bool required,
+		   int64_t lo, int64_t hi, int64_t *ret, struct err *e)
 {
 	json_t *v = json_object_get(obj, key);
 
 	if (!v || json_is_null(v)) {
 		if (required)
-			return err_setk(e, ERR_INPUT, 0, "'%s' is required", key);
+			return err_setk(e, ERR_INPUT, 0, "'%s%s' is required", prefix, key);
 		return 0;
 	}
-	if (!json_is_integer(v))
-		return err_setk(e, ERR_INPUT, 0, "'%s' must be a whole number", key);
 	json_int_t n = json_integer_value(v);
-	if (n < lo || n > hi)
-		return err_setk(e, ERR_INPUT, 0, "'%s' must be from %lld to %lld, got %lld", key,
-				(long long)lo, (long long)hi, (long long)n);
+	if (!json_is_integer(v) || n < lo || n > hi)
+		return err_setk(e, ERR_INPUT, 0, "'%s%s' must be a whole number from %lld to %lld",
+				prefix, key, (long long)lo, (long long)hi);
 	*ret = (int64_t)n;
 	return 0;
+}
+
+int jsonreq_int(const json_t *obj, const char *key, bool required, int64_t lo, int64_t hi,
+		int64_t *ret, struct err *e)
+{
+	return jsonreq_int_at(obj, "", key, required, lo, hi, ret, e);
 }

@@ -20,8 +20,20 @@
  */
 int jsonreq_parse(const char *text, size_t len, size_t max_len, json_t **ret, struct err *e);
 
-/* Refuse members other than `allowed` (NULL-terminated), naming the first. */
+/*
+ * A document a user gives (a policy, an extension) as jsonreq_parse reads a
+ * body, nesting at most `depth`; the errors are ERR_INPUT, prefixed with
+ * `what` ("policy: expected a JSON object").
+ */
+int jsonreq_parse_doc(const char *text, size_t len, size_t max_len, int depth, const char *what,
+		      json_t **ret, struct err *e);
+
+/* Refuse members other than `allowed` (NULL-terminated), naming the first
+ * (cut, controls shown as '?'). */
 int jsonreq_only(const json_t *obj, const char *const *allowed, struct err *e);
+/* The same in a nested object: names are shown after `prefix` ("late."). */
+int jsonreq_only_at(const json_t *obj, const char *const *allowed, const char *prefix,
+		    struct err *e);
 
 /*
  * A string member of 1..max_len bytes without control characters.
@@ -31,8 +43,12 @@ int jsonreq_only(const json_t *obj, const char *const *allowed, struct err *e);
 int jsonreq_string(const json_t *obj, const char *key, bool required, size_t max_len,
 		   const char **ret, struct err *e);
 
-/* An integer member within lo..hi; absent and !required leaves *ret alone. */
+/* An integer member within lo..hi; absent (or null) and !required leaves
+ * *ret alone. */
 int jsonreq_int(const json_t *obj, const char *key, bool required, int64_t lo, int64_t hi,
 		int64_t *ret, struct err *e);
+/* The same in a nested object: named after `prefix` ("late."). */
+int jsonreq_int_at(const json_t *obj, const char *prefix, const char *key, bool required,
+		   int64_t lo, int64_t hi, int64_t *ret, struct err *e);
 
 #endif

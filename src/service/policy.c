@@ -3,12 +3,12 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grade/grade.h"
+#include "service/jsonreq.h"
 #include "util.h"
 
 #define MS_PER_S    1000LL
@@ -22,16 +22,9 @@ static const char *const per_names[] = {"day", "hour", NULL};
 static const char *const counting_names[] = {"latest", "best", NULL};
 static const char *const tests_names[] = {"hidden", "after_due", "visible", NULL};
 
-static int input_error(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int input_error(struct err *e, const char *fmt, ...)
+const char *policy_per_name(enum policy_per per)
 {
-	char msg[sizeof(e->msg)];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return err_setk(e, ERR_INPUT, 0, "%s", msg);
+	return per_names[per == POLICY_PER_HOUR ? POLICY_PER_HOUR : POLICY_PER_DAY];
 }
 
 void policy_default(struct policy *ret)
@@ -154,7 +147,7 @@ int policy_time_from_json(const json_t *v, const char *what, int64_t *ret_ms, st
 	if (json_is_integer(v)) {
 		json_int_t n = json_integer_value(v);
 		if (n < 0 || n > POLICY_TIME_MAX_MS)
-			return input_error(e, "'%s': %lld ms is out of range (0 to %lld)", what,
+			return err_setk(e, ERR_INPUT, 0, "'%s': %lld ms is out of range (0 to %lld)", what,
 					   (long long)n, POLICY_TIME_MAX_MS);
 		*ret_ms = (int64_t)n;
 		return 0;
@@ -162,7 +155,7 @@ int policy_time_from_json(const json_t *v, const char *what, int64_t *ret_ms, st
 	if (!json_is_string(v) || json_string_length(v) > 64 ||
 	    strlen(json_string_value(v)) != json_string_length(v) ||
 	    rfc3339_parse(json_string_value(v), ret_ms) < 0)
-		return input_error(e,
+		return err_setk(e, ERR_INPUT, 0,
 				   "'%s' must be an RFC 3339 time such as \"2026-12-01T23:59:00Z\" "
 				   "(year 1970 to 9999) or milliseconds since the epoch",
 				   what);
@@ -191,76 +184,10 @@ void policy_time_format(int64_t ms, char out[32])
 
 /* ---- parsing ---- */
 
-/* A member name for an error, cut and without control characters. */
-static void shown_key(const char *key, char *out, size_t cap)
+/* The policy's own readers add "policy: "; jsonreq's are wrapped so. */
+static int in_policy(int rc, struct err *e)
 {
-	size_t n = 0;
-
-	for (const char *k = key; *k && n + 4 < cap && n < 64; k++)
-		out[n++] = (unsigned char)*k < 0x20 || *k == 0x7f ? '?' : *k;
-	if (*key && strlen(key) > 64 && n + 4 < cap)
-		out[n++] = '.', out[n++] = '.', out[n++] = '.';
-	out[n] = '\0';
-}
-
-/* Refuse members not in `allowed`, naming the first; `prefix` is "" or "late.". */
-static int only_members(const json_t *obj, const char *const *allowed, const char *what,
-			const char *prefix, struct err *e)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach((json_t *)obj, key, v)
-	{
-		bool known = false;
-		for (size_t i = 0; allowed[i] && !known; i++)
-			known = strcmp(key, allowed[i]) == 0;
-		if (!known) {
-			char shown[80];
-			shown_key(key, shown, sizeof(shown));
-			return input_error(e, "%s: unknown field '%s%s'", what, prefix, shown);
-		}
-	}
-	return 0;
-}
-
-/* Bounded text, one JSON object, no duplicate members. */
-static int load_object(const char *text, size_t len, const char *what, json_t **ret, struct err *e)
-{
-	json_error_t je;
-
-	if (len == 0)
-		return input_error(e, "%s: empty; expected a JSON object", what);
-	if (len > STORE_POLICY_MAX)
-		return input_error(e, "%s: %zu bytes; at most %u are accepted", what, len,
-				   STORE_POLICY_MAX);
-	if (json_nesting_exceeds(text, len, DOC_MAX_DEPTH))
-		return input_error(e, "%s: nests deeper than %d levels", what, DOC_MAX_DEPTH);
-	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!doc)
-		return input_error(e, "%s: malformed JSON at line %d, column %d: %s", what, je.line,
-				   je.column, je.text);
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return input_error(e, "%s: expected a JSON object", what);
-	}
-	*ret = doc;
-	return 0;
-}
-
-/* An integer member in lo..hi; absent or null leaves *ret. */
-static int get_int(const json_t *obj, const char *key, const char *shown, int64_t lo, int64_t hi,
-		   int64_t *ret, struct err *e)
-{
-	json_t *v = json_object_get(obj, key);
-
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return input_error(e, "policy: '%s' must be a whole number from %lld to %lld",
-				   shown, (long long)lo, (long long)hi);
-	*ret = (int64_t)json_integer_value(v);
-	return 0;
+	return rc < 0 ? err_wrap(e, "policy") : 0;
 }
 
 /* A number member in 0..100; absent or null leaves *ret unless required. */
@@ -271,12 +198,12 @@ static int get_percent(const json_t *obj, const char *key, const char *shown, bo
 
 	if (!v || json_is_null(v)) {
 		if (required)
-			return input_error(e, "policy: '%s' is required", shown);
+			return err_setk(e, ERR_INPUT, 0, "policy: '%s' is required", shown);
 		return 0;
 	}
 	double x = json_number_value(v);
 	if (!json_is_number(v) || !isfinite(x) || x < 0 || x > 100)
-		return input_error(e, "policy: '%s' must be a number from 0 to 100", shown);
+		return err_setk(e, ERR_INPUT, 0, "policy: '%s' must be a number from 0 to 100", shown);
 	*ret = x;
 	return 0;
 }
@@ -301,7 +228,7 @@ static int get_enum(const json_t *obj, const char *key, const char *shown, const
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"", sep,
 			 names[i]);
 	}
-	return input_error(e, "policy: '%s' must be %s", shown, list);
+	return err_setk(e, ERR_INPUT, 0, "policy: '%s' must be %s", shown, list);
 }
 
 static int parse_late(const json_t *late, struct policy *p, struct err *e)
@@ -311,8 +238,8 @@ static int parse_late(const json_t *late, struct policy *p, struct err *e)
 	int per = POLICY_PER_DAY;
 
 	if (!json_is_object(late))
-		return input_error(e, "policy: 'late' must be an object or null");
-	if (only_members(late, allowed, "policy", "late.", e) < 0)
+		return err_setk(e, ERR_INPUT, 0, "policy: 'late' must be an object or null");
+	if (in_policy(jsonreq_only_at(late, allowed, "late.", e), e) < 0)
 		return -1;
 	p->has_late = true;
 	p->late.cap_percent = 100;
@@ -321,8 +248,9 @@ static int parse_late(const json_t *late, struct policy *p, struct err *e)
 			&p->late.penalty_percent, e) < 0 ||
 	    get_percent(late, "cap_percent", "late.cap_percent", false, &p->late.cap_percent, e) <
 		0 ||
-	    get_int(late, "grace_s", "late.grace_s", 0, POLICY_MAX_GRACE_S, &p->late.grace_s, e) <
-		0)
+	    in_policy(jsonreq_int_at(late, "late.", "grace_s", false, 0, POLICY_MAX_GRACE_S,
+				     &p->late.grace_s, e),
+		      e) < 0)
 		return -1;
 	p->late.per = (enum policy_per)per;
 	return 0;
@@ -332,9 +260,9 @@ static int parse_late(const json_t *late, struct policy *p, struct err *e)
 static int check_together(const struct policy *p, struct err *e)
 {
 	if (p->has_late && !p->has_due)
-		return input_error(e, "policy: 'late' needs 'due'");
+		return err_setk(e, ERR_INPUT, 0, "policy: 'late' needs 'due'");
 	if (p->tests == POLICY_TESTS_AFTER_DUE && !p->has_due)
-		return input_error(e, "policy: 'tests_visibility' \"after_due\" needs 'due'");
+		return err_setk(e, ERR_INPUT, 0, "policy: 'tests_visibility' \"after_due\" needs 'due'");
 	return 0;
 }
 
@@ -347,12 +275,14 @@ int policy_from_json(const json_t *doc, struct policy *ret, struct err *e)
 
 	policy_default(&p);
 	if (!json_is_object(doc))
-		return input_error(e, "policy: expected a JSON object");
-	if (only_members(doc, allowed, "policy", "", e) < 0 ||
-	    get_int(doc, "max_submissions", "max_submissions", 1, POLICY_MAX_SUBMISSIONS,
-		    &p.max_submissions, e) < 0 ||
-	    get_int(doc, "min_interval_s", "min_interval_s", 0, POLICY_MAX_INTERVAL_S,
-		    &p.min_interval_s, e) < 0 ||
+		return err_setk(e, ERR_INPUT, 0, "policy: expected a JSON object");
+	if (in_policy(jsonreq_only(doc, allowed, e), e) < 0 ||
+	    in_policy(jsonreq_int(doc, "max_submissions", false, 1, POLICY_MAX_SUBMISSIONS,
+				  &p.max_submissions, e),
+		      e) < 0 ||
+	    in_policy(jsonreq_int(doc, "min_interval_s", false, 0, POLICY_MAX_INTERVAL_S,
+				  &p.min_interval_s, e),
+		      e) < 0 ||
 	    get_enum(doc, "counting", "counting", counting_names, &counting, e) < 0 ||
 	    get_enum(doc, "tests_visibility", "tests_visibility", tests_names, &tests, e) < 0)
 		return -1;
@@ -377,14 +307,14 @@ int policy_parse(const char *text, size_t len, struct policy *ret, struct err *e
 {
 	json_t *doc = NULL;
 
-	if (load_object(text, len, "policy", &doc, e) < 0)
+	if (jsonreq_parse_doc(text, len, STORE_POLICY_MAX, DOC_MAX_DEPTH, "policy", &doc, e) < 0)
 		return -1;
 	int rc = policy_from_json(doc, ret, e);
 	json_decref(doc);
 	return rc;
 }
 
-static json_t *time_json(int64_t ms)
+json_t *policy_time_json(int64_t ms)
 {
 	char buf[32];
 
@@ -403,7 +333,7 @@ json_t *policy_to_json(const struct policy *p)
 	return json_pack("{s:o, s:I, s:o, s:o, s:s, s:s}", "max_submissions",
 			 p->max_submissions ? json_integer(p->max_submissions) : json_null(),
 			 "min_interval_s", (json_int_t)p->min_interval_s, "due",
-			 p->has_due ? time_json(p->due_ms) : json_null(), "late", late, "counting",
+			 p->has_due ? policy_time_json(p->due_ms) : json_null(), "late", late, "counting",
 			 counting_names[p->counting], "tests_visibility", tests_names[p->tests]);
 }
 
@@ -425,31 +355,27 @@ int policy_extension_parse(const char *text, size_t len, struct store_extension 
 	json_t *doc = NULL;
 	int rc = -1;
 
-	if (load_object(text, len, "extension", &doc, e) < 0)
+	if (jsonreq_parse_doc(text, len, STORE_POLICY_MAX, DOC_MAX_DEPTH, "extension", &doc, e) <
+	    0)
 		return -1;
-	if (only_members(doc, allowed, "extension", "", e) < 0)
+	if (jsonreq_only(doc, allowed, e) < 0) {
+		err_wrap(e, "extension");
 		goto out;
-	json_t *student = json_object_get(doc, "student");
+	}
+	const char *student = NULL;
 	json_t *extra = json_object_get(doc, "extra_s"), *due = json_object_get(doc, "due");
 	if (extra && json_is_null(extra))
 		extra = NULL;
 	if (due && json_is_null(due))
 		due = NULL;
-	if (student && !json_is_null(student)) {
-		const char *s = json_string_value(student);
-		size_t n = json_string_length(student);
-		bool ok = s && n > 0 && n < sizeof(x.student) && strlen(s) == n;
-		for (size_t i = 0; ok && i < n; i++)
-			ok = (unsigned char)s[i] >= 0x20 && s[i] != 0x7f;
-		if (!ok) {
-			input_error(e, "extension: 'student' must be 1 to %zu bytes of text",
-				    sizeof(x.student) - 1);
-			goto out;
-		}
-		memcpy(x.student, s, n + 1);
+	if (jsonreq_string(doc, "student", false, sizeof(x.student) - 1, &student, e) < 0) {
+		err_wrap(e, "extension");
+		goto out;
 	}
+	if (student)
+		memcpy(x.student, student, strlen(student) + 1);
 	if (!extra == !due) {
-		input_error(e, "extension: give exactly one of 'extra_s' and 'due'");
+		err_setk(e, ERR_INPUT, 0, "extension: give exactly one of 'extra_s' and 'due'");
 		goto out;
 	}
 	if (due) {
@@ -458,13 +384,10 @@ int policy_extension_parse(const char *text, size_t len, struct store_extension 
 			goto out;
 		}
 		x.has_due = true;
-	} else if (!json_is_integer(extra) || json_integer_value(extra) < 1 ||
-		   json_integer_value(extra) > STORE_EXTENSION_MAX_S) {
-		input_error(e, "extension: 'extra_s' must be a whole number from 1 to %lld",
-			    STORE_EXTENSION_MAX_S);
+	} else if (jsonreq_int(doc, "extra_s", true, 1, STORE_EXTENSION_MAX_S, &x.extra_s, e) <
+		   0) {
+		err_wrap(e, "extension");
 		goto out;
-	} else {
-		x.extra_s = (int64_t)json_integer_value(extra);
 	}
 	*ret = x;
 	rc = 0;
@@ -477,7 +400,7 @@ json_t *policy_extension_to_json(const struct store_extension *x)
 {
 	return json_pack("{s:s, s:o, s:o}", "student", x->student, "extra_s",
 			 x->has_due ? json_null() : json_integer(x->extra_s), "due",
-			 x->has_due ? time_json(x->due_ms) : json_null());
+			 x->has_due ? policy_time_json(x->due_ms) : json_null());
 }
 
 bool policy_due_for(const struct policy *p, const struct store_extension *ext, int64_t *ret_due_ms)
@@ -495,17 +418,18 @@ bool policy_due_for(const struct policy *p, const struct store_extension *ext, i
 
 /* ---- submitting ---- */
 
-static const char *const refusal_codes[] = {NULL, "submission_limit", "too_soon", "budget_exceeded"};
-
-const char *policy_refusal_code(enum policy_refusal r)
+enum err_kind policy_refusal_kind(enum policy_refusal r)
 {
-	return (unsigned)r < sizeof(refusal_codes) / sizeof(refusal_codes[0]) ? refusal_codes[r]
-									      : NULL;
-}
-
-int policy_refusal_http(enum policy_refusal r)
-{
-	return r == POLICY_ALLOWED ? 200 : r == POLICY_TOO_SOON ? 429 : 403;
+	switch (r) {
+	case POLICY_LIMIT:
+		return ERR_SUBMISSION_LIMIT;
+	case POLICY_TOO_SOON:
+		return ERR_TOO_SOON;
+	case POLICY_OVER_BUDGET:
+		return ERR_BUDGET_EXCEEDED;
+	default:
+		return ERR_INTERNAL; /* POLICY_ALLOWED is not a refusal */
+	}
 }
 
 static void verdict_allow(struct policy_verdict *v)
@@ -616,380 +540,6 @@ bool policy_counting(const struct policy *p, const struct store_extension *ext,
 	if (found)
 		*ret_index = best;
 	return found;
-}
-
-/* ---- what students see ---- */
-
-bool policy_test_revealed(const struct policy *p, const struct store_extension *ext, int64_t now_ms,
-			  const char *visibility)
-{
-	int64_t due;
-
-	if (!visibility)
-		return false;
-	if (strcmp(visibility, "visible") == 0)
-		return true;
-	if (strcmp(visibility, "after_published") == 0)
-		return p->tests == POLICY_TESTS_VISIBLE;
-	if (strcmp(visibility, "after_due_date") != 0)
-		return false; /* hidden, or anything unknown */
-	if (p->tests == POLICY_TESTS_VISIBLE)
-		return true;
-	if (p->tests != POLICY_TESTS_AFTER_DUE || !policy_due_for(p, ext, &due))
-		return false;
-	int64_t grace = p->has_late ? p->late.grace_s * MS_PER_S : 0;
-	return now_ms >= due + grace;
-}
-
-static const char *test_visibility(const json_t *test)
-{
-	return json_string_value(json_object_get(test, "visibility"));
-}
-
-json_t *policy_student_view(const struct policy *p, const struct store_extension *ext,
-			    int64_t now_ms, const json_t *result)
-{
-	json_t *copy = json_deep_copy(result), *t;
-	size_t i;
-
-	if (!copy)
-		return NULL;
-	/* grade_student_view() keeps the identity of tests marked visible:
-	 * mark the revealed ones so, in a copy... */
-	json_array_foreach(json_object_get(copy, "tests"), i, t)
-	{
-		if (json_is_object(t) && policy_test_revealed(p, ext, now_ms, test_visibility(t)))
-			json_object_set_new(t, "visibility", json_string("visible"));
-	}
-	json_t *view = grade_student_view(copy);
-	json_decref(copy);
-	if (!view)
-		return NULL;
-	/* ...and give them back the assignment's visibility. */
-	const json_t *orig = json_object_get(result, "tests");
-	json_array_foreach(json_object_get(view, "tests"), i, t)
-	{
-		json_t *v = json_object_get(json_array_get(orig, i), "visibility");
-		if (json_is_object(t) && v)
-			json_object_set(t, "visibility", v);
-	}
-	return view;
-}
-
-json_t *policy_gradescope(const struct policy *p, const struct store_extension *ext, int64_t now_ms,
-			  const json_t *result)
-{
-	json_t *gs = grade_to_gradescope(result), *t;
-	const json_t *orig = json_object_get(result, "tests");
-	size_t i;
-
-	if (!gs)
-		return NULL;
-	json_array_foreach(json_object_get(gs, "tests"), i, t)
-	{
-		const char *vis = test_visibility(json_array_get(orig, i));
-		if (policy_test_revealed(p, ext, now_ms, vis))
-			json_object_set_new(t, "visibility", json_string("visible"));
-	}
-	return gs;
-}
-
-json_t *policy_result_view(enum result_viewer viewer, enum result_format format,
-			   const struct policy *p, const struct store_extension *ext, int64_t now_ms,
-			   const json_t *full)
-{
-	if (viewer == RESULT_VIEWER_STAFF && format == RESULT_FORMAT_RESULT)
-		return json_deep_copy(full);
-	if (viewer == RESULT_VIEWER_STAFF && format == RESULT_FORMAT_GRADESCOPE)
-		return p ? policy_gradescope(p, ext, now_ms, full) : grade_to_gradescope(full);
-	/* A student, or staff asking for the student's view: the student view
-	 * first, whatever is made of it after. */
-	json_t *view = p ? policy_student_view(p, ext, now_ms, full) : grade_student_view(full);
-	if (!view || format != RESULT_FORMAT_GRADESCOPE)
-		return view;
-	json_t *gs = p ? policy_gradescope(p, ext, now_ms, view) : grade_to_gradescope(view);
-	json_decref(view);
-	return gs;
-}
-
-/* ---- the gradebook ---- */
-
-static const struct store_extension *find_extension(const struct store_extension *exts, size_t next,
-						    const char *student)
-{
-	size_t lo = 0, hi = next;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(exts[mid].student, student);
-		if (c == 0)
-			return &exts[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* One student's line from their rows [b, end). */
-static void grade_line(const struct policy *p, const struct store_grade_row *b, size_t n,
-		       const struct store_extension *ext, struct policy_grade *g)
-{
-	size_t k;
-
-	memset(g, 0, sizeof(*g));
-	snprintf(g->student, sizeof(g->student), "%s", b->student);
-	g->extension = ext != NULL;
-	g->raw_score = g->max_score = g->final_score = NAN;
-	for (size_t i = 0; i < n; i++) {
-		g->submissions += !b[i].not_gradable;
-		g->pending += !b[i].has_result && !b[i].not_gradable;
-	}
-	if (!policy_counting(p, ext, b, n, &k))
-		return;
-	const struct store_grade_row *r = &b[k];
-	g->has_counting = true;
-	g->submission_id = r->submission_id;
-	g->result_id = r->result_id;
-	g->received_ms = r->received_ms;
-	snprintf(g->status, sizeof(g->status), "%s", r->status);
-	g->raw_score = r->score;
-	g->max_score = r->max_score;
-	policy_late(p, ext, r->received_ms, r->score, &g->late);
-	g->final_score = g->late.score;
-}
-
-int policy_gradebook(const struct policy *p, const struct store_grade_row *rows, size_t n,
-		     const struct store_extension *exts, size_t next, struct policy_grade **ret,
-		     size_t *ret_n, struct err *e)
-{
-	struct policy_grade *g = n ? calloc(n, sizeof(*g)) : NULL;
-	size_t lines = 0;
-
-	if (n && !g)
-		return err_set(e, ENOMEM, "gradebook");
-	for (size_t b = 0; b < n;) {
-		size_t end = b + 1;
-		while (end < n && strcmp(rows[end].student, rows[b].student) == 0)
-			end++;
-		grade_line(p, &rows[b], end - b, find_extension(exts, next, rows[b].student),
-			   &g[lines++]);
-		b = end;
-	}
-	*ret = g;
-	*ret_n = lines;
-	return 0;
-}
-
-/* A growing text buffer; `failed` once an allocation failed. */
-struct text {
-	char *s;
-	size_t len, cap;
-	bool failed;
-};
-
-static void text_add(struct text *t, const char *s, size_t n)
-{
-	if (t->failed)
-		return;
-	if (t->len + n + 1 > t->cap) {
-		size_t cap = t->cap ? t->cap : 4096;
-		while (cap < t->len + n + 1)
-			cap *= 2;
-		char *grown = realloc(t->s, cap);
-		if (!grown) {
-			t->failed = true;
-			return;
-		}
-		t->s = grown;
-		t->cap = cap;
-	}
-	memcpy(t->s + t->len, s, n);
-	t->len += n;
-	t->s[t->len] = '\0';
-}
-
-/* One CSV cell of text and its comma (csv_cell: quoted, one line, no
- * formula: student labels and statuses come from users). */
-static void csv_text(struct text *t, const char *s)
-{
-	char *cell = csv_cell(s);
-
-	if (!cell) {
-		t->failed = true;
-		return;
-	}
-	text_add(t, cell, strlen(cell));
-	text_add(t, ",", 1);
-	free(cell);
-}
-
-/* A number cell: empty when NaN. */
-static void csv_num(struct text *t, double v)
-{
-	char buf[64] = "";
-
-	if (isfinite(v))
-		snprintf(buf, sizeof(buf), "%.15g", v);
-	text_add(t, buf, strlen(buf));
-	text_add(t, ",", 1);
-}
-
-static void csv_int(struct text *t, int64_t v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%lld,", (long long)v);
-	text_add(t, buf, strlen(buf));
-}
-
-/* The cells of the counting submission (empty when there is none). */
-static void csv_counting(struct text *t, const struct policy_grade *g)
-{
-	char at[32];
-
-	if (!g->has_counting) {
-		text_add(t, ",,,,,,,,,,", 10);
-		return;
-	}
-	policy_time_format(g->received_ms, at);
-	csv_int(t, g->submission_id);
-	csv_text(t, at);
-	csv_text(t, g->status);
-	csv_num(t, g->raw_score);
-	csv_num(t, g->max_score);
-	if (g->late.has_due) {
-		csv_text(t, g->late.late ? "yes" : "no");
-		csv_int(t, g->late.late_ms / MS_PER_S);
-		csv_int(t, g->late.units);
-		csv_num(t, g->late.penalty_percent);
-	} else {
-		text_add(t, ",,,,", 4);
-	}
-	csv_num(t, g->final_score);
-}
-
-static void csv_line(struct text *t, const struct policy_grade *g)
-{
-	csv_text(t, g->student);
-	csv_counting(t, g);
-	csv_int(t, g->submissions);
-	csv_int(t, g->pending);
-	text_add(t, g->extension ? "\"yes\"\r\n" : "\"no\"\r\n", g->extension ? 7 : 6);
-}
-
-char *policy_gradebook_csv(const struct policy *p, const struct policy_grade *g, size_t n,
-			   size_t *ret_len)
-{
-	struct text t = {0};
-	const char *units = p->has_late && p->late.per == POLICY_PER_HOUR ? "hours" : "days";
-	char header[256];
-
-	snprintf(header, sizeof(header),
-		 "student,submission_id,submitted_at,status,raw_score,max_score,late,"
-		 "late_seconds,%s_late,penalty_percent,final_score,submissions,pending,"
-		 "extension\r\n",
-		 units);
-	text_add(&t, header, strlen(header));
-	for (size_t i = 0; i < n; i++)
-		csv_line(&t, &g[i]);
-	if (t.failed) {
-		free(t.s);
-		return NULL;
-	}
-	if (ret_len)
-		*ret_len = t.len;
-	return t.s;
-}
-
-static json_t *num_json(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
-static json_t *late_json(const struct policy *p, const struct policy_grade *g)
-{
-	if (!g->has_counting || !g->late.has_due)
-		return json_null();
-	return json_pack("{s:o, s:b, s:I, s:I, s:s, s:f}", "due", time_json(g->late.due_ms), "late",
-			 g->late.late, "seconds", (json_int_t)(g->late.late_ms / MS_PER_S), "units",
-			 (json_int_t)g->late.units, "per",
-			 per_names[p->has_late ? p->late.per : POLICY_PER_DAY], "penalty_percent",
-			 g->late.penalty_percent);
-}
-
-static json_t *grade_json(const struct policy *p, const struct policy_grade *g)
-{
-	json_t *counting = json_null();
-
-	if (g->has_counting)
-		counting =
-		    json_pack("{s:I, s:I, s:o, s:I, s:s, s:o, s:o, s:o, s:o}", "submission_id",
-			      (json_int_t)g->submission_id, "result_id", (json_int_t)g->result_id,
-			      "submitted_at", time_json(g->received_ms), "submitted_ms",
-			      (json_int_t)g->received_ms, "status", g->status, "raw_score",
-			      num_json(g->raw_score), "max_score", num_json(g->max_score), "late",
-			      late_json(p, g), "final_score", num_json(g->final_score));
-	return json_pack("{s:s, s:I, s:I, s:b, s:o}", "student", g->student, "submissions",
-			 (json_int_t)g->submissions, "pending", (json_int_t)g->pending, "extension",
-			 g->extension, "counting", counting);
-}
-
-json_t *policy_gradebook_json(int64_t assignment_id, const struct policy *p,
-			      const struct policy_grade *g, size_t n)
-{
-	json_t *students = json_array();
-
-	for (size_t i = 0; students && i < n; i++)
-		if (json_array_append_new(students, grade_json(p, &g[i])) < 0) {
-			json_decref(students);
-			return NULL;
-		}
-	return json_pack("{s:I, s:o, s:o}", "assignment_id", (json_int_t)assignment_id, "policy",
-			 policy_to_json(p), "students", students);
-}
-
-static char *render(int64_t assignment_id, const struct policy *p, const struct policy_grade *g,
-		    size_t n, enum policy_format fmt, size_t *ret_len)
-{
-	if (fmt == POLICY_FORMAT_CSV)
-		return policy_gradebook_csv(p, g, n, ret_len);
-	json_t *doc = policy_gradebook_json(assignment_id, p, g, n);
-	char *text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) : NULL;
-	json_decref(doc);
-	if (text)
-		*ret_len = strlen(text);
-	return text;
-}
-
-int policy_export(struct store *st, int64_t assignment_id, enum policy_format fmt, char **ret_text,
-		  size_t *ret_len, struct err *e)
-{
-	struct policy p;
-	struct store_extension *exts = NULL;
-	struct store_grade_row *rows = NULL;
-	struct policy_grade *g = NULL;
-	size_t next = 0, nrows = 0, n = 0, len = 0;
-	int rc;
-
-	if ((rc = policy_load(st, assignment_id, &p, e)) < 0 ||
-	    (rc = store_extension_list(st, assignment_id, &exts, &next, e)) < 0 ||
-	    (rc = store_gradebook_rows(st, assignment_id, &rows, &nrows, e)) < 0 ||
-	    (rc = policy_gradebook(&p, rows, nrows, exts, next, &g, &n, e)) < 0)
-		goto out;
-	char *text = render(assignment_id, &p, g, n, fmt, &len);
-	if (!text) {
-		rc = err_set(e, ENOMEM, "gradebook export");
-		goto out;
-	}
-	*ret_text = text;
-	*ret_len = len;
-out:
-	free(exts);
-	free(rows);
-	free(g);
-	return rc;
 }
 
 /* ---- the store ---- */

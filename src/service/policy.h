@@ -42,6 +42,8 @@
  */
 
 enum policy_per { POLICY_PER_DAY = 0, POLICY_PER_HOUR = 1 };
+/* "day" or "hour", as the policy document spells it. */
+const char *policy_per_name(enum policy_per per);
 enum policy_counting { POLICY_COUNT_LATEST = 0, POLICY_COUNT_BEST = 1 };
 enum policy_tests {
 	POLICY_TESTS_HIDDEN = 0,    /* the student view of today: only tests marked visible */
@@ -105,6 +107,8 @@ int policy_time_from_json(const json_t *v, const char *what, int64_t *ret_ms, st
 /* ms since the epoch as RFC 3339 UTC: "2026-12-01T23:59:00Z", with ".mmm"
  * when not a whole second.  Out of range values are clamped. */
 void policy_time_format(int64_t ms, char out[32]);
+/* policy_time_format() as a JSON string. */
+json_t *policy_time_json(int64_t ms);
 
 /*
  * Parse an extension request (untrusted JSON): {"student": S, "extra_s": N}
@@ -132,11 +136,9 @@ enum policy_refusal {
 	POLICY_TOO_SOON = 2,	/* min_interval_s not yet passed: next_ms says when */
 	POLICY_OVER_BUDGET = 3, /* the course's daily CPU cap: next_ms is the next UTC day */
 };
-/* The stable error code of a refusal ("submission_limit", "too_soon",
- * "budget_exceeded"; NULL for POLICY_ALLOWED) and the HTTP status to answer
- * with (429 for too_soon, with Retry-After from next_ms; 403 otherwise). */
-const char *policy_refusal_code(enum policy_refusal r);
-int policy_refusal_http(enum policy_refusal r);
+/* The error kind of a refusal (err.h: its stable code and HTTP status,
+ * 429 for too_soon, answered with Retry-After from next_ms; 403 otherwise). */
+enum err_kind policy_refusal_kind(enum policy_refusal r);
 
 struct policy_verdict {
 	enum policy_refusal refusal;

@@ -257,7 +257,7 @@ static void test_http_fields_are_checked_by_name(void **state)
 	const char *range = "{\"student\":\"s\",\"n\":1000}";
 	request("POST", "/echo", range, strlen(range), false, NULL, &r);
 	expect_error(&r, 422, "invalid_input");
-	assert_non_null(strstr(r.body, "'n' must be from 0 to 100"));
+	assert_non_null(strstr(r.body, "'n' must be a whole number from 0 to 100"));
 	const char *ctrl = "{\"student\":\"a\\u0007b\"}";
 	request("POST", "/echo", ctrl, strlen(ctrl), false, NULL, &r);
 	expect_error(&r, 422, "invalid_input");
@@ -393,7 +393,7 @@ static int setup(void **state)
 	l.per_ip = PER_IP;
 	l.threads = 2;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (http_server_start("127.0.0.1:0", &l, handler, NULL, &server, &e) < 0) {
+	if (http_server_start("127.0.0.1:0", &l, NULL, handler, NULL, &server, &e) < 0) {
 		fprintf(stderr, "start: %s\n", e.msg);
 		return -1;
 	}

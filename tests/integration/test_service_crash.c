@@ -433,7 +433,7 @@ static void receiver_start(struct receiver *r)
 	l.max_body = 8u << 20;
 	l.per_ip = 256;
 	l.threads = 4;
-	if (http_server_start("127.0.0.1:0", &l, receive, r, &r->srv, &e) < 0)
+	if (http_server_start("127.0.0.1:0", &l, NULL, receive, r, &r->srv, &e) < 0)
 		fail_msg("callback receiver: %s", e.msg);
 	snprintf(r->url, sizeof(r->url), "http://127.0.0.1:%u/hook",
 		 (unsigned)http_server_port(r->srv));

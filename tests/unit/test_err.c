@@ -153,8 +153,9 @@ static void test_err_table_is_total(void **state)
 		 * file; 3 Proctor or the host.  Nothing else is a command's. */
 		assert_true(exit_status >= 1 && exit_status <= 3);
 		assert_true(http >= 400 && http <= 599);
-		/* The user's fault is a 4xx and never exit 3; ours a 5xx and exit 3. */
-		assert_int_equal(http >= 500, exit_status == 3);
+		/* The user's fault is a 4xx and never exit 3; ours a 5xx and exit
+		 * 3, and so is a 429: the service asks to be retried later. */
+		assert_int_equal(http >= 500 || http == 429, exit_status == 3);
 	}
 }
 
@@ -186,6 +187,13 @@ static void test_err_kinds_keep_their_numbers_codes_and_statuses(void **state)
 	    {ERR_UNAVAILABLE, 4, "unavailable", 3, 503},
 	    {ERR_BUSY, 5, "busy", 3, 503},
 	    {ERR_BUILD_FAILED, 6, "build_failed", 1, 422},
+	    {ERR_UNAUTHORIZED, 7, "unauthorized", 2, 401},
+	    {ERR_FORBIDDEN, 8, "forbidden", 2, 403},
+	    {ERR_TOO_LARGE, 9, "too_large", 2, 413},
+	    {ERR_QUEUE_FULL, 10, "queue_full", 3, 429},
+	    {ERR_SUBMISSION_LIMIT, 11, "submission_limit", 2, 403},
+	    {ERR_TOO_SOON, 12, "too_soon", 3, 429},
+	    {ERR_BUDGET_EXCEEDED, 13, "budget_exceeded", 2, 403},
 	};
 
 	assert_int_equal(ARRAY_LEN(published), ERR_KIND_COUNT);
@@ -205,6 +213,16 @@ static void test_err_unknown_kind_maps_as_internal(void **state)
 	assert_int_equal(err_exit_status(ERR_KIND_COUNT), 3);
 	int bogus = -1;
 	assert_int_equal(err_http_status((enum err_kind)bogus), 500);
+}
+
+static void test_err_kind_of_code_reads_back_every_code(void **state)
+{
+	(void)state;
+
+	for (int k = 0; k < ERR_KIND_COUNT; k++)
+		assert_int_equal(err_kind_of_code(err_code((enum err_kind)k)), k);
+	assert_int_equal(err_kind_of_code("no_such_code"), ERR_INTERNAL);
+	assert_int_equal(err_kind_of_code(NULL), ERR_INTERNAL);
 }
 
 /* docs/cli-contract.md, "Error kinds": one row per kind, "| `code` | exit |
@@ -445,6 +463,7 @@ int main(void)
 	    cmocka_unit_test(test_err_codes_are_unique),
 	    cmocka_unit_test(test_err_kinds_keep_their_numbers_codes_and_statuses),
 	    cmocka_unit_test(test_err_unknown_kind_maps_as_internal),
+	    cmocka_unit_test(test_err_kind_of_code_reads_back_every_code),
 	    cmocka_unit_test(test_err_table_is_the_documented_one),
 	    cmocka_unit_test(test_err_setk_truncation_keeps_the_kind_and_the_reason),
 	    cmocka_unit_test(test_err_wrap_cuts_the_old_message_on_a_character_boundary),

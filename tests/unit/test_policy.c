@@ -286,8 +286,8 @@ static void test_policy_submission_limit(void **state)
 	assert_int_equal(v.refusal, POLICY_LIMIT);
 	assert_int_equal(v.next_ms, 0);
 	assert_non_null(strstr(v.message, "limit of 3"));
-	assert_string_equal(policy_refusal_code(v.refusal), "submission_limit");
-	assert_int_equal(policy_refusal_http(v.refusal), 403);
+	assert_string_equal(err_code(policy_refusal_kind(v.refusal)), "submission_limit");
+	assert_int_equal(err_http_status(policy_refusal_kind(v.refusal)), 403);
 	/* No limit at all by default. */
 	policy_default(&p);
 	assert_true(policy_check_submit(&p, 1000000, DUE, DUE, &v));
@@ -305,8 +305,8 @@ static void test_policy_min_interval_boundary(void **state)
 	assert_int_equal(v.next_ms, last + 60 * S);
 	assert_non_null(strstr(v.message, "2026-12-01T23:00:00Z"));
 	assert_non_null(strstr(v.message, "in 1 s"));
-	assert_string_equal(policy_refusal_code(v.refusal), "too_soon");
-	assert_int_equal(policy_refusal_http(v.refusal), 429);
+	assert_string_equal(err_code(policy_refusal_kind(v.refusal)), "too_soon");
+	assert_int_equal(err_http_status(policy_refusal_kind(v.refusal)), 429);
 	/* Exactly the interval after the last: allowed. */
 	assert_true(policy_check_submit(&p, 1, last, last + 60 * S, &v));
 	/* No earlier submission: allowed. */
@@ -903,11 +903,11 @@ static void test_policy_daily_cpu_cap(void **state)
 	assert_non_null(strstr(v.message, "3600 of its 3600 CPU-seconds"));
 	assert_non_null(strstr(v.message, "2026-12-02T00:00:00Z"));
 	assert_non_null(strstr(v.message, "admin"));
-	assert_string_equal(policy_refusal_code(v.refusal), "budget_exceeded");
-	assert_int_equal(policy_refusal_http(v.refusal), 403);
+	assert_string_equal(err_code(policy_refusal_kind(v.refusal)), "budget_exceeded");
+	assert_int_equal(err_http_status(policy_refusal_kind(v.refusal)), 403);
 	/* A cap of 0 stops every submission. */
 	assert_false(policy_budget_eval(0, 0, DUE, &v));
-	assert_null(policy_refusal_code(POLICY_ALLOWED));
+	assert_int_equal(policy_refusal_kind(POLICY_ALLOWED), ERR_INTERNAL);
 }
 
 int main(void)

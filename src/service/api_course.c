@@ -1,0 +1,145 @@
+/* The API's course: its tokens and its budget (docs/api.md). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "service/handler.h"
+#include "service/jsonreq.h"
+#include "service/policy.h"
+
+/* Tokens listed at most. */
+#define TOKENS_SHOWN 1000
+
+/* POST /v1/tokens: {"scope"}: a new token of the caller's course (admin). */
+void post_token(struct call *c)
+{
+	static const char *const allowed[] = {"scope", NULL};
+	struct store_course course;
+	enum store_scope scope;
+	const char *name;
+	char token[STORE_TOKEN_LEN + 1];
+	json_t *doc = NULL;
+	struct err e;
+	int rc;
+
+	if (body_json(c, 0, &doc) < 0)
+		return;
+	if (jsonreq_only(doc, allowed, &e) < 0 ||
+	    jsonreq_string(doc, "scope", true, 32, &name, &e) < 0 ||
+	    store_scope_parse(name, &scope, &e) < 0) {
+		json_decref(doc);
+		answer_fail(c->rs, ERR_INPUT, "%s", e.msg);
+		return;
+	}
+	json_decref(doc);
+	if ((rc = store_course_get(c->st, c->who->course_id, &course, &e)) < 0 ||
+	    (rc = store_token_create(c->st, course.name, scope, token, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		return;
+	}
+	answer_json(c->rs, 201,
+		    json_pack("{s:s, s:s, s:s}", "token", token, "scope", store_scope_name(scope),
+			      "course", course.name));
+}
+
+/* GET /v1/tokens: the course's tokens (admin): which, scope, when made and
+ * revoked; never a secret nor its hash. */
+void list_tokens(struct call *c)
+{
+	struct store_token_row *rows = NULL;
+	size_t n = 0;
+	struct err e;
+	int rc;
+
+	if (!(rows = calloc(TOKENS_SHOWN, sizeof(*rows)))) {
+		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
+		return;
+	}
+	if ((rc = store_token_list(c->st, c->who->course_id, rows, TOKENS_SHOWN, &n, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		free(rows);
+		return;
+	}
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(
+		    list, json_pack("{s:I, s:s, s:s, s:I, s:o}", "token_id",
+				    (json_int_t)rows[i].token_id, "scope",
+				    store_scope_name(rows[i].scope), "prefix", rows[i].prefix,
+				    "created_ms", (json_int_t)rows[i].created_ms, "revoked_ms",
+				    rows[i].revoked_ms ? json_integer(rows[i].revoked_ms)
+						       : json_null()));
+	free(rows);
+	answer_json(c->rs, 200, json_pack("{s:o}", "tokens", list));
+}
+
+/* DELETE /v1/tokens/{id}: revoke a token of the course (admin); it is
+ * refused from then on (401), by every route. */
+void delete_token(struct call *c)
+{
+	struct err e;
+	int rc;
+
+	if ((rc = store_token_revoke(c->st, c->who->course_id, c->id, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		return;
+	}
+	answer_json(c->rs, 200,
+		    json_pack("{s:I, s:b}", "token_id", (json_int_t)c->id, "revoked", 1));
+}
+
+/* The course's budget and today's use, the answer of both budget routes. */
+static void answer_budget(struct call *c)
+{
+	struct policy_prices prices = {.vcpu_hour = c->a->c.price_cpu_hour,
+				       .gib_hour = c->a->c.price_gib_hour};
+	struct store_course course;
+	struct policy_usage u;
+	struct err e;
+	int rc;
+
+	if ((rc = store_course_get(c->st, c->who->course_id, &course, &e)) < 0 ||
+	    (rc = policy_course_usage(c->st, c->who->course_id, &prices, &u, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		return;
+	}
+	answer_json(c->rs, 200,
+		    json_pack("{s:s, s:o, s:I, s:f, s:f, s:f, s:{s:f, s:f}}", "course",
+			      course.name, "daily_cpu_cap", isnan(u.cap) ? json_null() : json_real(u.cap),
+			      "since_ms", (json_int_t)u.since_ms, "cpu_seconds_today",
+			      u.cpu_seconds, "gib_seconds_today", u.gib_seconds,
+			      "estimated_cost_today", u.cost, "prices", "vcpu_hour",
+			      prices.vcpu_hour, "gib_hour", prices.gib_hour));
+}
+
+/* GET /v1/course/budget (instructor) */
+void get_budget(struct call *c)
+{
+	answer_budget(c);
+}
+
+/* PUT /v1/course/budget: {"daily_cpu_cap": CPU-seconds or null} (admin) */
+void put_budget(struct call *c)
+{
+	static const char *const allowed[] = {"daily_cpu_cap", NULL};
+	json_t *doc = NULL, *cap;
+	struct err e;
+	int rc;
+
+	if (body_json(c, 0, &doc) < 0)
+		return;
+	cap = json_object_get(doc, "daily_cpu_cap");
+	if (jsonreq_only(doc, allowed, &e) < 0 || !cap ||
+	    !(json_is_null(cap) || (json_is_number(cap) && json_number_value(cap) >= 0))) {
+		json_decref(doc);
+		answer_fail(c->rs, ERR_INPUT,
+			    "'daily_cpu_cap' must be a number of CPU-seconds >= 0, or null (no cap)");
+		return;
+	}
+	double v = json_is_null(cap) ? NAN : json_number_value(cap);
+	json_decref(doc);
+	if ((rc = store_course_set_cpu_cap(c->st, c->who->course_id, v, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		return;
+	}
+	answer_budget(c);
+}

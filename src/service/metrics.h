@@ -1,0 +1,29 @@
+/* The service's metrics for /metrics (Prometheus text): phase histograms, counters, and the store's gauges. */
+#ifndef PROCTOR_SERVICE_METRICS_H
+#define PROCTOR_SERVICE_METRICS_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "store/store.h"
+
+/*
+ * Histograms and counters live in memory, since the server started (a
+ * scraper takes rates); job counts, workers and attempts are read from the
+ * store at each scrape, so every server of a fleet shows the same.  Safe
+ * from any thread.
+ */
+struct metrics;
+
+struct metrics *metrics_new(void);
+void metrics_free(struct metrics *m);
+/* Add n to counter `name` (proctor_NAME_total); at most 32 names. */
+void metrics_count(struct metrics *m, const char *name, uint64_t n);
+/* The phases of a job that finished (ms since the epoch; 0 when unknown). */
+void metrics_observe_phases(struct metrics *m, int64_t queued_ms, int64_t started_ms,
+			    int64_t ready_ms, int64_t finished_ms);
+/* The exposition text, malloc'd; `st` NULL or unreadable leaves the store's
+ * part out with a comment saying so.  NULL when out of memory. */
+char *metrics_render(struct metrics *m, struct store *st);
+
+#endif
