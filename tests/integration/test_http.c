@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,11 +41,65 @@
 static struct http_server *server;
 static char base[64];
 
+/* ---- a streamed answer: "start", then held until the test releases it ---- */
+
+static atomic_bool stream_release;
+
+struct stream_state {
+	int next; /* 0: "start" not sent yet; then lines 1..5 */
+};
+
+static long stream_next(void *ctx, char *buf, size_t max, bool last_call, unsigned *again_ms)
+{
+	struct stream_state *st = ctx;
+
+	if (st->next == 0) {
+		st->next = 1;
+		return snprintf(buf, max, "start\n");
+	}
+	if (st->next > 5)
+		return HTTP_STREAM_END;
+	if (!atomic_load(&stream_release) && !last_call) {
+		*again_ms = 10; /* nothing yet: waits holding no thread */
+		return 0;
+	}
+	return snprintf(buf, max, "line %d\n", st->next++);
+}
+
 static void handler(void *ctx, const struct http_request *rq, struct http_response *rs)
 {
 	(void)ctx;
 	if (strcmp(rq->path, "/healthz") == 0 && strcmp(rq->method, "GET") == 0) {
 		http_json(rs, 200, strdup("{\"status\":\"ok\"}"));
+		return;
+	}
+	if (strcmp(rq->path, "/stream") == 0) {
+		struct stream_state *st = calloc(1, sizeof(*st));
+		if (!st) {
+			http_error(rs, 500, "internal", "out of memory");
+			return;
+		}
+		rs->status = 200;
+		rs->content_type = "text/plain";
+		rs->stream = stream_next;
+		rs->stream_ctx = st;
+		rs->stream_free = free;
+		return;
+	}
+	if (strcmp(rq->path, "/page") == 0) {
+		const char *who = http_request_header(rq, "X-Who");
+		char *body = NULL;
+		if (asprintf(&body, "<p>hello %s</p>", who ? who : "nobody") < 0) {
+			http_error(rs, 500, "internal", "out of memory");
+			return;
+		}
+		http_json(rs, 303, body);
+		rs->content_type = "text/html; charset=utf-8";
+		http_response_header(rs, "Set-Cookie", "session=abc; HttpOnly; SameSite=Strict");
+		http_response_header(rs, "Set-Cookie", "theme=dark");
+		http_response_header(rs, "Location", "/ui/next");
+		http_response_header(rs, "Content-Security-Policy", "default-src 'self'");
+		http_response_header(rs, "Cache-Control", "private, max-age=5");
 		return;
 	}
 	if (strcmp(rq->path, "/busy") == 0) {
@@ -92,6 +148,7 @@ struct reply {
 	size_t len;
 	char retry_after[32];
 	char content_type[128];
+	char headers[4096]; /* every header line, as received */
 };
 
 static size_t on_body(char *p, size_t sz, size_t n, void *arg)
@@ -109,7 +166,9 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 static size_t on_header(char *p, size_t sz, size_t n, void *arg)
 {
 	struct reply *r = arg;
-	size_t len = sz * n;
+	size_t len = sz * n, have = strlen(r->headers);
+	if (len < sizeof(r->headers) - have)
+		memcpy(r->headers + have, p, len), r->headers[have + len] = '\0';
 	if (len > 13 && strncasecmp(p, "Retry-After: ", 13) == 0)
 		snprintf(r->retry_after, sizeof(r->retry_after), "%.*s", (int)strcspn(p + 13, "\r\n"),
 			 p + 13);
@@ -332,6 +391,101 @@ static void test_http_backpressure_says_when_to_retry(void **state)
 	assert_string_equal(r.retry_after, "7");
 }
 
+/* A handler sets any header: two cookies, Location, CSP, its own
+ * Cache-Control (instead of no-store); it reads request headers. */
+static void test_http_handler_sets_and_reads_headers(void **state)
+{
+	(void)state;
+	static const char *const h[] = {"X-Who: ada", NULL};
+	struct reply r;
+
+	request("GET", "/page", NULL, 0, false, h, &r);
+	assert_int_equal(r.status, 303);
+	assert_string_equal(r.body, "<p>hello ada</p>");
+	assert_string_equal(r.content_type, "text/html; charset=utf-8");
+	assert_non_null(strstr(r.headers, "Set-Cookie: session=abc; HttpOnly; SameSite=Strict\r\n"));
+	assert_non_null(strstr(r.headers, "Set-Cookie: theme=dark\r\n"));
+	assert_non_null(strstr(r.headers, "Location: /ui/next\r\n"));
+	assert_non_null(strstr(r.headers, "Content-Security-Policy: default-src 'self'\r\n"));
+	assert_non_null(strstr(r.headers, "Cache-Control: private, max-age=5\r\n"));
+	assert_null(strstr(r.headers, "no-store"));
+	/* Without the handler's own, every answer is no-store. */
+	request("GET", "/healthz", NULL, 0, false, NULL, &r);
+	assert_non_null(strstr(r.headers, "Cache-Control: no-store\r\n"));
+}
+
+struct streamer {
+	pthread_t t;
+	struct reply r;
+	atomic_bool started; /* "start" arrived */
+};
+
+static size_t on_stream(char *p, size_t sz, size_t n, void *arg)
+{
+	struct streamer *s = arg;
+	size_t got = on_body(p, sz, n, &s->r);
+	if (strstr(s->r.body, "start\n"))
+		atomic_store(&s->started, true);
+	return got;
+}
+
+static void *stream_main(void *arg)
+{
+	struct streamer *s = arg;
+	char url[128];
+	CURL *c = curl_easy_init();
+
+	snprintf(url, sizeof(url), "%s/stream", base);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &s->r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &s->r.status);
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+/*
+ * Streamed answers go out chunked as they are produced, and one that waits
+ * for more holds no thread: with three streams held open on a server of
+ * two threads, /healthz still answers (each stream would otherwise hold a
+ * thread until the test releases them, after /healthz, so a blocked server
+ * fails this test by its timeout, whatever the machine's speed).
+ */
+static void test_http_streams_go_out_chunked_and_hold_no_thread(void **state)
+{
+	(void)state;
+	struct streamer s[3];
+	struct reply r;
+
+	memset(s, 0, sizeof(s));
+	atomic_store(&stream_release, false);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&s[i].t, NULL, stream_main, &s[i]), 0);
+	for (int tries = 0; tries < 1000; tries++) {
+		if (atomic_load(&s[0].started) && atomic_load(&s[1].started) &&
+		    atomic_load(&s[2].started))
+			break;
+		usleep(10000);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_true(atomic_load(&s[i].started));
+	request("GET", "/healthz", NULL, 0, false, NULL, &r);
+	assert_int_equal(r.status, 200);
+	atomic_store(&stream_release, true);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(s[i].t, NULL);
+		assert_int_equal(s[i].r.status, 200);
+		assert_string_equal(s[i].r.body, "start\nline 1\nline 2\nline 3\nline 4\nline 5\n");
+		assert_non_null(strstr(s[i].r.headers, "Transfer-Encoding: chunked\r\n"));
+		assert_string_equal(s[i].r.content_type, "text/plain");
+	}
+}
+
 static void test_http_slow_client_is_closed(void **state)
 {
 	(void)state;
@@ -422,6 +576,8 @@ int main(void)
 	    cmocka_unit_test(test_http_long_target_is_414),
 	    cmocka_unit_test(test_http_headers_reach_the_handler),
 	    cmocka_unit_test(test_http_backpressure_says_when_to_retry),
+	    cmocka_unit_test(test_http_handler_sets_and_reads_headers),
+	    cmocka_unit_test(test_http_streams_go_out_chunked_and_hold_no_thread),
 	    cmocka_unit_test(test_http_slow_client_is_closed),
 	    cmocka_unit_test(test_http_connections_per_address_are_capped),
 	    cmocka_unit_test(test_http_listen_address_is_checked),
