@@ -35,6 +35,11 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t monotonic_ms(void)
+{
+	return now_ns() / 1000000u;
+}
+
 int write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

@@ -33,6 +33,8 @@ static inline void closep(int *fd)
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t now_ns(void);
+/* The same in milliseconds: for deadlines and timers kept in ms. */
+uint64_t monotonic_ms(void);
 
 /* CPUs this process may run on (its affinity mask), at least 1. */
 unsigned cpus_available(void);

@@ -18,7 +18,7 @@
 	"  2  usage error, or the assignment directory is not valid\n"                             \
 	"  3  Proctor's own failure (the store)"
 
-static int admin_word(int argc, char **argv);
+static int run_admin_command(int argc, char **argv);
 
 static const struct cli_command token_cmd = {.name = "admin token", .operands = "no arguments"};
 static const struct cli_command assignment_cmd = {
@@ -27,9 +27,10 @@ static const struct cli_command budget_cmd = {.name = "admin budget", .operands 
 
 static const struct cli_subcommand admin_words[] = {
     {"token", "print a new token of --course (created if new) with --scope, or --revoke one",
-     admin_word, &token_cmd},
-    {"assignment", "upload assignment DIR to --course; print its id", admin_word, &assignment_cmd},
-    {"budget", "set or lift (--cpu-cap none) a course's daily CPU-seconds cap", admin_word,
+     run_admin_command, &token_cmd},
+    {"assignment", "upload assignment DIR to --course; print its id", run_admin_command,
+     &assignment_cmd},
+    {"budget", "set or lift (--cpu-cap none) a course's daily CPU-seconds cap", run_admin_command,
      &budget_cmd},
 };
 
@@ -56,15 +57,15 @@ int cmd_admin(int argc, char **argv)
 			       "'proctor admin --help')");
 }
 
-static int fail(const struct err *e)
+static int report_failure(const struct err *e)
 {
 	if (err_exit_status(e->kind) == 2)
 		return cli_usage_error("%s", e->msg);
-	fprintf(stderr, "proctor: admin: %s\n", e->msg);
+	service_log("admin", "%s", e->msg);
 	return err_exit_status(e->kind);
 }
 
-static int upload(struct store *st, const char *course, const char *dir, struct err *e)
+static int upload_assignment(struct store *st, const char *course, const char *dir, struct err *e)
 {
 	struct assignment *a = NULL;
 	struct store_version v;
@@ -81,15 +82,15 @@ static int upload(struct store *st, const char *course, const char *dir, struct 
 					       &version_id, &version_no, e)) == 0 &&
 	    (rc = store_version_get(st, version_id, &v, e)) == 0) {
 		printf("%lld\n", (long long)v.assignment_id);
-		fprintf(stderr, "proctor: admin: assignment '%s' (id %lld) version %d, image %s\n",
-			a->name, (long long)v.assignment_id, version_no, a->image);
+		service_log("admin", "assignment '%s' (id %lld) version %d, image %s", a->name,
+			    (long long)v.assignment_id, version_no, a->image);
 	}
 	free(data);
 	assignment_free(a);
 	return rc < 0 ? -1 : 0;
 }
 
-static int admin_word(int argc, char **argv)
+static int run_admin_command(int argc, char **argv)
 {
 	const char *db = NULL, *course = NULL, *scope_name = NULL, *cap = NULL, *revoke = NULL;
 	bool is_token = strcmp(argv[0], "token") == 0, is_budget = strcmp(argv[0], "budget") == 0;
@@ -144,8 +145,7 @@ static int admin_word(int argc, char **argv)
 		return cli_usage_error(is_token ? "admin token: --revoke: '%s' is not a token id"
 						: "admin %s: --revoke is for admin token only",
 				       is_token ? revoke : argv[0]);
-	if (is_token && !revoke &&
-	    (!scope_name || store_scope_parse(scope_name, &scope, &e) < 0))
+	if (is_token && !revoke && (!scope_name || store_scope_parse(scope_name, &scope, &e) < 0))
 		return cli_usage_error("admin token: --scope must be submit, instructor or admin");
 	if (is_budget) {
 		char *end;
@@ -159,7 +159,7 @@ static int admin_word(int argc, char **argv)
 	}
 	if (store_open(db, &st, &e) < 0) {
 		err_wrap(&e, "--db");
-		return fail(&e);
+		return report_failure(&e);
 	}
 	if (revoke) {
 		r = store_course_ensure(st, course, false, &course_id, &e);
@@ -172,14 +172,14 @@ static int admin_word(int argc, char **argv)
 		if (r == 0)
 			r = store_course_set_cpu_cap(st, course_id, cpu, &e);
 	} else
-		r = upload(st, course, argv[1], &e);
+		r = upload_assignment(st, course, argv[1], &e);
 	store_close(st);
 	if (r < 0)
-		return r == STORE_NOT_FOUND ? (err_classify(&e, ERR_NOT_FOUND), fail(&e))
-					    : fail(&e);
+		return r == STORE_NOT_FOUND ? (err_classify(&e, ERR_NOT_FOUND), report_failure(&e))
+					    : report_failure(&e);
 	if (revoke)
-		fprintf(stderr, "proctor: admin: token %llu of course '%s' revoked\n",
-			(unsigned long long)revoke_id, course);
+		service_log("admin", "token %llu of course '%s' revoked",
+			    (unsigned long long)revoke_id, course);
 	else if (is_token)
 		printf("%s\n", token);
 	return 0;

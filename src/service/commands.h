@@ -9,4 +9,10 @@ int cmd_submit(int argc, char **argv);	/* client.c */
 int cmd_status(int argc, char **argv);	/* client.c */
 int cmd_results(int argc, char **argv); /* client.c */
 
+/* What the service's commands say on stderr (serve's and worker's log,
+ * admin's notes), one line per call: "proctor: COMMAND: message", with
+ * control characters turned to '?' (cli_say), so a message that quotes a
+ * submission's text stays one line.  Defined in main.c. */
+void service_log(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

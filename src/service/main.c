@@ -1,11 +1,13 @@
 /* proctor-service: the grading service's commands; `proctor
  * serve|worker|admin|submit|status|results` runs it. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include <curl/curl.h>
 
+#include "cli.h"
 #include "service/commands.h"
 
 /*
@@ -27,6 +29,17 @@ static const struct {
     {"status", cmd_status, "one line about a submission"},
     {"results", cmd_results, "a submission's result document"},
 };
+
+void service_log(const char *command, const char *fmt, ...)
+{
+	char line[1600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	cli_say("%s: %s", command, line);
+}
 
 int main(int argc, char **argv)
 {

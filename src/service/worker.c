@@ -41,14 +41,14 @@ struct inflight {
 };
 
 /* The last assignment a grading process loaded (most jobs share one). */
-struct loaded {
+struct loaded_assignment {
 	char dir[PATH_MAX];
 	struct assignment *a;
 };
 
 /* A backend chosen for (isolation asked, image pinned), and whether this
  * process prepared it. */
-struct choice {
+struct backend_choice {
 	const char *want;
 	bool have_image;
 	const struct sandbox_ops *ops;
@@ -58,7 +58,7 @@ struct choice {
 struct worker {
 	const struct worker_options *o;
 	struct store *st;
-	struct choice choices[6];
+	struct backend_choice choices[6];
 	size_t n_choices;
 	struct grade_options go;
 	struct sched *s;
@@ -75,26 +75,9 @@ struct worker {
 	char refused[8][65];
 	char refused_why[8][512];
 	unsigned n_refused;
-	int64_t current_job; /* in a grading process: the job being graded */
-	struct loaded cache; /* in a grading process */
+	int64_t current_job;		/* in a grading process: the job being graded */
+	struct loaded_assignment cache; /* in a grading process */
 };
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	char line[1600];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "proctor worker: %s\n", line);
-}
-
-static uint64_t mono_ms(void)
-{
-	return now_ns() / 1000000u;
-}
 
 /* ---- in a grading process -------------------------------------------- */
 
@@ -123,7 +106,7 @@ static const struct sandbox_ops *backend_for(struct worker *w, const struct assi
 	const char *want =
 	    a->isolation != ASSIGNMENT_ISOLATION_ANY ? iso[a->isolation] : w->o->isolation;
 	bool have_image = strcmp(a->image, "host") != 0;
-	struct choice *c = NULL;
+	struct backend_choice *c = NULL;
 	char why[256];
 
 	for (size_t i = 0; i < w->n_choices && !c; i++)
@@ -135,7 +118,7 @@ static const struct sandbox_ops *backend_for(struct worker *w, const struct assi
 		    sandbox_select(want, have_image, &ops, why, sizeof(why), e) < 0)
 			return NULL;
 		c = &w->choices[w->n_choices++];
-		*c = (struct choice){.want = want, .have_image = have_image, .ops = ops};
+		*c = (struct backend_choice){.want = want, .have_image = have_image, .ops = ops};
 	}
 	if (prepare && !c->prepared) {
 		if (c->ops->prepare(e) < 0)
@@ -205,7 +188,7 @@ static void in_grading_process(void *ctx)
 	w->ready[0] = -1;
 }
 
-static int check_doc(void *ctx, uint64_t id, const json_t *doc, char *why, size_t why_len)
+static int check_result_doc(void *ctx, uint64_t id, const json_t *doc, char *why, size_t why_len)
 {
 	(void)ctx;
 	(void)id;
@@ -223,17 +206,17 @@ static int check_doc(void *ctx, uint64_t id, const json_t *doc, char *why, size_
  * database restarted).  Make a new one, at most once a second; the call is
  * the caller's to retry.  True when there is a new connection.
  */
-static bool reopen(struct worker *w)
+static bool reconnect_store(struct worker *w)
 {
 	struct store *st;
 	struct err e;
-	uint64_t now = mono_ms();
+	uint64_t now = monotonic_ms();
 
 	if (now - w->reopened_ms < 1000)
 		return false;
 	w->reopened_ms = now;
 	if (store_open(w->o->db_url, &st, &e) < 0) {
-		say("reconnect to the store: %s", e.msg);
+		service_log("worker", "reconnect to the store: %s", e.msg);
 		return false;
 	}
 	store_close(w->st);
@@ -241,7 +224,7 @@ static bool reopen(struct worker *w)
 	return true;
 }
 
-static struct inflight *find(struct worker *w, int64_t job_id)
+static struct inflight *inflight_of(struct worker *w, int64_t job_id)
 {
 	for (unsigned i = 0; i < w->o->jobs; i++)
 		if (w->jobs[i].used && w->jobs[i].job_id == job_id)
@@ -249,7 +232,7 @@ static struct inflight *find(struct worker *w, int64_t job_id)
 	return NULL;
 }
 
-static void forget(struct worker *w, struct inflight *j)
+static void drop_inflight(struct worker *w, struct inflight *j)
 {
 	if (j->spool[0])
 		unlink(j->spool);
@@ -266,16 +249,18 @@ static void fail_ours(struct worker *w, struct inflight *j, const char *why)
 				    (int64_t)w->o->backoff_s * 1000, &final, &e);
 
 	if (r == STORE_FENCED)
-		say("job %lld: lease lost; not recording the failure", (long long)j->job_id);
+		service_log("worker", "job %lld: lease lost; not recording the failure",
+			    (long long)j->job_id);
 	else if (r < 0)
-		say("job %lld: %s", (long long)j->job_id, e.msg);
+		service_log("worker", "job %lld: %s", (long long)j->job_id, e.msg);
 	else
-		say("job %lld attempt %d: %s%s", (long long)j->job_id, j->attempt, why,
-		    final ? " (last attempt: error, not gradable)" : "; retried later");
+		service_log("worker", "job %lld attempt %d: %s%s", (long long)j->job_id, j->attempt,
+			    why,
+			    final ? " (last attempt: error, not gradable)" : "; retried later");
 }
 
 /* CPU-seconds used and GiB-seconds of memory reserved by a grading. */
-static void usage_of(const json_t *doc, double mem_gib, double *cpu_s, double *gib_s)
+static void resource_usage(const json_t *doc, double mem_gib, double *cpu_s, double *gib_s)
 {
 	size_t i;
 	json_t *step;
@@ -294,7 +279,7 @@ static double number_or_nan(const json_t *v)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static void record(struct worker *w, struct inflight *j, json_t *doc)
+static void record_result(struct worker *w, struct inflight *j, json_t *doc)
 {
 	const char *status = json_string_value(json_object_get(doc, "status"));
 	struct store_result_in res;
@@ -319,8 +304,8 @@ static void record(struct worker *w, struct inflight *j, json_t *doc)
 	}
 	/* A callback a student asked for carries the student view, with the
 	 * default visibility (the policy is read when a student asks). */
-	json_t *student = policy_result_view(RESULT_VIEWER_STUDENT, RESULT_FORMAT_RESULT, NULL, NULL,
-					     0, doc);
+	json_t *student =
+	    policy_result_view(RESULT_VIEWER_STUDENT, RESULT_FORMAT_RESULT, NULL, NULL, 0, doc);
 	char *student_text = student ? json_dumps(student, JSON_COMPACT) : NULL;
 	json_decref(student);
 	if (!student_text) {
@@ -332,29 +317,33 @@ static void record(struct worker *w, struct inflight *j, json_t *doc)
 	res.student_json = student_text;
 	res.score = number_or_nan(json_object_get(doc, "score"));
 	res.max_score = number_or_nan(json_object_get(doc, "max_score"));
-	usage_of(doc, j->max_memory_gib, &res.cpu_seconds, &res.gib_seconds);
+	resource_usage(doc, j->max_memory_gib, &res.cpu_seconds, &res.gib_seconds);
 	int r = store_job_complete(w->st, j->job_id, j->attempt, j->token, &res, NULL, &e);
-	if (r == STORE_ERROR && reopen(w))
+	if (r == STORE_ERROR && reconnect_store(w))
 		r = store_job_complete(w->st, j->job_id, j->attempt, j->token, &res, NULL, &e);
 	free(text);
 	free(student_text);
 	if (r == STORE_FENCED)
-		say("job %lld attempt %d: lease lost; the result is dropped (another worker "
+		service_log(
+		    "worker",
+		    "job %lld attempt %d: lease lost; the result is dropped (another worker "
 		    "owns the job)",
 		    (long long)j->job_id, j->attempt);
 	else if (r < 0)
-		say("job %lld: recording the result: %s (the lease will expire and the job "
-		    "run again)",
-		    (long long)j->job_id, e.msg);
+		service_log("worker",
+			    "job %lld: recording the result: %s (the lease will expire and the job "
+			    "run again)",
+			    (long long)j->job_id, e.msg);
 }
 
-static void handle(struct worker *w, struct sched_result *ev)
+static void handle_sched_result(struct worker *w, struct sched_result *ev)
 {
-	struct inflight *j = ev->event == SCHED_NOTE ? NULL : find(w, (int64_t)ev->id);
+	struct inflight *j = ev->event == SCHED_NOTE ? NULL : inflight_of(w, (int64_t)ev->id);
 	char why[700];
 
 	if (ev->event == SCHED_NOTE || ev->event == SCHED_RETRY) {
-		say("%s%s", ev->why, ev->event == SCHED_RETRY ? "; grading it again" : "");
+		service_log("worker", "%s%s", ev->why,
+			    ev->event == SCHED_RETRY ? "; grading it again" : "");
 		return;
 	}
 	if (!j)
@@ -362,7 +351,7 @@ static void handle(struct worker *w, struct sched_result *ev)
 	switch (ev->event) {
 	case SCHED_RESULT:
 		if (!j->fenced)
-			record(w, j, ev->doc);
+			record_result(w, j, ev->doc);
 		break;
 	case SCHED_FAILED:
 		snprintf(why, sizeof(why), "grading process %s", ev->why);
@@ -373,13 +362,14 @@ static void handle(struct worker *w, struct sched_result *ev)
 		if (!j->fenced) {
 			struct err e;
 			if (store_job_release(w->st, j->job_id, j->attempt, j->token, &e) < 0)
-				say("job %lld: give back: %s", (long long)j->job_id, e.msg);
+				service_log("worker", "job %lld: give back: %s",
+					    (long long)j->job_id, e.msg);
 		}
 		break;
 	default:
 		break;
 	}
-	forget(w, j);
+	drop_inflight(w, j);
 }
 
 /* Claim one job and hand it to the scheduler: 1, 0 when none is runnable, -1. */
@@ -393,8 +383,8 @@ static int claim_one(struct worker *w)
 
 	if (r <= 0) {
 		if (r < 0) {
-			say("claim: %s", e.msg);
-			reopen(w);
+			service_log("worker", "claim: %s", e.msg);
+			reconnect_store(w);
 		}
 		return r;
 	}
@@ -406,7 +396,7 @@ static int claim_one(struct worker *w)
 			       .job_id = c.job_id,
 			       .submission_id = c.submission_id,
 			       .attempt = c.attempt,
-			       .last_beat_ms = mono_ms()};
+			       .last_beat_ms = monotonic_ms()};
 	snprintf(j->token, sizeof(j->token), "%s", c.lease_token);
 	w->n_inflight++;
 
@@ -465,16 +455,17 @@ fail:
 		/* Another worker of this host is unpacking: give the job back
 		 * unrun and look again in a second. */
 		if (store_job_release(w->st, j->job_id, j->attempt, j->token, &e) < 0)
-			say("job %lld: give back: %s", (long long)j->job_id, e.msg);
-		forget(w, j);
+			service_log("worker", "job %lld: give back: %s", (long long)j->job_id,
+				    e.msg);
+		drop_inflight(w, j);
 		return -1;
 	}
 	fail_ours(w, j, e.msg);
-	forget(w, j);
+	drop_inflight(w, j);
 	return 1;
 }
 
-static void heartbeats(struct worker *w, uint64_t now)
+static void send_due_heartbeats(struct worker *w, uint64_t now)
 {
 	uint64_t every = (uint64_t)w->o->lease_s * 1000 / 3;
 
@@ -485,35 +476,37 @@ static void heartbeats(struct worker *w, uint64_t now)
 			continue;
 		int r = store_job_heartbeat(w->st, j->job_id, j->token, &e);
 		if (r == STORE_FENCED) {
-			say("job %lld attempt %d: lease lost (paused or cut off past it); "
-			    "stopping its grading",
-			    (long long)j->job_id, j->attempt);
+			service_log("worker",
+				    "job %lld attempt %d: lease lost (paused or cut off past it); "
+				    "stopping its grading",
+				    (long long)j->job_id, j->attempt);
 			j->fenced = true;
 			sched_cancel(w->s, (uint64_t)j->job_id);
 		} else if (r < 0) {
 			/* Again in a second (not at once: the loop would spin), on a
 			 * new connection if the old one broke. */
-			say("job %lld: heartbeat: %s", (long long)j->job_id, e.msg);
+			service_log("worker", "job %lld: heartbeat: %s", (long long)j->job_id,
+				    e.msg);
 			j->last_beat_ms = now - every + 1000;
-			reopen(w);
+			reconnect_store(w);
 		} else {
 			j->last_beat_ms = now;
 		}
 	}
 }
 
-static void take_ready(struct worker *w)
+static void note_sandboxes_ready(struct worker *w)
 {
 	int64_t id;
 
 	while (read(w->ready[0], &id, sizeof(id)) == (ssize_t)sizeof(id)) {
-		struct inflight *j = find(w, id);
+		struct inflight *j = inflight_of(w, id);
 		struct err e;
 		if (!j || j->ready_sent || j->fenced)
 			continue;
 		j->ready_sent = true;
 		if (store_job_sandbox_ready(w->st, id, j->token, &e) == 0)
-			j->last_beat_ms = mono_ms(); /* it extends the lease too */
+			j->last_beat_ms = monotonic_ms(); /* it extends the lease too */
 	}
 }
 
@@ -525,7 +518,7 @@ static int take_signal(int fd)
 	return read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si) ? (int)si.ssi_signo : 0;
 }
 
-static int next_timeout(struct worker *w, uint64_t now)
+static int ms_until_next_duty(struct worker *w, uint64_t now)
 {
 	uint64_t wake = now + 1000, every = (uint64_t)w->o->lease_s * 1000 / 3;
 
@@ -540,22 +533,22 @@ static int next_timeout(struct worker *w, uint64_t now)
 static void on_signal(struct worker *w, int sig)
 {
 	if (!w->stopping) {
-		say("%s: finishing the %u job%s running, claiming no more", strsignal(sig),
-		    w->n_inflight, w->n_inflight == 1 ? "" : "s");
+		service_log("worker", "%s: finishing the %u job%s running, claiming no more",
+			    strsignal(sig), w->n_inflight, w->n_inflight == 1 ? "" : "s");
 		w->stopping = true;
 		sched_drain(w->s);
 		return;
 	}
-	say("%s again: giving the running jobs back", strsignal(sig));
+	service_log("worker", "%s again: giving the running jobs back", strsignal(sig));
 	for (unsigned i = 0; i < w->o->jobs; i++)
 		if (w->jobs[i].used)
 			sched_cancel(w->s, (uint64_t)w->jobs[i].job_id);
 }
 
-static int loop(struct worker *w)
+static int grade_until_stopped(struct worker *w)
 {
 	for (;;) {
-		uint64_t now = mono_ms();
+		uint64_t now = monotonic_ms();
 		while (!w->stopping && w->n_inflight < w->o->jobs && now >= w->next_claim_ms) {
 			int r = claim_one(w);
 			if (r <= 0)
@@ -568,26 +561,26 @@ static int loop(struct worker *w)
 		}
 		if (w->stopping && w->n_inflight == 0)
 			return 0;
-		heartbeats(w, mono_ms());
+		send_due_heartbeats(w, monotonic_ms());
 		struct sched_result ev;
 		struct err e;
-		int r = sched_next_result(w->s, next_timeout(w, mono_ms()), &ev, &e);
-		take_ready(w);
+		int r = sched_next_result(w->s, ms_until_next_duty(w, monotonic_ms()), &ev, &e);
+		note_sandboxes_ready(w);
 		int sig = take_signal(w->sig_fd);
 		if (sig)
 			on_signal(w, sig);
 		if (r < 0) {
-			say("%s", e.msg);
+			service_log("worker", "%s", e.msg);
 			return 3;
 		}
 		if (r > 0) {
-			handle(w, &ev);
+			handle_sched_result(w, &ev);
 			sched_result_clear(&ev);
 		}
 	}
 }
 
-static int setup(struct worker *w, struct err *e)
+static int set_up_worker(struct worker *w, struct err *e)
 {
 	char why[256];
 	sigset_t set;
@@ -603,8 +596,8 @@ static int setup(struct worker *w, struct err *e)
 	const struct sandbox_ops *ops;
 	if (sandbox_select(w->o->isolation, false, &ops, why, sizeof(why), e) < 0)
 		return -1;
-	say("isolation %s: %s; %u grading process%s", w->o->isolation, why, w->o->jobs,
-	    w->o->jobs == 1 ? "" : "es");
+	service_log("worker", "isolation %s: %s; %u grading process%s", w->o->isolation, why,
+		    w->o->jobs, w->o->jobs == 1 ? "" : "es");
 	w->go = (struct grade_options){.sandbox = {.state_dir = w->o->state_dir,
 						   .max_slots = w->o->slots,
 						   .uid_base = SANDBOX_UID_BASE},
@@ -634,7 +627,7 @@ static int setup(struct worker *w, struct err *e)
 				   .ctx = w,
 				   .run = grade_job,
 				   .in_worker = in_grading_process,
-				   .check = check_doc};
+				   .check = check_result_doc};
 	return sched_new(&so, &w->s, e);
 }
 
@@ -644,12 +637,13 @@ int worker_run(const struct worker_options *o)
 	struct err e;
 	int status;
 
-	if (setup(&w, &e) < 0) {
-		say("%s", e.msg);
+	if (set_up_worker(&w, &e) < 0) {
+		service_log("worker", "%s", e.msg);
 		status = err_exit_status(e.kind);
 	} else {
-		say("%s claims jobs from the %s store", w.name, store_backend(w.st));
-		status = loop(&w);
+		service_log("worker", "%s claims jobs from the %s store", w.name,
+			    store_backend(w.st));
+		status = grade_until_stopped(&w);
 	}
 	w.s = sched_free(w.s);
 	w.st = store_close(w.st);
@@ -666,7 +660,7 @@ int cmd_worker(int argc, char **argv)
 {
 	struct worker_options o = {.isolation = "auto",
 				   .slots = CLI_DEFAULT_SLOTS,
-				   .lease_s = 30,
+				   .lease_s = WORKER_LEASE_S_DEFAULT,
 				   .backoff_s = 5,
 				   .poll_ms = 20};
 	const struct cli_option opts[] = {
@@ -692,8 +686,8 @@ int cmd_worker(int argc, char **argv)
 	     .dest = &o.lease_s,
 	     .min = 3,
 	     .max = 3600,
-	     .help = "a claimed job's lease in seconds, renewed every third\n(default 30): "
-		     "a lost worker's jobs run again after it"},
+	     .help = "a claimed job's lease in seconds, renewed every third\n(default " CLI_STR(
+		 WORKER_LEASE_S_DEFAULT) "): a lost worker's jobs run again after it"},
 	    {.name = "backoff",
 	     .kind = CLI_UINT,
 	     .value_name = "S",

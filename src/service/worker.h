@@ -32,6 +32,10 @@
  * grades the jobs again.
  */
 
+/* A claim's lease unless --lease says otherwise, for `proctor worker` and
+ * for the worker `proctor serve --workers` starts alike. */
+#define WORKER_LEASE_S_DEFAULT 30
+
 struct worker_options {
 	const char *db_url;
 	unsigned jobs;	       /* grading processes */
