@@ -15,24 +15,27 @@
 #include <time.h>
 
 #include "store/store.h"
+#include "util.h"
 
 /*
- * One pump is one multi handle and one easy handle per delivery, made and
- * freed by the pump: nothing lives between calls, so the pump needs no
- * state of its own and any thread may call it with its own store.  curl
- * enforces each transfer's timeouts; the loop's own deadline (the timeout
- * plus DEADLINE_GRACE_MS) only guards against a transfer curl failed to
- * end.  Rows are held for the timeout plus HOLD_MARGIN_MS, which covers
- * the grace and the recording of every outcome.
+ * A batch is one multi handle and one easy handle per delivery, kept in
+ * the sender from the pump that takes the batch to the pump that records
+ * its last attempt.  A pump runs the transfers for one slice only: the
+ * server's loop calls it between its signal checks, and a pump that ran
+ * the batch to its end held that loop up to the timeout plus the grace
+ * (12 s by default), deaf to SIGTERM.  curl enforces each transfer's
+ * timeouts; the batch's deadline (the timeout plus DEADLINE_GRACE_MS from
+ * its start) only guards against a transfer curl failed to end.  Rows are
+ * held for the timeout plus HOLD_MARGIN_MS, which covers the grace, the
+ * gaps between pumps and the recording of every outcome.
  */
 
 #define DEADLINE_GRACE_MS 2000
 #define HOLD_MARGIN_MS	  60000
-#define POLL_MS		  100
 #define WHY_MAX		  256
 #define USER_AGENT	  "proctor-callback"
 
-/* ---- configuration and counters ---- */
+/* ---- configuration ---- */
 
 void callback_config_default(struct callback_config *c)
 {
@@ -67,24 +70,6 @@ static int config_check(const struct callback_config *c, struct err *e)
 		return err_setk(e, ERR_USAGE, 0, "callbacks: batch %u: want 1 to %d", c->batch,
 				CALLBACK_BATCH_MAX);
 	return 0;
-}
-
-void callback_counters_add(struct callback_counters *t, const struct callback_stats *s)
-{
-	atomic_fetch_add_explicit(&t->handled, s->handled, memory_order_relaxed);
-	atomic_fetch_add_explicit(&t->delivered, s->delivered, memory_order_relaxed);
-	atomic_fetch_add_explicit(&t->retried, s->retried, memory_order_relaxed);
-	atomic_fetch_add_explicit(&t->failed, s->failed, memory_order_relaxed);
-	atomic_fetch_add_explicit(&t->record_errors, s->record_errors, memory_order_relaxed);
-}
-
-void callback_counters_read(struct callback_counters *t, struct callback_stats *ret)
-{
-	ret->handled = atomic_load_explicit(&t->handled, memory_order_relaxed);
-	ret->delivered = atomic_load_explicit(&t->delivered, memory_order_relaxed);
-	ret->retried = atomic_load_explicit(&t->retried, memory_order_relaxed);
-	ret->failed = atomic_load_explicit(&t->failed, memory_order_relaxed);
-	ret->record_errors = atomic_load_explicit(&t->record_errors, memory_order_relaxed);
 }
 
 /* ---- signatures and backoff ---- */
@@ -359,10 +344,12 @@ struct xfer {
 	struct store_delivery *d;
 	CURL *h;
 	struct curl_slist *headers;
-	bool added;  /* in the multi handle */
-	bool done;   /* curl finished it (rc is its result) */
-	bool skip;   /* never sent: why says so */
-	bool capped; /* the answer's body passed CALLBACK_RESPONSE_MAX */
+	bool added;	  /* in the multi handle */
+	bool done;	  /* curl finished it (rc is its result) */
+	bool skip;	  /* never sent: why says so */
+	bool capped;	  /* the answer's body passed CALLBACK_RESPONSE_MAX */
+	bool recorded;	  /* its attempt is recorded (or failed to be): nothing left to do */
+	bool public_only; /* connect to public addresses only */
 	CURLcode rc;
 	long status; /* HTTP status of the answer, 0: none */
 	size_t body_len;
@@ -389,7 +376,8 @@ static curl_socket_t on_open(void *arg, curlsocktype purpose, struct curl_sockad
 {
 	struct xfer *x = arg;
 
-	if (purpose == CURLSOCKTYPE_IPCXN && callback_addr_is_private(&a->addr, a->addrlen)) {
+	if (x->public_only && purpose == CURLSOCKTYPE_IPCXN &&
+	    callback_addr_is_private(&a->addr, a->addrlen)) {
 		const void *where =
 		    a->family == AF_INET6
 			? (const void *)&((struct sockaddr_in6 *)(void *)&a->addr)->sin6_addr
@@ -398,6 +386,8 @@ static curl_socket_t on_open(void *arg, curlsocktype purpose, struct curl_sockad
 			snprintf(x->refused, sizeof(x->refused), "?");
 		return CURL_SOCKET_BAD;
 	}
+	/* A batch's connections outlive a pump, and the server may start a
+	 * worker meanwhile: the worker must not inherit them. */
 	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
@@ -432,8 +422,9 @@ static int make_headers(struct xfer *x, const struct callback_config *c, int64_t
 static bool set_options(struct xfer *x, const struct callback_config *c)
 {
 	CURL *h = x->h;
-	bool filter = !c->allow_private && !c->proxy;
 	const char *body = x->d->payload;
+
+	x->public_only = !c->allow_private && !c->proxy;
 
 	return curl_easy_setopt(h, CURLOPT_URL, x->d->url) == CURLE_OK &&
 	       curl_easy_setopt(h, CURLOPT_PRIVATE, x) == CURLE_OK &&
@@ -455,8 +446,8 @@ static bool set_options(struct xfer *x, const struct callback_config *c)
 	       curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf) == CURLE_OK &&
 	       curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
 	       curl_easy_setopt(h, CURLOPT_WRITEDATA, x) == CURLE_OK &&
-	       (!filter || (curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open) == CURLE_OK &&
-			    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x) == CURLE_OK));
+	       curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open) == CURLE_OK &&
+	       curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x) == CURLE_OK;
 }
 
 /* Make the easy handle of a delivery; false (with x->why) when it cannot be sent. */
@@ -486,16 +477,20 @@ static void xfer_free(struct xfer *x, CURLM *m)
 	curl_slist_free_all(x->headers);
 	x->h = NULL;
 	x->headers = NULL;
+	x->added = false;
 }
 
-/* ---- one pump ---- */
+/* ---- one batch ---- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+struct callback_sender {
+	struct callback_config c;
+	struct store_delivery *d; /* c.batch of them; the batch's first n are filled */
+	struct xfer *x;		  /* the same */
+	size_t n;		  /* deliveries in the batch; 0: none in flight */
+	size_t unrecorded;	  /* of them, attempts not recorded yet */
+	CURLM *m;		  /* the batch's transfers; NULL when it could not be made */
+	uint64_t deadline_ms;	  /* monotonic_ms() after which no transfer may run */
+};
 
 static void collect(CURLM *m)
 {
@@ -516,42 +511,74 @@ static void collect(CURLM *m)
 	}
 }
 
-/* Run every added transfer to its end or to the deadline. */
-static void run(CURLM *m, const struct callback_config *c)
+/*
+ * Let the transfers run until they have all ended, `until` (monotonic_ms)
+ * has come or wake_fd is readable.  False when libcurl itself failed: the
+ * transfers will not advance any more.
+ */
+static bool run_transfers(CURLM *m, uint64_t until, int wake_fd)
 {
-	int64_t deadline = mono_ms() + c->timeout_ms + DEADLINE_GRACE_MS;
+	struct curl_waitfd wake = {.fd = wake_fd, .events = CURL_WAIT_POLLIN};
+	unsigned n_wake = wake_fd >= 0 ? 1 : 0;
 	int running = 0;
 
 	for (;;) {
 		CURLMcode mc = curl_multi_perform(m, &running);
 		collect(m);
-		if (mc != CURLM_OK || running == 0 || mono_ms() >= deadline)
-			return;
-		curl_multi_poll(m, NULL, 0, POLL_MS, NULL);
+		uint64_t now = monotonic_ms();
+		if (mc != CURLM_OK)
+			return false;
+		if (running == 0 || now >= until || wake.revents)
+			return true;
+		/* curl wakes earlier for its own timers (timeouts, connects). */
+		if (curl_multi_poll(m, n_wake ? &wake : NULL, n_wake, (int)(until - now), NULL) !=
+		    CURLM_OK)
+			return false;
 	}
 }
 
-static void send_all(struct xfer *x, size_t n, const struct callback_config *c)
+/* Take the due rows and start their transfers; s->n is 0 when none is due. */
+static int start_batch(struct callback_sender *s, struct store *st, struct err *e)
 {
-	CURLM *m = curl_multi_init();
+	size_t n = 0;
 	int64_t now_s = (int64_t)time(NULL);
 
+	if (store_outbox_take_due(st, (int64_t)s->c.timeout_ms + HOLD_MARGIN_MS, s->d, s->c.batch,
+				  &n, e) < 0)
+		return err_wrap(e, "callbacks");
+	if (n == 0)
+		return 0;
+	memset(s->x, 0, n * sizeof(*s->x));
+	s->n = s->unrecorded = n;
+	s->deadline_ms = monotonic_ms() + s->c.timeout_ms + DEADLINE_GRACE_MS;
+	s->m = curl_multi_init();
 	for (size_t i = 0; i < n; i++) {
-		if (!m)
-			snprintf(x[i].why, sizeof(x[i].why), "could not set up the requests");
-		else if (xfer_prepare(&x[i], c, now_s)) {
-			x[i].added = curl_multi_add_handle(m, x[i].h) == CURLM_OK;
-			if (!x[i].added)
-				snprintf(x[i].why, sizeof(x[i].why), "could not start the request");
+		struct xfer *x = &s->x[i];
+		x->d = &s->d[i];
+		if (!s->m)
+			snprintf(x->why, sizeof(x->why), "could not set up the requests");
+		else if (xfer_prepare(x, &s->c, now_s)) {
+			x->added = curl_multi_add_handle(s->m, x->h) == CURLM_OK;
+			if (!x->added)
+				snprintf(x->why, sizeof(x->why), "could not start the request");
 		}
 	}
-	if (!m)
-		return;
-	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)n);
-	run(m, c);
-	for (size_t i = 0; i < n; i++)
-		xfer_free(&x[i], m);
-	curl_multi_cleanup(m);
+	if (s->m)
+		curl_multi_setopt(s->m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)n);
+	return 0;
+}
+
+/* Free what is left of the batch, recorded or not. */
+static void end_batch(struct callback_sender *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		xfer_free(&s->x[i], s->m);
+		store_delivery_clear(&s->d[i]);
+	}
+	if (s->m)
+		curl_multi_cleanup(s->m);
+	s->m = NULL;
+	s->n = s->unrecorded = 0;
 }
 
 /* Only printable ASCII goes to the store (and from there to JSON). */
@@ -614,56 +641,83 @@ static int record_one(struct store *st, const struct callback_config *c, struct 
 	return 0;
 }
 
-static int record_all(struct store *st, const struct callback_config *c, struct xfer *x, size_t n,
-		      struct callback_stats *s, struct err *e)
+/* Record every attempt that ended, and with `all` every one still running
+ * too (as not ended); the batch ends with its last record. */
+static int record_ended(struct callback_sender *s, struct store *st, bool all,
+			struct callback_stats *stats, struct err *e)
 {
 	int rc = 0;
 	struct err one;
 
-	for (size_t i = 0; i < n; i++) {
-		if (record_one(st, c, &x[i], s, &one) < 0 && rc == 0) {
+	for (size_t i = 0; i < s->n; i++) {
+		struct xfer *x = &s->x[i];
+		if (x->recorded || (x->added && !x->done && !all))
+			continue;
+		if (record_one(st, &s->c, x, stats, &one) < 0 && rc == 0) {
 			*e = one;
 			rc = -1;
 		}
+		xfer_free(x, s->m);
+		x->recorded = true;
+		s->unrecorded--;
+		stats->handled++;
 	}
+	if (s->unrecorded == 0)
+		end_batch(s);
 	return rc;
 }
 
-int callback_pump(struct store *st, const struct callback_config *c,
-		  struct callback_stats *ret_stats, struct err *e)
+int callback_sender_new(const struct callback_config *c, struct callback_sender **ret,
+			struct err *e)
 {
-	struct callback_stats s = {0};
-	size_t n = 0;
-
-	if (ret_stats)
-		*ret_stats = s;
 	if (config_check(c, e) < 0 || curl_ready(e) < 0)
 		return -1;
-	struct store_delivery *d = calloc(c->batch, sizeof(*d));
-	struct xfer *x = calloc(c->batch, sizeof(*x));
-	if (!d || !x) {
-		free(d);
-		free(x);
+	struct callback_sender *s = calloc(1, sizeof(*s));
+	if (s) {
+		s->d = calloc(c->batch, sizeof(*s->d));
+		s->x = calloc(c->batch, sizeof(*s->x));
+	}
+	if (!s || !s->d || !s->x) {
+		callback_sender_free(s);
 		return err_set(e, ENOMEM, "callbacks");
 	}
-	int rc =
-	    store_outbox_take_due(st, (int64_t)c->timeout_ms + HOLD_MARGIN_MS, d, c->batch, &n, e);
-	if (rc < 0)
-		err_wrap(e, "callbacks");
-	for (size_t i = 0; i < n; i++)
-		x[i].d = &d[i];
-	if (n > 0) {
-		send_all(x, n, c);
-		rc = record_all(st, c, x, n, &s, e);
-	}
-	s.handled = n;
-	for (size_t i = 0; i < n; i++)
-		store_delivery_clear(&d[i]);
-	free(d);
-	free(x);
-	if (c->counters)
-		callback_counters_add(c->counters, &s);
+	s->c = *c;
+	*ret = s;
+	return 0;
+}
+
+struct callback_sender *callback_sender_free(struct callback_sender *s)
+{
+	if (!s)
+		return NULL;
+	end_batch(s);
+	free(s->d);
+	free(s->x);
+	free(s);
+	return NULL;
+}
+
+size_t callback_in_flight(const struct callback_sender *s)
+{
+	return s->unrecorded;
+}
+
+int callback_pump(struct callback_sender *s, struct store *st, unsigned slice_ms, int wake_fd,
+		  struct callback_stats *ret_stats, struct err *e)
+{
+	struct callback_stats stats = {0};
+
 	if (ret_stats)
-		*ret_stats = s;
-	return rc < 0 ? -1 : (int)n;
+		*ret_stats = stats;
+	if (s->n == 0 && start_batch(s, st, e) < 0)
+		return -1;
+	if (s->n == 0)
+		return 0;
+	uint64_t until = monotonic_ms() + slice_ms;
+	bool advancing =
+	    s->m && run_transfers(s->m, until < s->deadline_ms ? until : s->deadline_ms, wake_fd);
+	int rc = record_ended(s, st, !advancing || monotonic_ms() >= s->deadline_ms, &stats, e);
+	if (ret_stats)
+		*ret_stats = stats;
+	return rc < 0 ? -1 : (int)stats.handled;
 }

@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +22,12 @@
 
 /*
  * The main thread does the background duties between signals, once a
- * second: end the jobs whose last lease expired (store_job_sweep), deliver
- * due callbacks, fold finished jobs' phase times into /metrics, and keep
- * the worker process alive.  The API's threads belong to libmicrohttpd.
+ * second: end the jobs whose last lease expired (store_job_sweep), fold
+ * finished jobs' phase times into /metrics, deliver due callbacks, and
+ * keep the worker process alive.  No duty may keep it from its signals
+ * for long: a stop must be seen within about a second, so callbacks are
+ * sent in slices of a tick (callback_pump), woken by a signal too.  The
+ * API's threads belong to libmicrohttpd.
  *
  * `--workers N` (N > 0) runs `proctor-service worker -j N` as a child with
  * the same --db, --state-dir, --isolation, --slots and --lease: grading
@@ -62,18 +64,6 @@ static int set_price(const struct cli_option *opt, char *value, struct err *e)
 	return 0;
 }
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	char line[1200];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "proctor serve: %s\n", line);
-}
-
 static pid_t spawn_worker(const struct serve_options *o)
 {
 	char jobs[16], slots[16], lease[16];
@@ -107,14 +97,20 @@ static pid_t spawn_worker(const struct serve_options *o)
 		 * which tells the worker once (a second signal would give the
 		 * running jobs back instead of finishing them). */
 		setpgid(0, 0);
+		/* The worker inherits nothing but stdin, stdout and stderr: the
+		 * server's sockets (HTTP clients, a callback batch in flight,
+		 * libcurl's own) stay the server's even where a library did not
+		 * open them O_CLOEXEC.  A kernel without close_range (< 5.11)
+		 * leaves them as they are. */
+		close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		execv("/proc/self/exe", argv);
-		fprintf(stderr, "proctor serve: exec worker: %s\n", strerror(errno));
+		service_log("serve", "exec worker: %s", strerror(errno));
 		_exit(127);
 	}
 	if (pid < 0)
-		say("fork a worker: %s", strerror(errno));
+		service_log("serve", "fork a worker: %s", strerror(errno));
 	return pid;
 }
 
@@ -134,22 +130,40 @@ static void stop_worker(pid_t worker, int sig_fd)
 	}
 }
 
+/* The period of the background duties, and the longest a duty may keep
+ * the main thread from its signals. */
+#define TICK_MS 1000
+
 struct background {
 	struct api *api;
 	struct store *st;
-	struct callback_config cb;
-	bool have_cb;
+	struct callback_sender *callbacks; /* NULL: no secret, none are sent */
 	int64_t floor_id, after_ms, after_id;
 };
 
-static void tick(struct background *b, const struct serve_options *o)
+/* Callback attempts into /metrics: every counter from the first tick on,
+ * so a scrape sees 0 rather than nothing. */
+static void count_callback_attempts(struct api *api, const struct callback_stats *cs)
+{
+	api_count(api, "callback_deliveries_ok", cs->delivered);
+	api_count(api, "callback_deliveries_retried", cs->retried);
+	api_count(api, "callback_deliveries_failed", cs->failed);
+	api_count(api, "callback_deliveries_unrecorded", cs->record_errors);
+}
+
+/*
+ * One round of the background duties.  Returns how long to wait for a
+ * signal before the next round: 0 while callbacks are in flight (the pump
+ * did the waiting, on their sockets and sig_fd), else TICK_MS.
+ */
+static int do_background_duties(struct background *b, const struct serve_options *o, int sig_fd)
 {
 	struct err e;
 	int64_t ended = 0;
 
 	if (!b->st && store_open(o->db_url, &b->st, &e) < 0) {
-		say("store: %s", e.msg);
-		return;
+		service_log("serve", "store: %s", e.msg);
+		return TICK_MS;
 	}
 	if (store_job_sweep(b->st, &ended, &e) < 0)
 		goto broken;
@@ -165,22 +179,23 @@ static void tick(struct background *b, const struct serve_options *o)
 			api_observe_phases(b->api, pt[i].queued_ms, pt[i].started_ms,
 					   pt[i].sandbox_ready_ms, pt[i].finished_ms);
 	} while (n == 256);
-	if (b->have_cb) {
-		struct callback_stats cs = {0};
-		int rc = callback_pump(b->st, &b->cb, &cs, &e);
-		api_count(b->api, "callback_deliveries_ok", cs.delivered);
-		api_count(b->api, "callback_deliveries_retried", cs.retried);
-		api_count(b->api, "callback_deliveries_failed", cs.failed);
+	if (b->callbacks) {
+		struct callback_stats cs;
+		int rc = callback_pump(b->callbacks, b->st, TICK_MS, sig_fd, &cs, &e);
+		count_callback_attempts(b->api, &cs);
 		if (rc < 0)
 			goto broken;
+		if (callback_in_flight(b->callbacks))
+			return 0;
 	}
-	return;
+	return TICK_MS;
 broken:
-	say("%s", e.msg);
-	b->st = store_close(b->st); /* reopened next tick */
+	service_log("serve", "%s", e.msg);
+	b->st = store_close(b->st); /* reopened next round */
+	return TICK_MS;
 }
 
-static int read_secret(const char *path, char *buf, size_t cap, size_t *len, struct err *e)
+static int read_callback_secret(const char *path, char *buf, size_t cap, size_t *len, struct err *e)
 {
 	FILE *f = fopen(path, "re");
 
@@ -198,7 +213,7 @@ static int read_secret(const char *path, char *buf, size_t cap, size_t *len, str
 	return 0;
 }
 
-static int run(struct serve_options *o)
+static int serve_until_stopped(struct serve_options *o)
 {
 	struct background b = {0};
 	struct http_server *srv = NULL;
@@ -212,16 +227,22 @@ static int run(struct serve_options *o)
 
 	o->api.db_url = o->db_url;
 	if (o->secret_file) {
-		if (read_secret(o->secret_file, secret, sizeof(secret), &secret_len, &e) < 0)
+		struct callback_config cb;
+		if (read_callback_secret(o->secret_file, secret, sizeof(secret), &secret_len, &e) <
+		    0)
 			return cli_usage_error("%s", e.msg);
-		callback_config_default(&b.cb);
-		b.cb.secret = secret;
-		b.cb.secret_len = secret_len;
-		b.cb.allow_private = o->callback_private;
-		b.have_cb = true;
+		callback_config_default(&cb);
+		cb.secret = secret;
+		cb.secret_len = secret_len;
+		cb.allow_private = o->callback_private;
+		if (callback_sender_new(&cb, &b.callbacks, &e) < 0) {
+			service_log("serve", "%s", e.msg);
+			return err_exit_status(e.kind);
+		}
 	}
 	if (api_new(&o->api, &b.api, &e) < 0) {
-		say("%s", e.msg);
+		service_log("serve", "%s", e.msg);
+		b.callbacks = callback_sender_free(b.callbacks);
 		return err_exit_status(e.kind);
 	}
 	sigemptyset(&set);
@@ -235,17 +256,18 @@ static int run(struct serve_options *o)
 		worker = spawn_worker(o);
 	if (http_server_start_gated(o->listen, &o->http, api_gate, api_handle, b.api, &srv, &e) <
 	    0) {
-		say("%s", e.msg);
+		service_log("serve", "%s", e.msg);
 		status = e.kind == ERR_USAGE ? 2 : 3;
 		goto out;
 	}
 	char host[64];
 	snprintf(host, sizeof(host), "%.*s", (int)strcspn(o->listen, ":"), o->listen);
-	say("listening on %s:%u (%s), %u worker%s", host, (unsigned)http_server_port(srv),
-	    o->db_url, o->workers, o->workers == 1 ? "" : "s");
-	for (;;) {
+	service_log("serve", "listening on %s:%u (%s), %u worker%s", host,
+		    (unsigned)http_server_port(srv), o->db_url, o->workers,
+		    o->workers == 1 ? "" : "s");
+	for (int wait_ms = TICK_MS;;) {
 		struct pollfd p = {.fd = sig_fd, .events = POLLIN};
-		if (poll(&p, 1, 1000) > 0) {
+		if (poll(&p, 1, wait_ms) > 0) {
 			struct signalfd_siginfo si;
 			while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				if (si.ssi_signo == SIGCHLD)
@@ -255,22 +277,30 @@ static int run(struct serve_options *o)
 		}
 		int ws;
 		if (worker > 0 && waitpid(worker, &ws, WNOHANG) == worker) {
-			say("the worker process %d ended (%s %d); %s", (int)worker,
-			    WIFSIGNALED(ws) ? "signal" : "status",
-			    WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws),
-			    stops ? "stopping" : "starting another in 1 s");
+			service_log("serve", "the worker process %d ended (%s %d); %s", (int)worker,
+				    WIFSIGNALED(ws) ? "signal" : "status",
+				    WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws),
+				    stops ? "stopping" : "starting another in 1 s");
 			worker = -1;
-			restart_at = now_ns() / 1000000 + 1000;
+			restart_at = monotonic_ms() + 1000;
 			api_count(b.api, "worker_restarts", 1);
 		}
 		if (stops)
 			break;
-		if (o->workers && worker < 0 && now_ns() / 1000000 >= restart_at)
+		if (o->workers && worker < 0 && monotonic_ms() >= restart_at)
 			worker = spawn_worker(o);
-		tick(&b, o);
+		wait_ms = do_background_duties(&b, o, sig_fd);
 	}
-	say("stopping: no new requests; the worker finishes its running jobs (signal again to "
+	service_log(
+	    "serve",
+	    "stopping: no new requests; the worker finishes its running jobs (signal again to "
 	    "give them back now)");
+	if (b.callbacks && callback_in_flight(b.callbacks))
+		service_log("serve",
+			    "%zu callback deliveries in flight are not recorded: they are sent "
+			    "again when their hold ends",
+			    callback_in_flight(b.callbacks));
+	b.callbacks = callback_sender_free(b.callbacks); /* its connections close now */
 	http_server_stop(srv);
 	if (worker > 0)
 		stop_worker(worker, sig_fd);
@@ -279,6 +309,7 @@ out:
 		kill(worker, SIGTERM);
 		waitpid(worker, NULL, 0);
 	}
+	b.callbacks = callback_sender_free(b.callbacks);
 	b.st = store_close(b.st);
 	api_free(b.api);
 	close(sig_fd);
@@ -404,5 +435,5 @@ int cmd_serve(int argc, char **argv)
 	o.api.max_upload = (uint64_t)o.max_upload_mb << 20;
 	o.api.queue_bound = o.queue_bound;
 	o.http.max_body = (size_t)(o.api.max_upload / 3 * 4 + (1u << 20));
-	return run(&o);
+	return serve_until_stopped(&o);
 }

@@ -26,6 +26,7 @@
 #include "service/callback.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "util.h"
 
 /*
  * The receiver is a plain socket server, one thread per connection, so
@@ -41,6 +42,9 @@
 #define MAX_CONNS 64
 #define SLOW_MS	  500
 #define REQ_MAX	  (1u << 20)
+/* The test's pumps are short, so a batch spans several of them, as it
+ * does across the server's ticks. */
+#define PUMP_SLICE_MS 100
 
 /* ---- the receiver ---- */
 
@@ -78,13 +82,6 @@ static void sleep_ms(long ms)
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void send_all(int fd, const char *p, size_t len)
@@ -388,9 +385,8 @@ static struct store *fresh_store(void **state)
 static int64_t completed_job(struct store *st, const char *url)
 {
 	static const struct store_result_in res = {.doc_json = "{\"status\":\"ok\",\"score\":1}",
-						   .student_json =
-						       "{\"status\":\"ok\",\"score\":1,"
-						       "\"view\":\"student\"}",
+						   .student_json = "{\"status\":\"ok\",\"score\":1,"
+								   "\"view\":\"student\"}",
 						   .score = 1,
 						   .max_score = 2,
 						   .cpu_seconds = 0.5,
@@ -460,13 +456,33 @@ static struct callback_config config(void)
 	return c;
 }
 
-static int pump(struct store *st, const struct callback_config *c, struct callback_stats *s)
+/* One batch sent and recorded by a fresh sender, pump after pump: how many
+ * attempts were recorded, with the stats of all the pumps in *s. */
+static int pump_one_batch(struct store *st, const struct callback_config *c,
+			  struct callback_stats *s)
 {
+	struct callback_sender *sender = NULL;
+	struct callback_stats one;
 	struct err e;
-	int n = callback_pump(st, c, s, &e);
+	int n = 0;
 
-	if (n < 0)
-		fail_msg("callback_pump: %s", e.msg);
+	*s = (struct callback_stats){0};
+	if (callback_sender_new(c, &sender, &e) < 0)
+		fail_msg("callback_sender_new: %s", e.msg);
+	do {
+		int r = callback_pump(sender, st, PUMP_SLICE_MS, -1, &one, &e);
+		if (r < 0)
+			fail_msg("callback_pump: %s", e.msg);
+		assert_int_equal(one.handled, r);
+		assert_int_equal(one.delivered + one.retried + one.failed + one.record_errors, r);
+		n += r;
+		s->handled += one.handled;
+		s->delivered += one.delivered;
+		s->retried += one.retried;
+		s->failed += one.failed;
+		s->record_errors += one.record_errors;
+	} while (callback_in_flight(sender) > 0);
+	callback_sender_free(sender);
 	return n;
 }
 
@@ -501,14 +517,12 @@ static void test_callback_delivers_signed_post(void **state)
 	struct store *st = fresh_store(state);
 	struct receiver *r = recv_start(200);
 	struct callback_config c = config();
-	struct callback_counters totals = {0};
 	struct callback_stats s;
 	char url[128];
 
-	c.counters = &totals;
 	url_of(r, "/cb", url, sizeof(url));
 	int64_t job = completed_job(st, url);
-	assert_int_equal(pump(st, &c, &s), 1);
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
 	assert_int_equal(s.delivered, 1);
 	assert_int_equal(s.handled, 1);
 	assert_int_equal(recv_count(r, "/cb"), 1);
@@ -530,12 +544,8 @@ static void test_callback_delivers_signed_post(void **state)
 	assert_int_equal(attempt_of(st, job, 1, why, sizeof(why)), 200);
 	assert_string_equal(why, "");
 	/* Delivered rows are not sent again. */
-	assert_int_equal(pump(st, &c, &s), 0);
+	assert_int_equal(pump_one_batch(st, &c, &s), 0);
 	assert_int_equal(recv_count(r, NULL), 1);
-	struct callback_stats t;
-	callback_counters_read(&totals, &t);
-	assert_int_equal(t.delivered, 1);
-	assert_int_equal(t.handled, 1);
 	recv_stop(r);
 	store_close(st);
 }
@@ -551,7 +561,7 @@ static void test_callback_retries_non_2xx_with_backoff_then_delivers(void **stat
 
 	url_of(r, "/cb", url, sizeof(url));
 	int64_t job = completed_job(st, url);
-	assert_int_equal(pump(st, &c, &s), 1);
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
 	assert_int_equal(s.retried, 1);
 	assert_int_equal(s.delivered, 0);
 	struct store_outbox_row o = outbox_of(st, job);
@@ -564,11 +574,11 @@ static void test_callback_retries_non_2xx_with_backoff_then_delivers(void **stat
 	assert_int_equal(attempt_of(st, job, 1, why, sizeof(why)), 500);
 	assert_string_equal(why, "HTTP 500");
 	/* Not due yet: nothing is sent. */
-	assert_int_equal(pump(st, &c, &s), 0);
+	assert_int_equal(pump_one_batch(st, &c, &s), 0);
 	assert_int_equal(recv_count(r, NULL), 1);
 	recv_set_status(r, 204);
 	sleep_ms(c.base_backoff_ms + 50);
-	assert_int_equal(pump(st, &c, &s), 1);
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
 	assert_int_equal(s.delivered, 1);
 	o = outbox_of(st, job);
 	assert_string_equal(o.state, "delivered");
@@ -595,9 +605,9 @@ static void test_callback_hanging_receiver_times_out_in_bounded_time(void **stat
 	c.connect_timeout_ms = 500;
 	url_of(r, "/hang", url, sizeof(url));
 	int64_t job = completed_job(st, url);
-	int64_t t0 = mono_ms();
-	assert_int_equal(pump(st, &c, &s), 1);
-	int64_t took = mono_ms() - t0;
+	uint64_t t0 = monotonic_ms();
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
+	uint64_t took = monotonic_ms() - t0;
 	assert_true(took >= 700);
 	assert_true(took < 800 + 1500);
 	assert_int_equal(s.retried, 1);
@@ -607,6 +617,64 @@ static void test_callback_hanging_receiver_times_out_in_bounded_time(void **stat
 	struct store_outbox_row o = outbox_of(st, job);
 	assert_string_equal(o.state, "pending");
 	assert_int_equal(o.attempts, 1);
+	recv_stop(r);
+	store_close(st);
+}
+
+/* A receiver that never answers keeps no pump past its slice, and a
+ * readable wake fd (the server's signals) ends one at once: the loop that
+ * pumps sees a SIGTERM within a slice.  Stopping with the attempt in flight
+ * records nothing: the row stays held, and is sent again when the hold
+ * ends. */
+static void test_callback_pump_returns_within_its_slice_while_a_receiver_hangs(void **state)
+{
+	struct store *st = fresh_store(state);
+	struct receiver *r = recv_start(200);
+	struct callback_config c = config();
+	struct callback_sender *sender = NULL;
+	struct callback_stats s;
+	struct err e;
+	char url[128];
+	int wake[2];
+	int64_t now;
+
+	/* The server's own timeouts: a pump that ran its batch to the end held
+	 * the server's loop for all of the 10 s. */
+	callback_config_default(&c);
+	c.secret = SECRET;
+	c.secret_len = strlen(SECRET);
+	c.allow_private = true;
+	url_of(r, "/hang", url, sizeof(url));
+	int64_t job = completed_job(st, url);
+	assert_int_equal(callback_sender_new(&c, &sender, &e), 0);
+	uint64_t t0 = monotonic_ms();
+	assert_int_equal(callback_pump(sender, st, 300, -1, &s, &e), 0);
+	uint64_t took = monotonic_ms() - t0;
+	assert_true(took >= 250);
+	assert_true(took < 300 + 2000);
+	assert_int_equal(s.handled, 0);
+	assert_int_equal(callback_in_flight(sender), 1);
+	while (recv_count(r, "/hang") == 0 && monotonic_ms() - t0 < 5000)
+		sleep_ms(10);
+	assert_int_equal(recv_count(r, "/hang"), 1);
+
+	assert_int_equal(pipe2(wake, O_CLOEXEC), 0);
+	assert_int_equal(write(wake[1], "x", 1), 1);
+	t0 = monotonic_ms();
+	assert_int_equal(callback_pump(sender, st, 5000, wake[0], &s, &e), 0);
+	assert_true(monotonic_ms() - t0 < 1000);
+	assert_int_equal(callback_in_flight(sender), 1);
+
+	callback_sender_free(sender);
+	struct store_outbox_row o = outbox_of(st, job);
+	CHECK(store_now_ms(st, &now, E));
+	assert_string_equal(o.state, "pending");
+	assert_int_equal(o.attempts, 0);
+	assert_true(o.next_try_ms - now > (int64_t)c.timeout_ms);
+	assert_int_equal(pump_one_batch(st, &c, &s), 0);
+	assert_int_equal(recv_count(r, NULL), 1);
+	close(wake[0]);
+	close(wake[1]);
 	recv_stop(r);
 	store_close(st);
 }
@@ -622,9 +690,9 @@ static void test_callback_refused_port_is_a_failed_attempt(void **state)
 	close(listen_loopback(&port)); /* nothing listens there now */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/cb", port);
 	int64_t job = completed_job(st, url);
-	int64_t t0 = mono_ms();
-	assert_int_equal(pump(st, &c, &s), 1);
-	assert_true(mono_ms() - t0 < 1000);
+	uint64_t t0 = monotonic_ms();
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
+	assert_true(monotonic_ms() - t0 < 1000);
 	assert_int_equal(s.retried, 1);
 	assert_int_equal(attempt_of(st, job, 1, why, sizeof(why)), 0);
 	assert_non_null(strcasestr(why, "connect"));
@@ -647,14 +715,14 @@ static void test_callback_gives_up_after_max_attempts(void **state)
 	url_of(r, "/cb", url, sizeof(url));
 	int64_t job = completed_job(st, url);
 	for (unsigned i = 1; i <= c.max_attempts; i++) {
-		assert_int_equal(pump(st, &c, &s), 1);
+		assert_int_equal(pump_one_batch(st, &c, &s), 1);
 		assert_int_equal(s.retried, i < c.max_attempts);
 		assert_int_equal(s.failed, i == c.max_attempts);
 	}
 	struct store_outbox_row o = outbox_of(st, job);
 	assert_string_equal(o.state, "failed");
 	assert_int_equal(o.attempts, 3);
-	assert_int_equal(pump(st, &c, &s), 0);
+	assert_int_equal(pump_one_batch(st, &c, &s), 0);
 	assert_int_equal(recv_count(r, "/cb"), 3);
 	recv_stop(r);
 	store_close(st);
@@ -670,7 +738,7 @@ static void test_callback_does_not_follow_redirects(void **state)
 
 	url_of(r, "/redirect", url, sizeof(url));
 	int64_t job = completed_job(st, url);
-	assert_int_equal(pump(st, &c, &s), 1);
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
 	assert_int_equal(s.retried, 1);
 	assert_int_equal(recv_count(r, "/redirect"), 1);
 	assert_int_equal(recv_count(r, "/target"), 0);
@@ -695,13 +763,13 @@ static void test_callback_sends_a_batch_concurrently(void **state)
 	for (int i = 0; i < 6; i++)
 		jobs[i] = completed_job(st, url);
 	/* Four answers of SLOW_MS each, one after another, would take 4 * SLOW_MS. */
-	int64_t t0 = mono_ms();
-	assert_int_equal(pump(st, &c, &s), 4);
-	assert_true(mono_ms() - t0 < 3 * SLOW_MS);
+	uint64_t t0 = monotonic_ms();
+	assert_int_equal(pump_one_batch(st, &c, &s), 4);
+	assert_true(monotonic_ms() - t0 < 3 * SLOW_MS);
 	assert_int_equal(s.delivered, 4);
-	assert_int_equal(pump(st, &c, &s), 2);
+	assert_int_equal(pump_one_batch(st, &c, &s), 2);
 	assert_int_equal(s.delivered, 2);
-	assert_int_equal(pump(st, &c, &s), 0);
+	assert_int_equal(pump_one_batch(st, &c, &s), 0);
 	for (int i = 0; i < 6; i++)
 		assert_string_equal(outbox_of(st, jobs[i]).state, "delivered");
 	assert_int_equal(recv_count(r, "/slow"), 6);
@@ -722,9 +790,9 @@ static void test_callback_reads_little_of_an_endless_answer(void **state)
 
 	url_of(r, "/big", url, sizeof(url));
 	int64_t job = completed_job(st, url);
-	int64_t t0 = mono_ms();
-	assert_int_equal(pump(st, &c, &s), 1);
-	assert_true(mono_ms() - t0 < c.timeout_ms);
+	uint64_t t0 = monotonic_ms();
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
+	assert_true(monotonic_ms() - t0 < c.timeout_ms);
 	assert_int_equal(s.delivered, 1); /* the status was 200: the rest is not read */
 	assert_string_equal(outbox_of(st, job).state, "delivered");
 	/* What the kernel buffered, not the 64 MiB. */
@@ -744,14 +812,14 @@ static void test_callback_refuses_private_addresses_unless_allowed(void **state)
 	c.allow_private = false;
 	snprintf(url, sizeof(url), "http://localhost:%u/cb", r->port);
 	int64_t job = completed_job(st, url);
-	assert_int_equal(pump(st, &c, &s), 1);
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
 	assert_int_equal(s.retried, 1);
 	assert_int_equal(recv_count(r, NULL), 0);
 	assert_int_equal(attempt_of(st, job, 1, why, sizeof(why)), 0);
 	assert_non_null(strstr(why, "not a public address"));
 	c.allow_private = true;
 	sleep_ms(c.base_backoff_ms + 50);
-	assert_int_equal(pump(st, &c, &s), 1);
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
 	assert_int_equal(s.delivered, 1);
 	assert_int_equal(recv_count(r, "/cb"), 1);
 	recv_stop(r);
@@ -776,7 +844,7 @@ static void test_callback_uses_a_proxy_only_when_configured(void **state)
 		setenv(vars[i], proxy, 1);
 	url_of(r, "/cb", url, sizeof(url));
 	int64_t direct = completed_job(st, url);
-	assert_int_equal(pump(st, &c, &s), 1);
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
 	assert_int_equal(s.delivered, 1);
 	assert_string_equal(outbox_of(st, direct).state, "delivered");
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
@@ -785,7 +853,7 @@ static void test_callback_uses_a_proxy_only_when_configured(void **state)
 	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%u", r->port);
 	c.proxy = proxy;
 	completed_job(st, "http://callbacks.example.invalid/hook");
-	assert_int_equal(pump(st, &c, &s), 1);
+	assert_int_equal(pump_one_batch(st, &c, &s), 1);
 	assert_int_equal(recv_count(r, "http://callbacks.example.invalid/hook"), 1);
 	recv_stop(r);
 	store_close(st);
@@ -802,7 +870,7 @@ static void test_callback_bad_url_in_a_row_fails_at_once(void **state)
 	int64_t ftp = completed_job(st, "ftp://127.0.0.1/cb");
 	snprintf(url, sizeof(url), "http://user:pw@127.0.0.1:%u/cb", r->port);
 	int64_t creds = completed_job(st, url);
-	assert_int_equal(pump(st, &c, &s), 2);
+	assert_int_equal(pump_one_batch(st, &c, &s), 2);
 	assert_int_equal(s.failed, 2);
 	assert_int_equal(recv_count(r, NULL), 0);
 	assert_string_equal(outbox_of(st, ftp).state, "failed");
@@ -982,56 +1050,35 @@ static void test_callback_addr_is_private(void **state)
 	assert_true(callback_addr_is_private((struct sockaddr *)&un, sizeof(un)));
 }
 
-static struct callback_counters shared_totals;
-
-static void *add_many(void *arg)
-{
-	struct callback_stats one = {.handled = 1, .delivered = 1};
-	(void)arg;
-	for (int i = 0; i < 10000; i++)
-		callback_counters_add(&shared_totals, &one);
-	return NULL;
-}
-
-static void test_callback_counters_are_shared_by_threads(void **state)
-{
-	pthread_t t[4];
-	struct callback_stats s;
-
-	(void)state;
-	for (int i = 0; i < 4; i++)
-		assert_int_equal(pthread_create(&t[i], NULL, add_many, NULL), 0);
-	for (int i = 0; i < 4; i++)
-		pthread_join(t[i], NULL);
-	callback_counters_read(&shared_totals, &s);
-	assert_int_equal(s.handled, 40000);
-	assert_int_equal(s.delivered, 40000);
-	assert_int_equal(s.failed, 0);
-}
-
 static void test_callback_config_is_checked(void **state)
 {
 	struct callback_config c = config();
-	struct callback_stats s = {.handled = 7};
+	struct callback_sender *sender = NULL;
 	struct err e;
 
 	(void)state;
 	c.secret_len = 0;
-	assert_int_equal(callback_pump(NULL, &c, &s, &e), -1);
+	assert_int_equal(callback_sender_new(&c, &sender, &e), -1);
 	assert_int_equal(e.kind, ERR_USAGE);
-	assert_int_equal(s.handled, 0);
+	assert_null(sender);
 	c = config();
 	c.connect_timeout_ms = c.timeout_ms + 1;
-	assert_int_equal(callback_pump(NULL, &c, NULL, &e), -1);
+	assert_int_equal(callback_sender_new(&c, &sender, &e), -1);
 	c = config();
 	c.batch = CALLBACK_BATCH_MAX + 1;
-	assert_int_equal(callback_pump(NULL, &c, NULL, &e), -1);
+	assert_int_equal(callback_sender_new(&c, &sender, &e), -1);
 	c = config();
 	c.max_attempts = 0;
-	assert_int_equal(callback_pump(NULL, &c, NULL, &e), -1);
+	assert_int_equal(callback_sender_new(&c, &sender, &e), -1);
 	c = config();
 	c.max_backoff_ms = c.base_backoff_ms - 1;
-	assert_int_equal(callback_pump(NULL, &c, NULL, &e), -1);
+	assert_int_equal(callback_sender_new(&c, &sender, &e), -1);
+	assert_null(sender);
+	c = config();
+	assert_int_equal(callback_sender_new(&c, &sender, &e), 0);
+	assert_int_equal(callback_in_flight(sender), 0);
+	assert_null(callback_sender_free(sender));
+	assert_null(callback_sender_free(NULL));
 }
 
 /* ---- groups ---- */
@@ -1091,13 +1138,13 @@ int main(void)
 	    cmocka_unit_test(test_callback_sign_and_verify),
 	    cmocka_unit_test(test_callback_backoff_doubles_caps_and_jitters),
 	    cmocka_unit_test(test_callback_addr_is_private),
-	    cmocka_unit_test(test_callback_counters_are_shared_by_threads),
 	    cmocka_unit_test(test_callback_config_is_checked),
 	};
 	const struct CMUnitTest stored[] = {
 	    cmocka_unit_test(test_callback_delivers_signed_post),
 	    cmocka_unit_test(test_callback_retries_non_2xx_with_backoff_then_delivers),
 	    cmocka_unit_test(test_callback_hanging_receiver_times_out_in_bounded_time),
+	    cmocka_unit_test(test_callback_pump_returns_within_its_slice_while_a_receiver_hangs),
 	    cmocka_unit_test(test_callback_refused_port_is_a_failed_attempt),
 	    cmocka_unit_test(test_callback_gives_up_after_max_attempts),
 	    cmocka_unit_test(test_callback_does_not_follow_redirects),
