@@ -17,6 +17,7 @@
 #include "service/callback.h"
 #include "service/commands.h"
 #include "service/http.h"
+#include "service/worker.h"
 #include "store/store.h"
 #include "util.h"
 
@@ -320,12 +321,31 @@ int cmd_serve(int argc, char **argv)
 {
 	struct serve_options o = {.isolation = "auto",
 				  .slots = CLI_DEFAULT_SLOTS,
-				  .lease_s = 30,
-				  .workers = 1,
-				  .max_upload_mb = 16,
-				  .queue_bound = 10000};
+				  .lease_s = WORKER_LEASE_S_DEFAULT,
+				  .workers = 1};
+	char upload_help[96], queue_help[96], wait_help[96], threads_help[96], cpu_price_help[96],
+	    gib_price_help[96];
+
+	/* The API's and the HTTP front's defaults are theirs, kept in one place
+	 * (api_config_default, http_limits_default): an option overrides one,
+	 * and --help shows what they are. */
 	api_config_default(&o.api);
 	http_limits_default(&o.http);
+	o.max_upload_mb = (unsigned)(o.api.max_upload >> 20);
+	o.queue_bound = (unsigned)o.api.queue_bound;
+	snprintf(upload_help, sizeof(upload_help),
+		 "largest submission or assignment archive, MiB (default %u)", o.max_upload_mb);
+	snprintf(queue_help, sizeof(queue_help),
+		 "unfinished submissions of a course before 429 (default\n%u)", o.queue_bound);
+	snprintf(wait_help, sizeof(wait_help), "the longest long poll, seconds (default %u)",
+		 o.api.wait_max_s);
+	snprintf(threads_help, sizeof(threads_help), "threads answering requests (default %u)",
+		 o.http.threads);
+	snprintf(cpu_price_help, sizeof(cpu_price_help),
+		 "the estimated cost of a vCPU-hour (default %g,\nE2B's list price)",
+		 o.api.price_cpu_hour);
+	snprintf(gib_price_help, sizeof(gib_price_help),
+		 "the estimated cost of a GiB-hour of memory (default\n%g)", o.api.price_gib_hour);
 	const struct cli_option opts[] = {
 	    {.name = "listen",
 	     .kind = CLI_STRING,
@@ -354,46 +374,47 @@ int cmd_serve(int argc, char **argv)
 	     .dest = &o.lease_s,
 	     .min = 3,
 	     .max = 3600,
-	     .help = "the workers' lease on a job, seconds (default 30)"},
+	     .help = "the workers' lease on a job, seconds (default " CLI_STR(
+		 WORKER_LEASE_S_DEFAULT) ")"},
 	    {.name = "max-upload",
 	     .kind = CLI_UINT,
 	     .value_name = "MB",
 	     .dest = &o.max_upload_mb,
 	     .min = 1,
 	     .max = 256,
-	     .help = "largest submission or assignment archive, MiB (default 16)"},
+	     .help = upload_help},
 	    {.name = "queue-bound",
 	     .kind = CLI_UINT,
 	     .value_name = "N",
 	     .dest = &o.queue_bound,
 	     .min = 1,
 	     .max = 10000000,
-	     .help = "unfinished submissions of a course before 429 (default\n10000)"},
+	     .help = queue_help},
 	    {.name = "wait-max",
 	     .kind = CLI_UINT,
 	     .value_name = "S",
 	     .dest = &o.api.wait_max_s,
 	     .max = 600,
-	     .help = "the longest long poll, seconds (default 60)"},
+	     .help = wait_help},
 	    {.name = "threads",
 	     .kind = CLI_UINT,
 	     .value_name = "N",
 	     .dest = &o.http.threads,
 	     .min = 1,
 	     .max = 256,
-	     .help = "threads answering requests (default 16)"},
+	     .help = threads_help},
 	    {.name = "price-vcpu-hour",
 	     .kind = CLI_CALL,
 	     .value_name = "USD",
 	     .dest = &o.api.price_cpu_hour,
 	     .call = set_price,
-	     .help = "the estimated cost of a vCPU-hour (default 0.0504,\nE2B's list price)"},
+	     .help = cpu_price_help},
 	    {.name = "price-gib-hour",
 	     .kind = CLI_CALL,
 	     .value_name = "USD",
 	     .dest = &o.api.price_gib_hour,
 	     .call = set_price,
-	     .help = "the estimated cost of a GiB-hour of memory (default\n0.0162)"},
+	     .help = gib_price_help},
 	    {.name = "callback-private",
 	     .kind = CLI_FLAG,
 	     .dest = &o.callback_private,
@@ -421,7 +442,6 @@ int cmd_serve(int argc, char **argv)
 	char db[PATH_MAX + 16];
 	int n, r;
 
-	o.http.threads = 16;
 	o.state_dir = cli_state_dir();
 	r = cli_parse(&cmd, argc, argv, &n);
 	if (r != CLI_OK)
