@@ -164,7 +164,7 @@ int64_t callback_backoff_ms(const struct callback_config *c, int attempt, uint64
 	return wait - half + (int64_t)(rnd % (uint64_t)(half + 1));
 }
 
-static uint64_t jitter(void)
+static uint64_t random_jitter(void)
 {
 	uint64_t r;
 	struct timespec ts;
@@ -274,7 +274,7 @@ static int curl_ready(struct err *e)
 	return 0;
 }
 
-static int url_chars(const char *url, struct err *e)
+static int check_url_chars(const char *url, struct err *e)
 {
 	if (!url || !url[0])
 		return err_setk(e, ERR_INPUT, 0, "callback URL: empty");
@@ -303,7 +303,7 @@ static bool has_part(CURLU *u, CURLUPart part)
 	return rc == CURLUE_OK;
 }
 
-static int url_parts(CURLU *u, struct err *e)
+static int check_url_parts(CURLU *u, struct err *e)
 {
 	char *scheme = NULL, *host = NULL;
 	int rc = 0;
@@ -325,14 +325,14 @@ static int url_parts(CURLU *u, struct err *e)
 
 int callback_url_check(const char *url, struct err *e)
 {
-	if (url_chars(url, e) < 0 || curl_ready(e) < 0)
+	if (check_url_chars(url, e) < 0 || curl_ready(e) < 0)
 		return -1;
 	CURLU *u = curl_url();
 	if (!u)
 		return err_set(e, ENOMEM, "callback URL");
 	CURLUcode uc = curl_url_set(u, CURLUPART_URL, url, 0);
 	int rc = uc == CURLUE_OK
-		     ? url_parts(u, e)
+		     ? check_url_parts(u, e)
 		     : err_setk(e, ERR_INPUT, 0, "callback URL: %s", curl_url_strerror(uc));
 	curl_url_cleanup(u);
 	return rc;
@@ -492,7 +492,7 @@ struct callback_sender {
 	uint64_t deadline_ms;	  /* monotonic_ms() after which no transfer may run */
 };
 
-static void collect(CURLM *m)
+static void collect_finished(CURLM *m)
 {
 	CURLMsg *msg;
 	int left;
@@ -524,7 +524,7 @@ static bool run_transfers(CURLM *m, uint64_t until, int wake_fd)
 
 	for (;;) {
 		CURLMcode mc = curl_multi_perform(m, &running);
-		collect(m);
+		collect_finished(m);
 		uint64_t now = monotonic_ms();
 		if (mc != CURLM_OK)
 			return false;
@@ -582,7 +582,7 @@ static void end_batch(struct callback_sender *s)
 }
 
 /* Only printable ASCII goes to the store (and from there to JSON). */
-static void tidy(char *s)
+static void make_printable(char *s)
 {
 	size_t len = strcspn(s, "\r\n");
 	s[len] = '\0';
@@ -592,7 +592,7 @@ static void tidy(char *s)
 }
 
 /* Whether the attempt succeeded; otherwise x->why says why. */
-static bool outcome(struct xfer *x)
+static bool attempt_succeeded(struct xfer *x)
 {
 	bool answered = x->rc == CURLE_OK || (x->rc == CURLE_WRITE_ERROR && x->capped);
 
@@ -614,18 +614,18 @@ static bool outcome(struct xfer *x)
 			 x->status);
 	else
 		snprintf(x->why, sizeof(x->why), "HTTP %ld", x->status);
-	tidy(x->why);
+	make_printable(x->why);
 	return false;
 }
 
 static int record_one(struct store *st, const struct callback_config *c, struct xfer *x,
 		      struct callback_stats *s, struct err *e)
 {
-	bool ok = outcome(x);
+	bool ok = attempt_succeeded(x);
 	int attempt = x->d->attempts + 1;
 	int max = x->skip ? attempt : (int)c->max_attempts; /* a bad URL never gets better */
 	int status = x->done && x->status > 0 && x->status < 1000 ? (int)x->status : 0;
-	int64_t retry = callback_backoff_ms(c, attempt, jitter());
+	int64_t retry = callback_backoff_ms(c, attempt, random_jitter());
 
 	if (store_outbox_record(st, x->d->outbox_id, ok, status, ok ? NULL : x->why, retry, max,
 				e) < 0) {
