@@ -7,26 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Names, labels and URLs are bounded text without control characters. */
-static int check_text(const char *what, const char *s, bool required, struct err *e)
-{
-	if (!s) {
-		if (required)
-			return store_fail(e, STORE_INVALID, "%s: missing", what);
-		return 0;
-	}
-	size_t n = strnlen(s, STORE_TEXT_MAX);
-	if (n == STORE_TEXT_MAX)
-		return store_fail(e, STORE_INVALID, "%s: longer than %d bytes", what,
-				  STORE_TEXT_MAX - 1);
-	if (required && n == 0)
-		return store_fail(e, STORE_INVALID, "%s: empty", what);
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return store_fail(e, STORE_INVALID, "%s: control character", what);
-	return 0;
-}
-
 /* ---- courses ---- */
 
 static const char sql_course_get[] = "SELECT id FROM courses WHERE name = $1";
@@ -62,7 +42,7 @@ int store_course_ensure(struct store *st, const char *name, bool create, int64_t
 			struct err *e)
 {
 	struct course_arg a = {.name = name, .create = create};
-	int rc = check_text("course name", name, true, e);
+	int rc = store_check_label("course name", name, STORE_TEXT_MAX, true, e);
 
 	if (rc < 0)
 		return rc;
@@ -184,7 +164,7 @@ int store_token_create(struct store *st, const char *course, enum store_scope sc
 
 	if (!a.scope)
 		return store_fail(e, STORE_INVALID, "token: bad scope %d", (int)scope);
-	int rc = check_text("course name", course, true, e);
+	int rc = store_check_label("course name", course, STORE_TEXT_MAX, true, e);
 	if (rc < 0)
 		return rc;
 	if (store_random_hex(a.selector, SELECTOR_HEX / 2, e) < 0 ||
@@ -455,13 +435,9 @@ int store_assignment_add_version(struct store *st, int64_t course_id, const char
 	    .course_id = course_id, .name = name, .archive = archive, .len = len, .pin = image_pin};
 	int rc;
 
-	if ((rc = check_text("assignment name", name, true, e)) < 0 ||
-	    (rc = check_text("image pin", image_pin, true, e)) < 0)
+	if ((rc = store_check_label("assignment name", name, STORE_LABEL_CAP, true, e)) < 0 ||
+	    (rc = store_check_label("image pin", image_pin, STORE_LABEL_CAP, true, e)) < 0)
 		return rc;
-	if (strlen(name) >= sizeof(((struct store_version *)0)->name) ||
-	    strlen(image_pin) >= sizeof(((struct store_version *)0)->image_pin))
-		return store_fail(e, STORE_INVALID,
-				  "assignment name or image pin longer than 255 bytes");
 	rc = store_tx_run(st, STORE_TX_WRITE, version_tx, &a, e);
 	if (rc < 0)
 		return rc;
@@ -505,7 +481,7 @@ int store_version_latest(struct store *st, int64_t course_id, const char *name,
 			 struct store_version *ret, struct err *e)
 {
 	struct store_rows *rows = NULL;
-	int rc = check_text("assignment name", name, true, e);
+	int rc = store_check_label("assignment name", name, STORE_TEXT_MAX, true, e);
 
 	if (rc < 0)
 		return rc;

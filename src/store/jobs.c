@@ -29,25 +29,26 @@ const char *store_job_state_name(enum store_job_state s)
 	return (unsigned)s < STORE_JOB_STATES ? state_names[s] : NULL;
 }
 
-static enum store_job_state parse_state(const char *s)
+int store_job_state_parse(const char *name, enum store_job_state *ret, struct err *e)
 {
 	for (int i = 0; i < STORE_JOB_STATES; i++)
-		if (strcmp(s, state_names[i]) == 0)
-			return (enum store_job_state)i;
-	return STORE_JOB_ERROR;
+		if (name && strcmp(name, state_names[i]) == 0) {
+			*ret = (enum store_job_state)i;
+			return 0;
+		}
+	return store_fail(e, STORE_ERROR, "job state '%.32s': not one this proctor knows",
+			  name ? name : "(null)");
 }
 
-static int check_label(const char *what, const char *s, size_t cap, struct err *e)
+static const char *const outcome_names[STORE_OUTCOMES] = {
+    [STORE_OUTCOME_RUNNING] = "running",   [STORE_OUTCOME_DONE] = "done",
+    [STORE_OUTCOME_FAILED] = "failed",	   [STORE_OUTCOME_LEASE_EXPIRED] = "lease_expired",
+    [STORE_OUTCOME_RELEASED] = "released",
+};
+
+const char *store_outcome_name(enum store_outcome o)
 {
-	if (!s)
-		return 0;
-	size_t n = strnlen(s, cap);
-	if (n == cap)
-		return store_fail(e, STORE_INVALID, "%s: longer than %zu bytes", what, cap - 1);
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return store_fail(e, STORE_INVALID, "%s: control character", what);
-	return 0;
+	return (unsigned)o < STORE_OUTCOMES ? outcome_names[o] : NULL;
 }
 
 static bool valid_lease_token(const char *t)
@@ -198,9 +199,11 @@ int store_submit(struct store *st, const struct store_submission_in *in, int64_t
 	struct submit_arg a = {.in = in};
 	int rc;
 
-	if ((rc = check_label("student", in->student, 256, e)) < 0 ||
-	    (rc = check_label("idempotency key", in->idempotency_key, 256, e)) < 0 ||
-	    (rc = check_label("callback URL", in->callback_url, STORE_TEXT_MAX, e)) < 0)
+	if ((rc = store_check_label("student", in->student, STORE_LABEL_CAP, false, e)) < 0 ||
+	    (rc = store_check_label("idempotency key", in->idempotency_key, STORE_LABEL_CAP, false,
+				    e)) < 0 ||
+	    (rc = store_check_label("callback URL", in->callback_url, STORE_TEXT_MAX, false, e)) <
+		0)
 		return rc;
 	if (in->max_attempts > 100)
 		return store_fail(e, STORE_INVALID, "max_attempts %d above 100", in->max_attempts);
@@ -387,10 +390,8 @@ int store_job_claim(struct store *st, const char *worker, const char *host, int6
 	struct claim_arg a = {.worker = worker, .host = host, .lease_ms = lease_ms};
 	int rc;
 
-	if (!worker || !host || !worker[0] || !host[0])
-		return store_fail(e, STORE_INVALID, "claim: worker and host are required");
-	if ((rc = check_label("worker", worker, 256, e)) < 0 ||
-	    (rc = check_label("host", host, 256, e)) < 0)
+	if ((rc = store_check_label("worker", worker, STORE_LABEL_CAP, true, e)) < 0 ||
+	    (rc = store_check_label("host", host, STORE_LABEL_CAP, true, e)) < 0)
 		return rc;
 	if (lease_ms < 1 || lease_ms > 24LL * 3600 * 1000)
 		return store_fail(e, STORE_INVALID, "lease of %lld ms", (long long)lease_ms);
@@ -544,7 +545,8 @@ static int complete_tx(struct store *st, void *arg, struct err *e)
 		return err_wrap(e, "result of job %lld", (long long)a->job);
 	a->result = store_col_int(rows, 0, 0);
 	rows = store_rows_free(rows);
-	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt), sv_text("done"), sv_null()};
+	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt),
+				 sv_text(outcome_names[STORE_OUTCOME_DONE]), sv_null()};
 	if (store_q(st, sql_attempt_end, pa, 4, NULL, e) < 0)
 		return err_wrap(e, "attempt of job %lld", (long long)a->job);
 	return add_outbox(st, a, submission, url, strcmp(view, "staff") == 0, e);
@@ -629,8 +631,8 @@ static int fail_tx(struct store *st, void *arg, struct err *e)
 	}
 	a->final = strcmp(store_col_text(rows, 0, 0), "error") == 0;
 	store_rows_free(rows);
-	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt), sv_text("failed"),
-				 sv_text(a->reason)};
+	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt),
+				 sv_text(outcome_names[STORE_OUTCOME_FAILED]), sv_text(a->reason)};
 	if (store_q(st, sql_attempt_end, pa, 4, NULL, e) < 0)
 		return err_wrap(e, "attempt of job %lld", (long long)a->job);
 	return 0;
@@ -648,7 +650,7 @@ int store_job_fail_ours(struct store *st, int64_t job_id, int attempt, const cha
 	if (!valid_lease_token(lease_token))
 		return store_fail(e, STORE_FENCED, "fail job %lld: malformed lease token",
 				  (long long)job_id);
-	if ((rc = check_label("reason", a.reason, STORE_TEXT_MAX, e)) < 0)
+	if ((rc = store_check_label("reason", a.reason, STORE_TEXT_MAX, false, e)) < 0)
 		return rc;
 	if (attempt < 1 || backoff_ms < 0)
 		return store_fail(e, STORE_INVALID, "fail job: attempt %d, backoff %lld", attempt,
@@ -696,8 +698,8 @@ static int release_tx(struct store *st, void *arg, struct err *e)
 		    e, STORE_FENCED,
 		    "release job %lld attempt %d: the lease expired or was taken over",
 		    (long long)a->job, a->attempt);
-	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt), sv_text("released"),
-				 sv_null()};
+	struct store_val pa[] = {sv_int(a->job), sv_int(a->attempt),
+				 sv_text(outcome_names[STORE_OUTCOME_RELEASED]), sv_null()};
 	if (store_q(st, sql_attempt_end, pa, 4, NULL, e) < 0)
 		return err_wrap(e, "attempt of job %lld", (long long)a->job);
 	return 0;
@@ -726,13 +728,14 @@ static const char sql_job_latest[] =
     "delivered_ms, not_before_ms, lease_expires_ms FROM jobs WHERE submission_id = $1 "
     "ORDER BY id DESC LIMIT 1";
 
-static void job_fill(const struct store_rows *rows, struct store_job *j)
+static int job_fill(const struct store_rows *rows, struct store_job *j, struct err *e)
 {
 	memset(j, 0, sizeof(*j));
 	j->job_id = store_col_int(rows, 0, 0);
 	j->submission_id = store_col_int(rows, 0, 1);
 	j->version_id = store_col_int(rows, 0, 2);
-	j->state = parse_state(store_col_text(rows, 0, 3));
+	if (store_job_state_parse(store_col_text(rows, 0, 3), &j->state, e) < 0)
+		return err_wrap(e, "job %lld", (long long)j->job_id);
 	j->attempt = (int)store_col_int(rows, 0, 4);
 	j->max_attempts = (int)store_col_int(rows, 0, 5);
 	j->not_gradable = store_col_int(rows, 0, 6) != 0;
@@ -747,6 +750,7 @@ static void job_fill(const struct store_rows *rows, struct store_job *j)
 	j->delivered_ms = store_col_int(rows, 0, 15);
 	j->not_before_ms = store_col_int(rows, 0, 16);
 	j->lease_expires_ms = store_col_int(rows, 0, 17);
+	return 0;
 }
 
 int store_job_get(struct store *st, int64_t job_id, struct store_job *ret, struct err *e)
@@ -760,9 +764,9 @@ int store_job_get(struct store *st, int64_t job_id, struct store_job *ret, struc
 		store_rows_free(rows);
 		return store_fail(e, STORE_NOT_FOUND, "no job %lld", (long long)job_id);
 	}
-	job_fill(rows, ret);
+	int rc = job_fill(rows, ret, e);
 	store_rows_free(rows);
-	return 0;
+	return rc;
 }
 
 static const char sql_submission_get[] =
@@ -802,8 +806,10 @@ static int view_tx(struct store *st, void *arg, struct err *e)
 
 	if (store_q(st, sql_job_latest, p, 1, &rows, e) < 0)
 		return err_wrap(e, "jobs of submission %lld", (long long)a->id);
-	if (rows->nrows)
-		job_fill(rows, &v->job);
+	if (rows->nrows && job_fill(rows, &v->job, e) < 0) {
+		store_rows_free(rows);
+		return -1;
+	}
 	rows = store_rows_free(rows);
 
 	if (store_q(st, sql_result_latest, p, 1, &rows, e) < 0)
@@ -862,7 +868,7 @@ int store_submission_list(struct store *st, int64_t course_id, const char *stude
 			  struct err *e)
 {
 	struct store_rows *rows = NULL;
-	int rc = check_label("student", student, 256, e);
+	int rc = store_check_label("student", student, STORE_LABEL_CAP, false, e);
 
 	if (rc < 0)
 		return rc;
@@ -970,13 +976,18 @@ int store_job_counts(struct store *st, struct store_course_counts *ret, size_t c
 		return err_wrap(e, "job counts");
 	for (size_t r = 0; r < rows->nrows; r++) {
 		int64_t course = store_col_int(rows, r, 0);
+		enum store_job_state s;
+		if (store_job_state_parse(store_col_text(rows, r, 1), &s, e) < 0) {
+			store_rows_free(rows);
+			return err_wrap(e, "job counts");
+		}
 		if (n == 0 || ret[n - 1].course_id != course) {
 			if (n == cap)
 				break;
 			memset(&ret[n], 0, sizeof(ret[n]));
 			ret[n++].course_id = course;
 		}
-		ret[n - 1].n[parse_state(store_col_text(rows, r, 1))] += store_col_int(rows, r, 2);
+		ret[n - 1].n[s] += store_col_int(rows, r, 2);
 	}
 	store_rows_free(rows);
 	*ret_n = n;
@@ -1139,7 +1150,7 @@ int store_outbox_record(struct store *st, int64_t outbox_id, bool ok, int http_s
 			       .max = max_attempts};
 	int rc;
 
-	if ((rc = check_label("delivery error", error, STORE_TEXT_MAX, e)) < 0)
+	if ((rc = store_check_label("delivery error", error, STORE_TEXT_MAX, false, e)) < 0)
 		return rc;
 	if (retry_ms < 0 || max_attempts < 1)
 		return store_fail(e, STORE_INVALID, "outbox: retry %lld ms, %d attempts",
@@ -1219,8 +1230,6 @@ static const char sql_outcomes[] = "SELECT outcome, COUNT(*) FROM attempts GROUP
 int store_worker_stats(struct store *st, struct store_worker_stat *ret, size_t cap, size_t *ret_n,
 		       int64_t outcomes[STORE_OUTCOMES], struct err *e)
 {
-	static const char *const names[STORE_OUTCOMES] = {"running", "done", "failed",
-							  "lease_expired", "released"};
 	struct store_rows *rows = NULL;
 
 	*ret_n = 0;
@@ -1238,7 +1247,7 @@ int store_worker_stats(struct store *st, struct store_worker_stat *ret, size_t c
 	memset(outcomes, 0, STORE_OUTCOMES * sizeof(outcomes[0]));
 	for (size_t r = 0; r < rows->nrows; r++)
 		for (int i = 0; i < STORE_OUTCOMES; i++)
-			if (strcmp(store_col_text(rows, r, 0), names[i]) == 0)
+			if (strcmp(store_col_text(rows, r, 0), outcome_names[i]) == 0)
 				outcomes[i] = store_col_int(rows, r, 1);
 	store_rows_free(rows);
 	return 0;

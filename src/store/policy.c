@@ -18,18 +18,10 @@
  * as grade.c writes it); a document whose status is further is read whole. */
 #define DOC_PREFIX_CHARS 512
 
-/* A student label: bounded text without control characters. */
+/* An extension or a submission count is a student's: one is required. */
 static int check_student(const char *s, struct err *e)
 {
-	if (!s || !s[0])
-		return store_fail(e, STORE_INVALID, "student: missing");
-	size_t n = strnlen(s, 256);
-	if (n == 256)
-		return store_fail(e, STORE_INVALID, "student: longer than 255 bytes");
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return store_fail(e, STORE_INVALID, "student: control character");
-	return 0;
+	return store_check_label("student", s, STORE_LABEL_CAP, true, e);
 }
 
 /* ---- assignments ---- */
@@ -438,15 +430,6 @@ static const char sql_grade_rows_student[] =
 		     "AND s.course_id = (SELECT a.course_id FROM assignments a WHERE a.id = $1) "
 		     "ORDER BY s.id LIMIT $3";
 static const char sql_result_doc[] = "SELECT doc FROM results WHERE id = $1";
-static const char sql_now[] = "SELECT {now}";
-
-static enum store_job_state job_state_of(const char *s)
-{
-	for (int i = 0; i < STORE_JOB_STATES; i++)
-		if (strcmp(s, store_job_state_name((enum store_job_state)i)) == 0)
-			return (enum store_job_state)i;
-	return STORE_JOB_ERROR;
-}
 
 /* The status of a result whose first characters did not say: the whole
  * document, parsed. */
@@ -473,7 +456,8 @@ static int grade_row_fill(struct store *st, const struct store_rows *rows, size_
 	g->version_id = store_col_int(rows, r, 1);
 	store_col_copy(rows, r, 2, g->student, sizeof(g->student));
 	g->received_ms = store_col_int(rows, r, 3);
-	g->job_state = job_state_of(store_col_text(rows, r, 4));
+	if (store_job_state_parse(store_col_text(rows, r, 4), &g->job_state, e) < 0)
+		return err_wrap(e, "submission %lld", (long long)g->submission_id);
 	bool job_not_gradable = store_col_int(rows, r, 5) != 0;
 	g->has_result = store_rows_at(rows, r, 6)->t != SV_NULL;
 	g->score = g->max_score = NAN;
@@ -550,12 +534,8 @@ static int grade_tx(struct store *st, void *arg, struct err *e)
 			store_rows_free(rows);
 			return -1;
 		}
-	rows = store_rows_free(rows);
-	if (store_q(st, sql_now, NULL, 0, &rows, e) < 0)
-		return err_wrap(e, "clock");
-	a->now_ms = store_col_int(rows, 0, 0);
 	store_rows_free(rows);
-	return 0;
+	return store_now_ms(st, &a->now_ms, e);
 }
 
 /* The rows in one read transaction (a consistent snapshot). */

@@ -150,14 +150,6 @@ static const char sql_regrade_items[] =
     "LEFT JOIN results new ON new.job_id = rj.job_id "
     "WHERE rj.regrade_id = $1 ORDER BY rj.submission_id, rj.job_id";
 
-static enum store_job_state state_of(const char *s)
-{
-	for (int i = 0; i < STORE_JOB_STATES; i++)
-		if (strcmp(s, store_job_state_name((enum store_job_state)i)) == 0)
-			return (enum store_job_state)i;
-	return STORE_JOB_QUEUED;
-}
-
 static bool changed(double a, double b)
 {
 	return isnan(a) != isnan(b) || (!isnan(a) && a != b);
@@ -189,9 +181,12 @@ int store_regrade_get(struct store *st, int64_t regrade_id, struct store_regrade
 	for (size_t r = 0; r < rows->nrows; r++) {
 		struct store_regrade_item it = {.submission_id = store_col_int(rows, r, 0),
 						.job_id = store_col_int(rows, r, 1),
-						.state = state_of(store_col_text(rows, r, 3)),
 						.old_score = store_col_real(rows, r, 4),
 						.new_score = store_col_real(rows, r, 5)};
+		if (store_job_state_parse(store_col_text(rows, r, 3), &it.state, e) < 0) {
+			store_rows_free(rows);
+			return err_wrap(e, "regrade %lld", (long long)regrade_id);
+		}
 		store_col_copy(rows, r, 2, it.student, sizeof(it.student));
 		bool done = it.state == STORE_JOB_DONE || it.state == STORE_JOB_ERROR;
 		ret->total++;

@@ -274,6 +274,31 @@ int store_fail(struct err *e, int status, const char *fmt, ...)
 	return status;
 }
 
+/* The fields STORE_LABEL_CAP stands for. */
+_Static_assert(sizeof(((struct store_version *)0)->name) == STORE_LABEL_CAP &&
+		   sizeof(((struct store_version *)0)->image_pin) == STORE_LABEL_CAP &&
+		   sizeof(((struct store_submission_view *)0)->student) == STORE_LABEL_CAP &&
+		   sizeof(((struct store_submission_view *)0)->idempotency_key) ==
+		       STORE_LABEL_CAP &&
+		   sizeof(((struct store_job *)0)->worker) == STORE_LABEL_CAP &&
+		   sizeof(((struct store_job *)0)->host) == STORE_LABEL_CAP,
+	       "STORE_LABEL_CAP is the size of store.h's label fields");
+
+int store_check_label(const char *what, const char *s, size_t cap, bool required, struct err *e)
+{
+	if (!s)
+		return required ? store_fail(e, STORE_INVALID, "%s: missing", what) : 0;
+	size_t n = strnlen(s, cap);
+	if (n == cap)
+		return store_fail(e, STORE_INVALID, "%s: longer than %zu bytes", what, cap - 1);
+	if (required && n == 0)
+		return store_fail(e, STORE_INVALID, "%s: empty", what);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return store_fail(e, STORE_INVALID, "%s: control character", what);
+	return 0;
+}
+
 int store_random_hex(char *dst, size_t nbytes, struct err *e)
 {
 	unsigned char buf[64];

@@ -430,9 +430,20 @@ struct store_worker_stat {
 	int64_t running;	   /* jobs it holds */
 	int64_t last_heartbeat_ms; /* its latest claim, heartbeat or sandbox-ready */
 };
-/* Attempt outcomes, in this order: running, done, failed, lease_expired, released. */
+/* How an attempt ended (attempts.outcome); numbers never change meaning. */
+enum store_outcome {
+	STORE_OUTCOME_RUNNING = 0,	 /* not yet */
+	STORE_OUTCOME_DONE = 1,		 /* completed with a result */
+	STORE_OUTCOME_FAILED = 2,	 /* our failure (store_job_fail_ours) */
+	STORE_OUTCOME_LEASE_EXPIRED = 3, /* its worker was lost or fenced */
+	STORE_OUTCOME_RELEASED = 4,	 /* given back undone (store_job_release) */
+};
 #define STORE_OUTCOMES 5
-/* Workers with running jobs (up to cap, by name) and attempts by outcome (all time). */
+/* "running", "done", "failed", "lease_expired", "released" (the database's
+ * spelling, and /metrics'); NULL for anything else. */
+const char *store_outcome_name(enum store_outcome o);
+/* Workers with running jobs (up to cap, by name) and attempts by outcome (all
+ * time), indexed by enum store_outcome. */
 int store_worker_stats(struct store *st, struct store_worker_stat *ret, size_t cap, size_t *ret_n,
 		       int64_t outcomes[STORE_OUTCOMES], struct err *e);
 

@@ -181,6 +181,26 @@ void store_tx_rollback(struct store *st);
 int store_fail(struct err *e, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Bytes a label (a student, an idempotency key, a worker, a host, an
+ * assignment's name) may take with its NUL: store.h's char[256] fields. */
+#define STORE_LABEL_CAP 256
+
+/*
+ * The store's one check of text it is given to keep (names, labels, keys,
+ * URLs, reasons): fewer than `cap` bytes and no control character, so
+ * nothing read back later breaks a line of a log, a terminal or a CSV.
+ * NULL is accepted unless `required`; a required one may not be empty
+ * either.  0, or STORE_INVALID with `e` filled.
+ */
+int store_check_label(const char *what, const char *s, size_t cap, bool required, struct err *e);
+
+/*
+ * The state a jobs.state value names.  Any other text is STORE_ERROR (our
+ * failure, never a guess): the schema admits only the four names, so
+ * another means a database this code does not understand.
+ */
+int store_job_state_parse(const char *name, enum store_job_state *ret, struct err *e);
+
 /* Random bytes as hex (2*n chars + NUL). */
 int store_random_hex(char *dst, size_t nbytes, struct err *e);
 /* SHA-256 of bytes as hex. */

@@ -1030,8 +1030,17 @@ static void test_store_released_job_is_claimable_at_once_and_costs_no_attempt(vo
 	size_t n;
 	CHECK(store_job_attempts(st, job, at, 3, &n, E));
 	assert_int_equal(n, 2);
-	assert_string_equal(at[0].outcome, "released");
-	assert_string_equal(at[1].outcome, "done");
+	assert_string_equal(at[0].outcome, store_outcome_name(STORE_OUTCOME_RELEASED));
+	assert_string_equal(at[1].outcome, store_outcome_name(STORE_OUTCOME_DONE));
+	assert_null(store_outcome_name(STORE_OUTCOMES));
+	/* /metrics' counts, by the same names. */
+	struct store_worker_stat ws[2];
+	int64_t outcomes[STORE_OUTCOMES];
+	CHECK(store_worker_stats(st, ws, 2, &n, outcomes, E));
+	assert_int_equal(n, 0); /* nobody holds a job */
+	for (int i = 0; i < STORE_OUTCOMES; i++)
+		assert_int_equal(outcomes[i],
+				 i == STORE_OUTCOME_RELEASED || i == STORE_OUTCOME_DONE ? 1 : 0);
 	store_close(st);
 }
 
@@ -1296,6 +1305,52 @@ static void test_store_sqlite_second_connection_keeps_the_first_ones_locks(void 
 	store_close(first);
 }
 
+
+/* A job state this code does not know (a newer proctor's, or a damaged row)
+ * is our failure wherever a job is read, never taken for another state. */
+static void test_store_unknown_job_state_is_our_error(void **state)
+{
+	char url[512];
+	int64_t c, v, sub, job, regrade, version;
+	size_t n;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	sub = submit(st, c, v, NULL, NULL, 0, &job);
+	struct store_version ver;
+	CHECK(store_version_get(st, v, &ver, E));
+	struct store_regrade_in in = {.course_id = c,
+				      .assignment_id = ver.assignment_id,
+				      .scope = STORE_REGRADE_SUBMISSION,
+				      .submission_id = sub};
+	CHECK(store_regrade_batch(st, &in, &regrade, &version, &n, E));
+	/* Past the schema's CHECK, as only another program could write it. */
+	if (st->ops->exec_script(st->conn,
+				 "PRAGMA ignore_check_constraints = ON;"
+				 "UPDATE jobs SET state = 'paused';"
+				 "UPDATE submissions SET student = 'ada';",
+				 &e) < 0)
+		fail_msg("%s", e.msg);
+	struct store_submission_view view;
+	assert_int_equal(store_submission_get(st, sub, &view, &e), STORE_ERROR);
+	assert_non_null(strstr(e.msg, "'paused'"));
+	assert_int_equal(e.kind, ERR_INTERNAL);
+	struct store_course_counts counts[2];
+	assert_int_equal(store_job_counts(st, counts, 2, &n, &e), STORE_ERROR);
+	struct store_grade_row *rows = NULL;
+	assert_int_equal(store_gradebook_rows(st, ver.assignment_id, &rows, &n, &e), STORE_ERROR);
+	assert_null(rows);
+	struct store_regrade_info info;
+	struct store_regrade_item items[2];
+	assert_int_equal(store_regrade_get(st, regrade, &info, items, 2, &n, &e), STORE_ERROR);
+	enum store_job_state s;
+	assert_int_equal(store_job_state_parse(NULL, &s, &e), STORE_ERROR);
+	CHECK(store_job_state_parse("error", &s, E));
+	assert_int_equal(s, STORE_JOB_ERROR);
+	store_close(st);
+}
 
 /* ---- round trips (PostgreSQL) ---- */
 
@@ -2000,6 +2055,7 @@ int main(int argc, char **argv)
 	/* What only one backend has (SQLite's POSIX locks, PostgreSQL's round trips). */
 	const struct CMUnitTest sqlite_only[] = {
 	    cmocka_unit_test(test_store_sqlite_second_connection_keeps_the_first_ones_locks),
+	    cmocka_unit_test(test_store_unknown_job_state_is_our_error),
 	};
 	const struct CMUnitTest pg_only[] = {
 	    cmocka_unit_test(test_store_submission_round_trips),
