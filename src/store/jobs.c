@@ -277,6 +277,16 @@ int store_regrade(struct store *st, int64_t submission_id, int64_t version_id, i
 
 /* ---- claim ---- */
 
+/*
+ * The sweep's and the claim's `state IN ('queued', 'running')` adds nothing
+ * to what the rest of their WHERE says; it is there for SQLite, which uses
+ * a partial index only when the query's WHERE has the index's condition
+ * as one of its AND-ed terms (sqlite.org/partialindex.html).  With it both
+ * read the index of unfinished jobs (jobs_runnable, jobs_course_unfinished);
+ * without it, EXPLAIN QUERY PLAN says `SCAN jobs`: every job ever run, on
+ * every idle claim.  Keep it.
+ */
+
 /* A worker that died on a job's last attempt: the job ends as our error. */
 static const char sql_expire_exhausted[] =
     "UPDATE jobs SET state = 'error', not_gradable = 1, finished_ms = {now}, "

@@ -24,6 +24,16 @@
 #define STMT_CACHE	64
 #define BUSY_TIMEOUT_MS 30000
 
+/*
+ * The oldest SQLite this file works with: its SQL has RETURNING (3.35.0)
+ * and upserts (ON CONFLICT ... DO, 3.24.0), and sq_open() passes
+ * SQLITE_OPEN_EXRESCODE (3.37.0).  meson.build asks for it at build time,
+ * but a binary may meet an older library at run time, where a submission
+ * would fail on a syntax error mid-request: sq_open() refuses it, by name.
+ */
+#define SQ_MIN_VERSION	      "3.37.0"
+#define SQ_MIN_VERSION_NUMBER 3037000
+
 /* A database file's writers in this process (see acquire_write). */
 struct sq_file {
 	struct sq_file *next;
@@ -162,6 +172,9 @@ static int sq_open(const char *url, void **ret_conn, struct err *e)
 	const char *path = url + 7;
 	struct sq_conn *c;
 
+	if (sqlite3_libversion_number() < SQ_MIN_VERSION_NUMBER)
+		return err_set(e, 0, "sqlite: the library is SQLite %s; proctor needs %s or newer",
+			       sqlite3_libversion(), SQ_MIN_VERSION);
 	if (path[0] == '\0')
 		return err_set(e, 0, "sqlite: empty path in '%s'", url);
 	if (strlen(path) >= STORE_TEXT_MAX)
