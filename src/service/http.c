@@ -51,10 +51,6 @@ struct pending {
 	struct dynbuf body; /* capped at this request's max body */
 	max_align_t state[(HTTP_REQUEST_STATE + sizeof(max_align_t) - 1) / sizeof(max_align_t)];
 	uint64_t first_ns; /* the handler's first call */
-	/* A streamed answer being sent (http_response.stream). */
-	http_stream_fn stream;
-	void *stream_ctx;
-	void (*stream_free)(void *ctx);
 	struct http_server *server;
 	/* Suspended, waiting to be called again (the server's timer list). */
 	struct MHD_Connection *conn;

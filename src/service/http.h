@@ -151,8 +151,6 @@ typedef int (*http_gate)(void *ctx, const struct http_request *rq, struct http_r
  */
 int http_server_start(const char *addr, const struct http_limits *l, http_gate gate,
 		      http_handler handler, void *ctx, struct http_server **ret, struct err *e);
-/* TEMPORARY until serve.c is switched (same session): the old name. */
-#define http_server_start_gated http_server_start
 uint16_t http_server_port(const struct http_server *s);
 /* Stop accepting; every waiting long poll gets its last call (answered
  * now); finish or close connections, free.  Accepts NULL. */

@@ -255,7 +255,7 @@ static int serve_until_stopped(struct serve_options *o)
 	sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (o->workers)
 		worker = spawn_worker(o);
-	if (http_server_start_gated(o->listen, &o->http, api_gate, api_handle, b.api, &srv, &e) <
+	if (http_server_start(o->listen, &o->http, api_gate, api_handle, b.api, &srv, &e) <
 	    0) {
 		service_log("serve", "%s", e.msg);
 		status = e.kind == ERR_USAGE ? 2 : 3;
