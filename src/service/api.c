@@ -14,11 +14,11 @@
  * against the row's scope; the handler then gets the caller and the
  * thread's store.  '#' in a pattern stands for a positive id.
  *
- * Room for what comes next (issues 24, 25): /v1/sandboxes rows with their
- * handlers in api_sandboxes.c, beside a worker-side holder of live
- * sandboxes; /ui/ pages in ui_*.c with sessions and CSRF tokens in store
- * tables of their own, whose rows need a session instead of a token (a
- * scope of their own here).
+ * Room for what comes next (issues 24, 25): /v1/sandboxes rows, their
+ * handlers in a file of their own (api_sandboxes.c, to be written) beside a
+ * worker-side holder of live sandboxes; /ui/ pages in ui_*.c files with
+ * sessions and CSRF tokens in store tables of their own, whose rows need a
+ * session instead of a token (a scope of their own here).
  */
 
 /* A route that takes no token. */
