@@ -20,7 +20,6 @@
  * re-established (and its prepared statements with it).
  */
 
-#define STMT_CACHE 64
 #define MAX_PARAMS 32
 
 /* Type oids of pg_type.h, stable across releases. */
@@ -36,8 +35,13 @@
 
 struct pg_conn {
 	PGconn *pg;
-	const char *cache[STMT_CACHE]; /* statement "sN" is cache[N] */
-	size_t ncache;
+	/* The statements prepared on this connection: "sN" is cache[N].  Each
+	 * is prepared once, at its first use (a round trip of its own): keys
+	 * are the common layer's string literals, so the cache holds at most
+	 * the store's statements and grows to hold them all.  A server keeps
+	 * a connection's prepared statements until it closes. */
+	const char **cache;
+	size_t ncache, capcache;
 	bool in_tx;
 	uint64_t round_trips; /* answers waited for (store_round_trips) */
 };
@@ -92,6 +96,7 @@ static void pg_close(void *conn)
 	if (!c)
 		return;
 	PQfinish(c->pg);
+	free(c->cache);
 	free(c);
 }
 
@@ -214,11 +219,19 @@ static int pg_stmt(struct pg_conn *c, const char *key, char name[16], bool *tran
 			snprintf(name, 16, "s%zu", i);
 			return 0;
 		}
-	if (c->ncache == STMT_CACHE) {
-		name[0] = '\0'; /* unnamed statement, prepared anew each time */
-	} else {
-		snprintf(name, 16, "s%zu", c->ncache);
+	if (c->ncache == c->capcache) {
+		size_t cap = c->capcache ? 2 * c->capcache : 32;
+		const char **n = realloc(c->cache, cap * sizeof(*n));
+		if (n) {
+			c->cache = n;
+			c->capcache = cap;
+		}
 	}
+	/* Out of memory: the unnamed statement, prepared anew each time. */
+	if (c->ncache == c->capcache)
+		name[0] = '\0';
+	else
+		snprintf(name, 16, "s%zu", c->ncache);
 	char *sql = store_sql_expand(&pg_dialect, key, false);
 	if (!sql)
 		return err_set(e, ENOMEM, "postgresql: expand");

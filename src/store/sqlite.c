@@ -21,7 +21,6 @@
  * Several processes on one host may share the file.
  */
 
-#define STMT_CACHE	64
 #define BUSY_TIMEOUT_MS 30000
 
 /*
@@ -51,11 +50,15 @@ struct sq_conn {
 	struct sq_file *file;
 	bool holds_write; /* file->busy is ours, from BEGIN IMMEDIATE to its end */
 	bool lossy;	  /* synchronous=NORMAL for this transaction (STORE_TX_WRITE_LOSSY) */
-	struct {
+	/* Every statement run on this connection, prepared once (store_int.h,
+	 * struct store_ops.query): keys are the common layer's string
+	 * literals, so the cache holds at most the store's statements and
+	 * grows to hold them all rather than prepare any twice. */
+	struct sq_cached {
 		const char *key;
 		sqlite3_stmt *stmt;
-	} cache[STMT_CACHE];
-	size_t ncache;
+	} * cache;
+	size_t ncache, capcache;
 };
 
 static const struct store_dialect sqlite_dialect = {
@@ -162,6 +165,7 @@ static void sq_close(void *conn)
 		return;
 	for (size_t i = 0; i < c->ncache; i++)
 		sqlite3_finalize(c->cache[i].stmt);
+	free(c->cache);
 	sqlite3_close_v2(c->db);
 	release_write(c);
 	free(c);
@@ -310,12 +314,18 @@ static int sq_stmt(struct sq_conn *c, const char *key, sqlite3_stmt **ret, bool 
 		return -1;
 	}
 	free(sql);
-	*cached = c->ncache < STMT_CACHE;
-	if (*cached) {
-		c->cache[c->ncache].key = key;
-		c->cache[c->ncache].stmt = stmt;
-		c->ncache++;
+	if (c->ncache == c->capcache) {
+		size_t cap = c->capcache ? 2 * c->capcache : 32;
+		struct sq_cached *n = realloc(c->cache, cap * sizeof(*n));
+		if (n) {
+			c->cache = n;
+			c->capcache = cap;
+		}
 	}
+	/* Out of memory: run it uncached, finalized after this one use. */
+	*cached = c->ncache < c->capcache;
+	if (*cached)
+		c->cache[c->ncache++] = (struct sq_cached){.key = key, .stmt = stmt};
 	*ret = stmt;
 	return 0;
 }

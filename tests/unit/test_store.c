@@ -1451,6 +1451,29 @@ static void test_store_submission_round_trips(void **state)
 	assert_int_equal(n[3], 19);
 }
 
+/* However many statements a connection has run (here more than the store
+ * has), each is prepared once: running one again is one round trip. */
+static void test_store_statements_are_prepared_once(void **state)
+{
+	enum { STATEMENTS = 200 };
+	/* Keys are addresses: these stay put while the connection lives. */
+	static char sql[STATEMENTS][32];
+	char url[512];
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	for (int i = 0; i < STATEMENTS; i++) {
+		snprintf(sql[i], sizeof(sql[i]), "SELECT %d", i);
+		assert_int_equal(count_rows(st, sql[i]), i);
+	}
+	for (int i = 0; i < STATEMENTS; i++) {
+		uint64_t before = store_round_trips(st);
+		assert_int_equal(count_rows(st, sql[i]), i);
+		assert_int_equal(store_round_trips(st) - before, 1);
+	}
+	store_close(st);
+}
+
 /* ---- groups ---- */
 
 /* ---- policies, extensions, the gradebook (migration 2) ---- */
@@ -2059,6 +2082,7 @@ int main(int argc, char **argv)
 	};
 	const struct CMUnitTest pg_only[] = {
 	    cmocka_unit_test(test_store_submission_round_trips),
+	    cmocka_unit_test(test_store_statements_are_prepared_once),
 	};
 	int failed =
 	    cmocka_run_group_tests_name("store_sqlite", tests, setup_sqlite, teardown_sqlite);
