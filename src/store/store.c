@@ -344,26 +344,43 @@ static const char sql_version_add[] =
     "INSERT INTO schema_version (version, applied_ms) VALUES ($1, {now})";
 static const char sql_now[] = "SELECT {now}";
 
-static int migrate_tx(struct store *st, void *arg, struct err *e)
+/* The schema version recorded in the database.  Fails, as any statement
+ * would, on a database without the schema_version table (a new one). */
+static int version_read(struct store *st, int64_t *ret, struct err *e)
 {
 	struct store_rows *rows = NULL;
-	int *applied = arg;
+
+	if (store_q(st, sql_version_get, NULL, 0, &rows, e) < 0)
+		return err_wrap(e, "read schema version");
+	*ret = store_col_int(rows, 0, 0);
+	store_rows_free(rows);
+	return 0;
+}
+
+static int refuse_newer(int64_t have, struct err *e)
+{
+	return err_set(e, 0,
+		       "the database has schema version %lld, newer than this proctor's %d: "
+		       "upgrade proctor",
+		       (long long)have, STORE_SCHEMA_VERSION);
+}
+
+/* Under the schema lock, the version read again: of processes that found
+ * the database behind at once, the first migrates and the others find
+ * nothing left to do. */
+static int migrate_tx(struct store *st, void *arg, struct err *e)
+{
+	int64_t have;
 
 	if (st->ops->dialect->schema_lock[0] &&
 	    st->ops->exec_script(st->conn, st->ops->dialect->schema_lock, e) < 0)
 		return err_wrap(e, "schema lock");
 	if (st->ops->exec_script(st->conn, sql_version_table, e) < 0)
 		return err_wrap(e, "schema_version");
-	if (store_q(st, sql_version_get, NULL, 0, &rows, e) < 0)
-		return err_wrap(e, "read schema version");
-	int64_t have = store_col_int(rows, 0, 0);
-	rows = store_rows_free(rows);
+	if (version_read(st, &have, e) < 0)
+		return -1;
 	if (have > STORE_SCHEMA_VERSION)
-		return err_set(
-		    e, 0,
-		    "the database has schema version %lld, newer than this proctor's %d: "
-		    "upgrade proctor",
-		    (long long)have, STORE_SCHEMA_VERSION);
+		return refuse_newer(have, e);
 	for (size_t i = 0; i < store_migration_count; i++) {
 		const struct store_migration *m = &store_migrations[i];
 		if (m->version <= have)
@@ -378,7 +395,6 @@ static int migrate_tx(struct store *st, void *arg, struct err *e)
 		struct store_val p[] = {sv_int(m->version)};
 		if (store_q(st, sql_version_add, p, 1, NULL, e) < 0)
 			return err_wrap(e, "record schema version %d", m->version);
-		(*applied)++;
 	}
 	return 0;
 }
@@ -401,8 +417,26 @@ int store_open(const char *url, struct store **ret, struct err *e)
 		free(st);
 		return -1;
 	}
-	int applied = 0;
-	if (store_tx_run(st, STORE_TX_WRITE, migrate_tx, &applied, e) < 0) {
+	/*
+	 * Every connection but the first few after an upgrade finds the
+	 * database current: one read, outside any transaction, and it is
+	 * ready, with no write lock (SQLite) nor advisory lock (PostgreSQL)
+	 * taken, so opening neither waits for writers nor makes them wait (it
+	 * was a write transaction under the migration lock for each).  A read
+	 * that fails is a new database (no schema_version table); migrate_tx
+	 * says what it was if it was something else.
+	 */
+	int64_t have = 0;
+	struct err ignored;
+	if (version_read(st, &have, &ignored) < 0)
+		have = 0;
+	if (have > STORE_SCHEMA_VERSION) {
+		refuse_newer(have, e);
+		store_close(st);
+		return err_wrap(e, "%s schema", ops->name);
+	}
+	if (have < STORE_SCHEMA_VERSION &&
+	    store_tx_run(st, STORE_TX_WRITE, migrate_tx, NULL, e) < 0) {
 		store_close(st);
 		return err_wrap(e, "%s schema", ops->name);
 	}

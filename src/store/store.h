@@ -69,8 +69,9 @@ enum store_status {
 
 /*
  * Open (creating when needed) the database at `url` and apply every
- * migration it lacks, in one transaction, recording the schema version.
- * A database whose version is newer than STORE_SCHEMA_VERSION is refused.
+ * migration it lacks, in one transaction, recording the schema version; a
+ * database that lacks none is only read.  A database whose version is
+ * newer than STORE_SCHEMA_VERSION is refused.
  * `url` is `sqlite:PATH` or `postgresql://...` (`postgres://` too).
  * *ret is written only on success; free with store_close().
  */
