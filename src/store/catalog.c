@@ -369,11 +369,6 @@ static const char sql_version_get[] =
     "SELECT v.id, v.assignment_id, a.course_id, v.version_no, a.name, v.archive_sha256, "
     "v.image_pin, v.created_ms FROM assignment_versions v "
     "JOIN assignments a ON a.id = v.assignment_id WHERE v.id = $1";
-static const char sql_version_latest[] =
-    "SELECT v.id, v.assignment_id, a.course_id, v.version_no, a.name, v.archive_sha256, "
-    "v.image_pin, v.created_ms FROM assignment_versions v "
-    "JOIN assignments a ON a.id = v.assignment_id WHERE a.course_id = $1 AND a.name = $2 "
-    "ORDER BY v.version_no DESC LIMIT 1";
 static const char sql_version_latest_by_id[] =
     "SELECT v.id, v.assignment_id, a.course_id, v.version_no, a.name, v.archive_sha256, "
     "v.image_pin, v.created_ms FROM assignment_versions v "
@@ -474,20 +469,6 @@ int store_version_get(struct store *st, int64_t version_id, struct store_version
 
 	if (store_q(st, sql_version_get, p, 1, &rows, e) < 0)
 		return err_wrap(e, "assignment version %lld", (long long)version_id);
-	return version_fill(rows, ret, e);
-}
-
-int store_version_latest(struct store *st, int64_t course_id, const char *name,
-			 struct store_version *ret, struct err *e)
-{
-	struct store_rows *rows = NULL;
-	int rc = store_check_label("assignment name", name, STORE_TEXT_MAX, true, e);
-
-	if (rc < 0)
-		return rc;
-	struct store_val p[] = {sv_int(course_id), sv_text(name)};
-	if (store_q(st, sql_version_latest, p, 2, &rows, e) < 0)
-		return err_wrap(e, "assignment '%s'", name);
 	return version_fill(rows, ret, e);
 }
 

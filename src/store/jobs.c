@@ -217,34 +217,6 @@ int store_submit(struct store *st, const struct store_submission_in *in, int64_t
 	return 0;
 }
 
-static const char sql_submission_course[] =
-    "SELECT course_id, received_ms FROM submissions WHERE id = $1";
-
-struct regrade_arg {
-	int64_t submission, version, job;
-};
-
-static int regrade_tx(struct store *st, void *arg, struct err *e)
-{
-	struct regrade_arg *a = arg;
-	struct store_rows *rows = NULL;
-	struct store_val p[] = {sv_int(a->submission)};
-	int rc;
-
-	if (store_q(st, sql_submission_course, p, 1, &rows, e) < 0)
-		return err_wrap(e, "submission");
-	if (rows->nrows == 0) {
-		store_rows_free(rows);
-		return store_fail(e, STORE_NOT_FOUND, "no submission %lld",
-				  (long long)a->submission);
-	}
-	int64_t course = store_col_int(rows, 0, 0), received = store_col_int(rows, 0, 1);
-	rows = store_rows_free(rows);
-	if ((rc = version_in_course(st, a->version, course, e)) < 0)
-		return rc;
-	return store_job_add_tx(st, a->submission, a->version, course, received, &a->job, e);
-}
-
 int store_job_add_tx(struct store *st, int64_t submission, int64_t version, int64_t course,
 		     int64_t received_ms, int64_t *ret_job, struct err *e)
 {
@@ -260,18 +232,6 @@ int store_job_add_tx(struct store *st, int64_t submission, int64_t version, int6
 		return err_wrap(e, "add job");
 	*ret_job = store_col_int(rows, 0, 0);
 	store_rows_free(rows);
-	return 0;
-}
-
-int store_regrade(struct store *st, int64_t submission_id, int64_t version_id, int64_t *ret_job,
-		  struct err *e)
-{
-	struct regrade_arg a = {.submission = submission_id, .version = version_id};
-	int rc = store_tx_run(st, STORE_TX_WRITE, regrade_tx, &a, e);
-
-	if (rc < 0)
-		return rc;
-	*ret_job = a.job;
 	return 0;
 }
 

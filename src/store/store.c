@@ -465,17 +465,6 @@ const char *store_backend(const struct store *st)
 	return st->ops->name;
 }
 
-int store_schema_version(struct store *st, int *ret_version, struct err *e)
-{
-	struct store_rows *rows = NULL;
-
-	if (store_q(st, sql_version_get, NULL, 0, &rows, e) < 0)
-		return err_wrap(e, "read schema version");
-	*ret_version = (int)store_col_int(rows, 0, 0);
-	store_rows_free(rows);
-	return 0;
-}
-
 int store_now_ms(struct store *st, int64_t *ret_ms, struct err *e)
 {
 	struct store_rows *rows = NULL;

@@ -80,8 +80,6 @@ int store_open(const char *url, struct store **ret, struct err *e);
 struct store *store_close(struct store *st);
 /* "sqlite" or "postgresql". */
 const char *store_backend(const struct store *st);
-/* The schema version recorded in the database. */
-int store_schema_version(struct store *st, int *ret_version, struct err *e);
 /* The database's clock, milliseconds since the epoch. */
 int store_now_ms(struct store *st, int64_t *ret_ms, struct err *e);
 
@@ -186,10 +184,6 @@ struct store_version {
 /* A version by id. */
 int store_version_get(struct store *st, int64_t version_id, struct store_version *ret,
 		      struct err *e);
-/* The latest version of an assignment by course and name. */
-int store_version_latest(struct store *st, int64_t course_id, const char *name,
-			 struct store_version *ret, struct err *e);
-
 /* The latest version of an assignment by the assignment's id. */
 int store_assignment_latest(struct store *st, int64_t assignment_id, struct store_version *ret,
 			    struct err *e);
@@ -233,11 +227,6 @@ int store_submit(struct store *st, const struct store_submission_in *in, int64_t
  * the key was used, 0 when not, negative on failure. */
 int store_submission_by_key(struct store *st, int64_t course_id, const char *key,
 			    int64_t *ret_submission, int64_t *ret_job, struct err *e);
-
-/* Queue another job for an existing submission against `version_id` (a
- * regrade): its result is added beside the old ones. */
-int store_regrade(struct store *st, int64_t submission_id, int64_t version_id, int64_t *ret_job,
-		  struct err *e);
 
 /* A claimed job: what a worker needs to grade it and to fence itself. */
 struct store_claim {
@@ -344,6 +333,8 @@ struct store_job {
 	int64_t not_before_ms;
 	int64_t lease_expires_ms;
 };
+/* A job by id.  Only tests read one this way (tests/integration too); the
+ * service reads a submission's latest job with store_submission_get(). */
 int store_job_get(struct store *st, int64_t job_id, struct store_job *ret, struct err *e);
 
 /* One result row. */
@@ -388,7 +379,8 @@ int store_submission_list(struct store *st, int64_t course_id, const char *stude
 int store_result_list(struct store *st, int64_t submission_id, struct store_result *ret, size_t cap,
 		      size_t *ret_n, struct err *e);
 
-/* Number of result rows of a submission (regrades add rows). */
+/* Number of result rows of a submission (regrades add rows).  For tests
+ * (tests/integration too): the service lists them, store_result_list(). */
 int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, struct err *e);
 
 /* CPU-seconds reserved by the results of a course's submissions recorded
@@ -542,7 +534,8 @@ int store_outbox_take_due(struct store *st, int64_t hold_ms, struct store_delive
 int store_outbox_record(struct store *st, int64_t outbox_id, bool ok, int http_status,
 			const char *error, int64_t retry_ms, int max_attempts, struct err *e);
 
-/* An outbox row's state, for tests and the API. */
+/* An outbox row's state, for tests (tests/integration too): the service
+ * reads the outbox only through store_outbox_take_due(). */
 struct store_outbox_row {
 	int64_t outbox_id;
 	int64_t result_id;
