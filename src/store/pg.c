@@ -18,9 +18,30 @@
  * ONLY so several reads see one snapshot.  Statements are prepared once
  * per connection; a connection found broken between transactions is
  * re-established (and its prepared statements with it).
+ *
+ * Round trips are the cost of a request here (a submission is a dozen
+ * statements), so the connection stays in libpq's pipeline mode and waits
+ * for the server only when the caller needs an answer.  What needs none
+ * is sent and its answer read with the next one's: a BEGIN (and the SET
+ * LOCAL of a lossy write), a statement's preparation, and, inside a
+ * transaction, a statement whose rows the caller does not take (an
+ * INSERT, an UPDATE, a lock).  The server runs them in order, each its own
+ * statement with its own snapshot, exactly as one at a time; only where a
+ * failure is seen moves: the next statement that is waited for, or the
+ * COMMIT, fails with the earlier one's error (and the transaction is
+ * rolled back and retried as before).  A COMMIT's answer is always waited
+ * for, so nothing is acknowledged before it is durable.
  */
 
+#if !defined(LIBPQ_HAS_PIPELINING)
+#error "libpq 14 or newer is needed (pipeline mode)"
+#endif
+
 #define MAX_PARAMS 32
+/* Commands sent and not yet answered, at most: past it, the next is waited
+ * for.  Room for a transaction's BEGIN, SET LOCAL and a few writes with
+ * their preparations. */
+#define SENT_MAX 16
 
 /* Type oids of pg_type.h, stable across releases. */
 #define OID_BOOL    16
@@ -36,13 +57,19 @@
 struct pg_conn {
 	PGconn *pg;
 	/* The statements prepared on this connection: "sN" is cache[N].  Each
-	 * is prepared once, at its first use (a round trip of its own): keys
-	 * are the common layer's string literals, so the cache holds at most
-	 * the store's statements and grows to hold them all.  A server keeps
-	 * a connection's prepared statements until it closes. */
-	const char **cache;
+	 * is prepared once, sent with its first use: keys are the common
+	 * layer's string literals, so the cache holds at most the store's
+	 * statements and grows to hold them all.  A server keeps a
+	 * connection's prepared statements until it closes. */
+	const char **cache; /* NULL: a free slot (its preparation failed) */
 	size_t ncache, capcache;
 	bool in_tx;
+	/* Sent in pipeline mode, answers not read yet, in order. */
+	struct pg_sent {
+		const char *what; /* for an error: the command or the statement's SQL */
+		size_t slot;	  /* a preparation: its cache slot; else SIZE_MAX */
+	} sent[SENT_MAX];
+	size_t nsent;
 	uint64_t round_trips; /* answers waited for (store_round_trips) */
 };
 
@@ -129,6 +156,7 @@ static int pg_ensure(struct pg_conn *c, struct err *e)
 		return 0;
 	PQreset(c->pg);
 	c->ncache = 0;
+	c->nsent = 0;
 	if (PQstatus(c->pg) != CONNECTION_OK)
 		return pg_fail(c, NULL, NULL, e, "reconnect");
 	PQsetNoticeProcessor(c->pg, no_notices, NULL);
@@ -138,9 +166,9 @@ static int pg_ensure(struct pg_conn *c, struct err *e)
 static int pg_command(struct pg_conn *c, const char *sql, bool *transient, struct err *e)
 {
 	PGresult *res = PQexec(c->pg, sql);
-	c->round_trips++;
 	ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 
+	c->round_trips++;
 	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
 		pg_fail(c, res, transient, e, sql);
 		PQclear(res);
@@ -150,41 +178,120 @@ static int pg_command(struct pg_conn *c, const char *sql, bool *transient, struc
 	return 0;
 }
 
+/* Note a command sent in pipeline mode (the caller checked for room). */
+static void sent_add(struct pg_conn *c, const char *what, size_t slot)
+{
+	c->sent[c->nsent++] = (struct pg_sent){.what = what, .slot = slot};
+}
+
+static int pipeline_on(struct pg_conn *c, struct err *e)
+{
+	if (PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF && !PQenterPipelineMode(c->pg))
+		return pg_fail(c, NULL, NULL, e, "pipeline mode");
+	return 0;
+}
+
+/*
+ * Wait for the answers of everything sent: one round trip.  The first
+ * failure is the one reported (the commands after it were skipped by the
+ * server); a failed preparation frees its cache slot.  The last command's
+ * result goes to *ret_last when it succeeded and ret_last is not NULL
+ * (the caller PQclear()s it).  Leaves pipeline mode, so that PQexec works
+ * again (scripts, a ROLLBACK).
+ */
+static int pipeline_wait(struct pg_conn *c, PGresult **ret_last, bool *transient, struct err *e)
+{
+	bool lost = !PQpipelineSync(c->pg);
+	int rc = lost ? pg_fail(c, NULL, transient, e, "send") : 0;
+
+	if (ret_last)
+		*ret_last = NULL;
+	c->round_trips++;
+	for (size_t i = 0; i < c->nsent; i++) {
+		const struct pg_sent *s = &c->sent[i];
+		PGresult *res = lost ? NULL : PQgetResult(c->pg);
+		ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+		bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+		lost |= !res;
+		if (!ok && s->slot != SIZE_MAX)
+			c->cache[s->slot] = NULL; /* not prepared: the name is free again */
+		if (!ok && st != PGRES_PIPELINE_ABORTED && rc == 0) {
+			rc = pg_fail(c, res, transient, e,
+				     s->slot != SIZE_MAX ? "prepare" : "query");
+			if (i + 1 < c->nsent || s->slot != SIZE_MAX)
+				err_wrap(e, "%.200s", s->what); /* not the caller's own statement */
+		}
+		if (ok && ret_last && i + 1 == c->nsent) {
+			*ret_last = res;
+			res = NULL;
+		}
+		PQclear(res);
+		/* Each command's results end with a NULL. */
+		while (!lost && (res = PQgetResult(c->pg)))
+			PQclear(res);
+	}
+	if (!lost)
+		PQclear(PQgetResult(c->pg)); /* PGRES_PIPELINE_SYNC */
+	PQexitPipelineMode(c->pg);
+	c->nsent = 0;
+	if (rc < 0 && ret_last) {
+		PQclear(*ret_last);
+		*ret_last = NULL;
+	}
+	return rc;
+}
+
+/* Send a command of no parameters (BEGIN, COMMIT, ...); its answer is read
+ * with the next wait. */
+static int pipeline_send(struct pg_conn *c, const char *sql, struct err *e)
+{
+	if (pipeline_on(c, e) < 0)
+		return -1;
+	if (!PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0))
+		return pg_fail(c, NULL, NULL, e, sql);
+	sent_add(c, sql, SIZE_MAX);
+	return 0;
+}
+
+/* The answer is read with the first statement's (store_tx_run always runs
+ * one); a failed BEGIN fails that statement, and the whole transaction is
+ * run again when it was transient, as a failed BEGIN was. */
 static int pg_begin(void *conn, enum store_tx mode, bool *transient, struct err *e)
 {
 	struct pg_conn *c = conn;
 	static const char *const begin[] = {
 	    [STORE_TX_READ] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
 	    [STORE_TX_WRITE] = "BEGIN",
-	    /* One round trip: both statements in one simple query. */
-	    [STORE_TX_WRITE_LOSSY] = "BEGIN; SET LOCAL synchronous_commit TO off",
+	    [STORE_TX_WRITE_LOSSY] = "BEGIN",
 	};
+	struct err ignored;
 
 	if (pg_ensure(c, e) < 0)
 		return -1;
-	if (pg_command(c, begin[mode], transient, e) < 0) {
-		if (PQtransactionStatus(c->pg) != PQTRANS_IDLE) {
-			PQclear(PQexec(c->pg, "ROLLBACK"));
-			c->round_trips++;
-		}
+	if (pipeline_send(c, begin[mode], e) < 0 ||
+	    (mode == STORE_TX_WRITE_LOSSY &&
+	     pipeline_send(c, "SET LOCAL synchronous_commit TO off", e) < 0)) {
+		pipeline_wait(c, NULL, NULL, &ignored);
 		return -1;
 	}
 	c->in_tx = true;
 	return 0;
 }
 
+/* What was sent ahead goes with the COMMIT, in one round trip. */
 static int pg_commit(void *conn, bool *transient, struct err *e)
 {
 	struct pg_conn *c = conn;
-	PGresult *res = PQexec(c->pg, "COMMIT");
-	int rc = 0;
+	PGresult *res = NULL;
+	struct err ignored;
+	int rc = pipeline_send(c, "COMMIT", e);
 
-	c->round_trips++;
-
+	if (rc == 0)
+		rc = pipeline_wait(c, &res, transient, e);
+	else
+		pipeline_wait(c, NULL, NULL, &ignored);
 	/* COMMIT of a transaction that had failed answers "ROLLBACK". */
-	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = pg_fail(c, res, transient, e, "COMMIT");
-	else if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
+	if (rc == 0 && strcmp(PQcmdStatus(res), "COMMIT") != 0)
 		rc = err_set(e, 0, "postgresql: the transaction was rolled back");
 	PQclear(res);
 	c->in_tx = false;
@@ -194,7 +301,15 @@ static int pg_commit(void *conn, bool *transient, struct err *e)
 static void pg_rollback(void *conn)
 {
 	struct pg_conn *c = conn;
+	struct err ignored;
 
+	/* Sent ahead and never waited for: answered with the ROLLBACK, which
+	 * the server skips when one of them failed (then a second one). */
+	if (c->nsent) {
+		if (c->nsent < SENT_MAX)
+			pipeline_send(c, "ROLLBACK", &ignored);
+		pipeline_wait(c, NULL, NULL, &ignored);
+	}
 	if (PQtransactionStatus(c->pg) != PQTRANS_IDLE && PQstatus(c->pg) == CONNECTION_OK) {
 		PQclear(PQexec(c->pg, "ROLLBACK"));
 		c->round_trips++;
@@ -202,24 +317,38 @@ static void pg_rollback(void *conn)
 	c->in_tx = false;
 }
 
+/* Scripts (migrations) use the simple query protocol, outside pipeline
+ * mode: what was sent ahead is answered first. */
 static int pg_exec_script(void *conn, const char *sql, struct err *e)
 {
 	struct pg_conn *c = conn;
 
 	if (pg_ensure(c, e) < 0)
 		return -1;
+	if (c->nsent && pipeline_wait(c, NULL, NULL, e) < 0)
+		return -1;
 	return pg_command(c, sql, NULL, e);
 }
 
-static int pg_stmt(struct pg_conn *c, const char *key, char name[16], bool *transient,
-		   struct err *e)
+/*
+ * The prepared statement of `key` in `name`, its preparation sent first
+ * when it has none yet (a free slot, or a new one).  Marked prepared from
+ * the moment it is sent, so that a second use before the answer does not
+ * prepare it twice; a failure frees the slot (pipeline_wait).
+ */
+static int pg_stmt(struct pg_conn *c, const char *key, char name[16], struct err *e)
 {
-	for (size_t i = 0; i < c->ncache; i++)
+	size_t slot = SIZE_MAX;
+
+	for (size_t i = 0; i < c->ncache; i++) {
 		if (c->cache[i] == key) {
 			snprintf(name, 16, "s%zu", i);
 			return 0;
 		}
-	if (c->ncache == c->capcache) {
+		if (!c->cache[i] && slot == SIZE_MAX)
+			slot = i;
+	}
+	if (slot == SIZE_MAX && c->ncache == c->capcache) {
 		size_t cap = c->capcache ? 2 * c->capcache : 32;
 		const char **n = realloc(c->cache, cap * sizeof(*n));
 		if (n) {
@@ -227,27 +356,23 @@ static int pg_stmt(struct pg_conn *c, const char *key, char name[16], bool *tran
 			c->capcache = cap;
 		}
 	}
+	if (slot == SIZE_MAX && c->ncache < c->capcache)
+		slot = c->ncache++;
 	/* Out of memory: the unnamed statement, prepared anew each time. */
-	if (c->ncache == c->capcache)
+	if (slot == SIZE_MAX)
 		name[0] = '\0';
 	else
-		snprintf(name, 16, "s%zu", c->ncache);
+		snprintf(name, 16, "s%zu", slot);
 	char *sql = store_sql_expand(&pg_dialect, key, false);
 	if (!sql)
 		return err_set(e, ENOMEM, "postgresql: expand");
-	PGresult *res = PQprepare(c->pg, name, sql, 0, NULL);
-	c->round_trips++;
-	if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
-		pg_fail(c, res, transient, e, "prepare");
-		err_wrap(e, "%.200s", sql);
-		PQclear(res);
-		free(sql);
-		return -1;
-	}
-	PQclear(res);
+	int sent = PQsendPrepare(c->pg, name, sql, 0, NULL);
 	free(sql);
-	if (name[0])
-		c->cache[c->ncache++] = key;
+	if (!sent)
+		return pg_fail(c, NULL, NULL, e, "prepare");
+	if (slot != SIZE_MAX)
+		c->cache[slot] = key;
+	sent_add(c, key, slot);
 	return 0;
 }
 
@@ -300,6 +425,41 @@ static int pg_value(PGresult *res, int r, int col, struct store_val *v, char **o
 	}
 }
 
+/* The rows of a statement's result, which this frees. */
+static int rows_of(PGresult *res, struct store_rows **ret_rows, struct err *e)
+{
+	int ncols = PQnfields(res), nrows = PQntuples(res);
+	struct store_val vals[32];
+	char *owned[32];
+
+	if (ncols > 32) {
+		PQclear(res);
+		return err_set(e, 0, "postgresql: %d columns", ncols);
+	}
+	struct store_rows *rows = store_rows_new((size_t)ncols);
+	if (!rows) {
+		PQclear(res);
+		return err_set(e, ENOMEM, "postgresql: rows");
+	}
+	for (int r = 0; r < nrows; r++) {
+		int rc = 0, col;
+		for (col = 0; col < ncols && rc == 0; col++)
+			rc = pg_value(res, r, col, &vals[col], &owned[col], e);
+		if (rc == 0 && store_rows_add(rows, vals) < 0)
+			rc = err_set(e, ENOMEM, "postgresql: rows");
+		for (int k = 0; k < col; k++)
+			PQfreemem(owned[k]);
+		if (rc < 0) {
+			store_rows_free(rows);
+			PQclear(res);
+			return -1;
+		}
+	}
+	PQclear(res);
+	*ret_rows = rows;
+	return 0;
+}
+
 static int pg_query(void *conn, const char *sql, const struct store_val *params, size_t nparams,
 		    struct store_rows **ret_rows, bool *transient, struct err *e)
 {
@@ -308,11 +468,11 @@ static int pg_query(void *conn, const char *sql, const struct store_val *params,
 	const char *values[MAX_PARAMS];
 	int lengths[MAX_PARAMS], formats[MAX_PARAMS];
 	char nums[MAX_PARAMS][32];
+	PGresult *res = NULL;
+	struct err ignored;
 
 	if (nparams > MAX_PARAMS)
 		return err_set(e, 0, "postgresql: %zu parameters", nparams);
-	if (pg_ensure(c, e) < 0 || pg_stmt(c, sql, name, transient, e) < 0)
-		return -1;
 	for (size_t i = 0; i < nparams; i++) {
 		const struct store_val *p = &params[i];
 		lengths[i] = 0;
@@ -343,47 +503,35 @@ static int pg_query(void *conn, const char *sql, const struct store_val *params,
 			break;
 		}
 	}
-	PGresult *res = PQexecPrepared(c->pg, name, (int)nparams, values, lengths, formats, 0);
-	c->round_trips++;
-	ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-		pg_fail(c, res, transient, e, "query");
-		PQclear(res);
+	if (pg_ensure(c, e) < 0)
 		return -1;
+	/* Room for a preparation, this statement and a COMMIT or ROLLBACK. */
+	if (c->nsent + 3 > SENT_MAX && pipeline_wait(c, NULL, transient, e) < 0)
+		return -1;
+	if (pipeline_on(c, e) < 0 || pg_stmt(c, sql, name, e) < 0)
+		goto out_answered;
+	/* libpq copies the parameters into its buffer: the caller's may go. */
+	if (!PQsendQueryPrepared(c->pg, name, (int)nparams, values, lengths, formats, 0)) {
+		pg_fail(c, NULL, NULL, e, "query");
+		goto out_answered;
 	}
+	sent_add(c, sql, SIZE_MAX);
+	/* Rows nobody takes, inside a transaction: answered with the next
+	 * statement's or the COMMIT's (this file's opening comment). */
+	if (!ret_rows && c->in_tx)
+		return 0;
+	if (pipeline_wait(c, &res, transient, e) < 0)
+		return -1;
 	if (!ret_rows) {
 		PQclear(res);
 		return 0;
 	}
-	int ncols = PQnfields(res), nrows = PQntuples(res);
-	struct store_val vals[32];
-	char *owned[32];
-	if (ncols > 32) {
-		PQclear(res);
-		return err_set(e, 0, "postgresql: %d columns", ncols);
-	}
-	struct store_rows *rows = store_rows_new((size_t)ncols);
-	if (!rows) {
-		PQclear(res);
-		return err_set(e, ENOMEM, "postgresql: rows");
-	}
-	for (int r = 0; r < nrows; r++) {
-		int rc = 0, col;
-		for (col = 0; col < ncols && rc == 0; col++)
-			rc = pg_value(res, r, col, &vals[col], &owned[col], e);
-		if (rc == 0 && store_rows_add(rows, vals) < 0)
-			rc = err_set(e, ENOMEM, "postgresql: rows");
-		for (int k = 0; k < col; k++)
-			PQfreemem(owned[k]);
-		if (rc < 0) {
-			store_rows_free(rows);
-			PQclear(res);
-			return -1;
-		}
-	}
-	PQclear(res);
-	*ret_rows = rows;
-	return 0;
+	return rows_of(res, ret_rows, e);
+
+out_answered:
+	/* What was sent is answered, so the connection stays in step. */
+	pipeline_wait(c, NULL, NULL, &ignored);
+	return -1;
 }
 
 static uint64_t pg_round_trips(void *conn)

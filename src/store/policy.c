@@ -32,7 +32,7 @@ static const char sql_assignment_get[] =
     " ORDER BY v.version_no DESC LIMIT 1), "
     "(SELECT MAX(v.version_no) FROM assignment_versions v WHERE v.assignment_id = a.id) "
     "FROM assignments a WHERE a.id = $1";
-static const char sql_assignment_exists[] = "SELECT id FROM assignments WHERE id = $1";
+static const char sql_assignment_exists[] = "SELECT {now} FROM assignments WHERE id = $1";
 
 int store_assignment_get(struct store *st, int64_t assignment_id, struct store_assignment *ret,
 			 struct err *e)
@@ -59,8 +59,10 @@ int store_assignment_get(struct store *st, int64_t assignment_id, struct store_a
 	return 0;
 }
 
-/* STORE_NOT_FOUND unless the assignment exists. */
-static int assignment_exists(struct store *st, int64_t assignment_id, struct err *e)
+/* STORE_NOT_FOUND unless the assignment exists; *ret_now_ms (may be NULL)
+ * gets the database's clock. */
+static int assignment_exists(struct store *st, int64_t assignment_id, int64_t *ret_now_ms,
+			     struct err *e)
 {
 	struct store_rows *rows = NULL;
 	struct store_val p[] = {sv_int(assignment_id)};
@@ -68,6 +70,8 @@ static int assignment_exists(struct store *st, int64_t assignment_id, struct err
 	if (store_q(st, sql_assignment_exists, p, 1, &rows, e) < 0)
 		return err_wrap(e, "assignment %lld", (long long)assignment_id);
 	size_t n = rows->nrows;
+	if (n && ret_now_ms)
+		*ret_now_ms = store_col_int(rows, 0, 0);
 	store_rows_free(rows);
 	if (n == 0)
 		return store_fail(e, STORE_NOT_FOUND, "no assignment %lld",
@@ -157,7 +161,7 @@ static int extension_set_tx(struct store *st, void *arg, struct err *e)
 {
 	struct extension_arg *a = arg;
 	const struct store_extension *x = a->ext;
-	int rc = assignment_exists(st, a->assignment_id, e);
+	int rc = assignment_exists(st, a->assignment_id, NULL, e);
 
 	if (rc < 0)
 		return rc;
@@ -516,7 +520,8 @@ static int grade_tx(struct store *st, void *arg, struct err *e)
 	free(a->rows);
 	a->rows = NULL;
 	a->n = 0;
-	if ((rc = assignment_exists(st, a->assignment_id, e)) < 0)
+	/* The clock with it: a count's "now" is when its snapshot was taken. */
+	if ((rc = assignment_exists(st, a->assignment_id, &a->now_ms, e)) < 0)
 		return rc;
 	if (grade_query(st, a, &rows, e) < 0)
 		return err_wrap(e, "submissions of assignment %lld", (long long)a->assignment_id);
@@ -535,7 +540,7 @@ static int grade_tx(struct store *st, void *arg, struct err *e)
 			return -1;
 		}
 	store_rows_free(rows);
-	return store_now_ms(st, &a->now_ms, e);
+	return 0;
 }
 
 /* The rows in one read transaction (a consistent snapshot). */

@@ -128,7 +128,10 @@ struct store_ops {
 	 * Run one statement of the common layer, unexpanded: the backend
 	 * expands it (store_sql_expand) and caches the prepared statement by
 	 * the string's address, so `sql` must be a string literal.  Rows go
-	 * to *ret_rows when it is not NULL.
+	 * to *ret_rows when it is not NULL.  Without ret_rows, inside a
+	 * transaction, a backend may send it with the next statement or the
+	 * commit (pg.c: one round trip for several), so its failure may be
+	 * that later call's; the parameters need not outlive the call.
 	 */
 	int (*query)(void *conn, const char *sql, const struct store_val *params, size_t nparams,
 		     struct store_rows **ret_rows, bool *transient, struct err *e);
