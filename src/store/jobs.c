@@ -199,11 +199,10 @@ int store_submit(struct store *st, const struct store_submission_in *in, int64_t
 	struct submit_arg a = {.in = in};
 	int rc;
 
-	if ((rc = store_check_label("student", in->student, STORE_LABEL_CAP, false, e)) < 0 ||
-	    (rc = store_check_label("idempotency key", in->idempotency_key, STORE_LABEL_CAP, false,
-				    e)) < 0 ||
-	    (rc = store_check_label("callback URL", in->callback_url, STORE_TEXT_MAX, false, e)) <
-		0)
+	const size_t label = STORE_LABEL_CAP, url = STORE_TEXT_MAX;
+	if ((rc = store_check_label("student", in->student, label, false, e)) < 0 ||
+	    (rc = store_check_label("idempotency key", in->idempotency_key, label, false, e)) < 0 ||
+	    (rc = store_check_label("callback URL", in->callback_url, url, false, e)) < 0)
 		return rc;
 	if (in->max_attempts > 100)
 		return store_fail(e, STORE_INVALID, "max_attempts %d above 100", in->max_attempts);

@@ -426,7 +426,7 @@ int store_open(const char *url, struct store **ret, struct err *e)
 	 * that fails is a new database (no schema_version table); migrate_tx
 	 * says what it was if it was something else.
 	 */
-	int64_t have = 0;
+	int64_t have;
 	struct err ignored;
 	if (version_read(st, &have, &ignored) < 0)
 		have = 0;
