@@ -18,40 +18,45 @@
 /* A body that holds one archive: its base64 and the other members. */
 #define UPLOAD_BODY(a) ((a)->c.max_upload / 3 * 4 + BODY_SMALL)
 
-/* Backpressure: 429 when the course has --queue-bound unfinished jobs. */
-static int queue_has_room(struct call *c)
-{
-	int64_t backlog;
-	struct err e;
-	int rc;
-
-	if ((rc = store_course_backlog(c->st, c->who->course_id, &backlog, &e)) < 0)
-		return answer_store(c->rs, rc, &e), -1;
-	if (backlog < c->a->c.queue_bound)
-		return 0;
-	answer_fail(c->rs, ERR_QUEUE_FULL,
-		    "the course has %" PRId64 " submissions waiting (the bound is %" PRId64
-		    "); retry later",
-		    backlog, c->a->c.queue_bound);
-	c->rs->retry_after_s = c->a->c.retry_after_s;
-	metrics_count(c->a->metrics, "submissions_refused_queue_full", 1);
-	return -1;
-}
-
-/* The policy's admission (the course's daily CPU cap, then the assignment's
- * limit and interval), run inside the submission's transaction. */
+/*
+ * The admission of a submission, run inside its transaction (store_submit),
+ * after a replayed idempotency key was answered there (so a replay gets its
+ * first answer whatever the queue or the policy say now): the course's
+ * queue bound (backpressure), then the policy (the course's daily CPU cap,
+ * the assignment's limit and interval).
+ */
 struct admission {
+	int64_t course_id;
+	int64_t queue_bound;
 	int64_t assignment_id;
 	const char *student;
+	int64_t backlog;  /* when the queue was full */
+	bool queue_full;
 	struct policy_verdict v;
 };
 
 static int admit(struct store *st, void *ctx, struct err *e)
 {
 	struct admission *ad = ctx;
-	int rc = policy_admit(st, ad->assignment_id, ad->student, &ad->v, e);
+	int rc;
 
+	if ((rc = store_course_backlog(st, ad->course_id, &ad->backlog, e)) < 0)
+		return rc;
+	if ((ad->queue_full = ad->backlog >= ad->queue_bound))
+		return 1;
+	rc = policy_admit(st, ad->assignment_id, ad->student, &ad->v, e);
 	return rc < 0 ? rc : ad->v.refusal != POLICY_ALLOWED;
+}
+
+/* Backpressure: 429 when the course has --queue-bound unfinished jobs. */
+static void answer_queue_full(struct call *c, const struct admission *ad)
+{
+	answer_fail(c->rs, ERR_QUEUE_FULL,
+		    "the course has %" PRId64 " submissions waiting (the bound is %" PRId64
+		    "); retry later",
+		    ad->backlog, ad->queue_bound);
+	c->rs->retry_after_s = c->a->c.retry_after_s;
+	metrics_count(c->a->metrics, "submissions_refused_queue_full", 1);
 }
 
 /* Answer the policy's refusal, with Retry-After when waiting helps. */
@@ -120,20 +125,10 @@ static void submit_one(struct call *c, const json_t *doc, const char *key, bool 
 		answer_store(rs, rc, &e);
 		goto out;
 	}
-	/* A replayed key answers the first submission whatever the queue or
-	 * the policy say now (store_submit also does, inside its transaction). */
-	if (key && (rc = store_submission_by_key(c->st, who->course_id, key, &sub_id, &job_id,
-						 &e)) != 0) {
-		if (rc < 0) {
-			answer_store(rs, rc, &e);
-			goto out;
-		}
-		existing = true;
-		goto accepted;
-	}
-	if (queue_has_room(&one) < 0)
-		goto out;
-	struct admission ad = {.assignment_id = v.assignment_id, .student = student};
+	struct admission ad = {.course_id = who->course_id,
+			       .queue_bound = c->a->c.queue_bound,
+			       .assignment_id = v.assignment_id,
+			       .student = student};
 	struct store_submission_in in = {.course_id = who->course_id,
 					 .version_id = v.version_id,
 					 .student = student,
@@ -149,14 +144,16 @@ static void submit_one(struct call *c, const json_t *doc, const char *key, bool 
 					 .admit_ctx = &ad};
 	rc = store_submit(c->st, &in, &sub_id, &job_id, &existing, &e);
 	if (rc == STORE_REFUSED) {
-		answer_refusal(&one, &ad.v);
+		if (ad.queue_full)
+			answer_queue_full(&one, &ad);
+		else
+			answer_refusal(&one, &ad.v);
 		goto out;
 	}
 	if (rc < 0) {
 		answer_store(rs, rc, &e);
 		goto out;
 	}
-accepted:
 	metrics_count(c->a->metrics, existing ? "submissions_replayed" : "submissions_accepted", 1);
 	answer_json(rs, existing ? 200 : 202,
 		    json_pack("{s:I, s:I, s:I, s:s, s:b}", "submission_id", (json_int_t)sub_id,

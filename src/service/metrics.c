@@ -142,10 +142,6 @@ static const char *label_value(char *s)
 	return s;
 }
 
-/* TEMPORARY (this session): store_outcome_name() replaces it. */
-static const char *const outcome_names[STORE_OUTCOMES] = {"running", "done", "failed",
-							  "lease_expired", "released"};
-
 static int render_store(struct store *st, struct dynbuf *t, struct err *e)
 {
 	struct store_course_counts cc[COURSES_SHOWN];
@@ -177,7 +173,7 @@ static int render_store(struct store *st, struct dynbuf *t, struct err *e)
 		       "lost or fenced).\n# TYPE proctor_attempts_total counter\n");
 	for (int i = 0; i < STORE_OUTCOMES; i++)
 		dynbuf_addf(t, "proctor_attempts_total{outcome=\"%s\"} %" PRId64 "\n",
-			    outcome_names[i], outcomes[i]);
+			    store_outcome_name((enum store_outcome)i), outcomes[i]);
 	dynbuf_adds(t, "# HELP proctor_queue_depth Queued and running jobs by course.\n"
 		       "# TYPE proctor_queue_depth gauge\n");
 	for (size_t i = 0; i < n; i++)

@@ -1,8 +1,9 @@
 /* Regrades of many submissions at once (store.h, "regrades of many submissions"). */
-#include <math.h>
 #include <stdlib.h>
 
 #include "store_int.h"
+
+#include "grade/grade.h"
 
 static const char *const scope_names[] = {"submission", "student", "latest", "all"};
 
@@ -150,11 +151,6 @@ static const char sql_regrade_items[] =
     "LEFT JOIN results new ON new.job_id = rj.job_id "
     "WHERE rj.regrade_id = $1 ORDER BY rj.submission_id, rj.job_id";
 
-static bool changed(double a, double b)
-{
-	return isnan(a) != isnan(b) || (!isnan(a) && a != b);
-}
-
 int store_regrade_get(struct store *st, int64_t regrade_id, struct store_regrade_info *ret,
 		      struct store_regrade_item *items, size_t cap, size_t *ret_n, struct err *e)
 {
@@ -192,7 +188,7 @@ int store_regrade_get(struct store *st, int64_t regrade_id, struct store_regrade
 		ret->total++;
 		ret->finished += done;
 		ret->changed +=
-		    done && it.state == STORE_JOB_DONE && changed(it.old_score, it.new_score);
+		    done && it.state == STORE_JOB_DONE && grade_score_changed(it.old_score, it.new_score);
 		if (*ret_n < cap)
 			items[(*ret_n)++] = it;
 	}

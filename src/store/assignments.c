@@ -1,4 +1,4 @@
-/* The job store's policy side: assignment policies, extensions, the gradebook's rows, usage. */
+/* The job store's side of assignments: their rows and policies (kept as text), extensions, the gradebook's rows, usage. */
 #include "store_int.h"
 
 #include <errno.h>
