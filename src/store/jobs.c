@@ -687,17 +687,10 @@ int store_job_release(struct store *st, int64_t job_id, int attempt, const char 
 
 /* ---- lookups ---- */
 
-static const char sql_job_get[] =
-    "SELECT id, submission_id, version_id, state, attempt, max_attempts, not_gradable, error, "
-    "worker, host, received_ms, queued_ms, started_ms, sandbox_ready_ms, finished_ms, "
-    "delivered_ms, not_before_ms, lease_expires_ms FROM jobs WHERE id = $1";
 static const char sql_job_latest[] =
-    "SELECT id, submission_id, version_id, state, attempt, max_attempts, not_gradable, error, "
-    "worker, host, received_ms, queued_ms, started_ms, sandbox_ready_ms, finished_ms, "
-    "delivered_ms, not_before_ms, lease_expires_ms FROM jobs WHERE submission_id = $1 "
-    "ORDER BY id DESC LIMIT 1";
+    "SELECT " STORE_JOB_COLUMNS " FROM jobs WHERE submission_id = $1 ORDER BY id DESC LIMIT 1";
 
-static int job_fill(const struct store_rows *rows, struct store_job *j, struct err *e)
+int store_job_fill(const struct store_rows *rows, struct store_job *j, struct err *e)
 {
 	memset(j, 0, sizeof(*j));
 	j->job_id = store_col_int(rows, 0, 0);
@@ -720,22 +713,6 @@ static int job_fill(const struct store_rows *rows, struct store_job *j, struct e
 	j->not_before_ms = store_col_int(rows, 0, 16);
 	j->lease_expires_ms = store_col_int(rows, 0, 17);
 	return 0;
-}
-
-int store_job_get(struct store *st, int64_t job_id, struct store_job *ret, struct err *e)
-{
-	struct store_rows *rows = NULL;
-	struct store_val p[] = {sv_int(job_id)};
-
-	if (store_q(st, sql_job_get, p, 1, &rows, e) < 0)
-		return err_wrap(e, "job %lld", (long long)job_id);
-	if (rows->nrows == 0) {
-		store_rows_free(rows);
-		return store_fail(e, STORE_NOT_FOUND, "no job %lld", (long long)job_id);
-	}
-	int rc = job_fill(rows, ret, e);
-	store_rows_free(rows);
-	return rc;
 }
 
 static const char sql_submission_get[] =
@@ -775,7 +752,7 @@ static int view_tx(struct store *st, void *arg, struct err *e)
 
 	if (store_q(st, sql_job_latest, p, 1, &rows, e) < 0)
 		return err_wrap(e, "jobs of submission %lld", (long long)a->id);
-	if (rows->nrows && job_fill(rows, &v->job, e) < 0) {
+	if (rows->nrows && store_job_fill(rows, &v->job, e) < 0) {
 		store_rows_free(rows);
 		return -1;
 	}
@@ -882,20 +859,6 @@ int store_result_list(struct store *st, int64_t submission_id, struct store_resu
 	}
 	store_rows_free(rows);
 	*ret_n = n;
-	return 0;
-}
-
-static const char sql_result_count[] = "SELECT COUNT(*) FROM results WHERE submission_id = $1";
-
-int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, struct err *e)
-{
-	struct store_rows *rows = NULL;
-	struct store_val p[] = {sv_int(submission_id)};
-
-	if (store_q(st, sql_result_count, p, 1, &rows, e) < 0)
-		return err_wrap(e, "results of submission %lld", (long long)submission_id);
-	*ret = store_col_int(rows, 0, 0);
-	store_rows_free(rows);
 	return 0;
 }
 
@@ -1009,9 +972,6 @@ static const char sql_delivery_add[] =
     "VALUES ($1, $2, {now}, $3, $4)";
 static const char sql_job_delivered[] =
     "UPDATE jobs SET delivered_ms = {now} WHERE id = $1 AND delivered_ms IS NULL";
-static const char sql_outbox_of_job[] =
-    "SELECT id, result_id, state, attempts, next_try_ms, delivered_ms FROM outbox "
-    "WHERE job_id = $1 ORDER BY id";
 
 void store_delivery_clear(struct store_delivery *d)
 {
@@ -1125,30 +1085,6 @@ int store_outbox_record(struct store *st, int64_t outbox_id, bool ok, int http_s
 		return store_fail(e, STORE_INVALID, "outbox: retry %lld ms, %d attempts",
 				  (long long)retry_ms, max_attempts);
 	return store_tx_run(st, STORE_TX_WRITE, record_tx, &a, e);
-}
-
-int store_outbox_for_job(struct store *st, int64_t job_id, struct store_outbox_row *ret, size_t cap,
-			 size_t *ret_n, struct err *e)
-{
-	struct store_rows *rows = NULL;
-	struct store_val p[] = {sv_int(job_id)};
-	size_t n = 0;
-
-	if (store_q(st, sql_outbox_of_job, p, 1, &rows, e) < 0)
-		return err_wrap(e, "outbox of job %lld", (long long)job_id);
-	for (; n < rows->nrows && n < cap; n++) {
-		struct store_outbox_row *o = &ret[n];
-		memset(o, 0, sizeof(*o));
-		o->outbox_id = store_col_int(rows, n, 0);
-		o->result_id = store_col_int(rows, n, 1);
-		store_col_copy(rows, n, 2, o->state, sizeof(o->state));
-		o->attempts = (int)store_col_int(rows, n, 3);
-		o->next_try_ms = store_col_int(rows, n, 4);
-		o->delivered_ms = store_col_int(rows, n, 5);
-	}
-	store_rows_free(rows);
-	*ret_n = n;
-	return 0;
 }
 
 static const char sql_phases[] =

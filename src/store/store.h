@@ -333,9 +333,6 @@ struct store_job {
 	int64_t not_before_ms;
 	int64_t lease_expires_ms;
 };
-/* A job by id.  Only tests read one this way (tests/integration too); the
- * service reads a submission's latest job with store_submission_get(). */
-int store_job_get(struct store *st, int64_t job_id, struct store_job *ret, struct err *e);
 
 /* One result row. */
 struct store_result {
@@ -378,10 +375,6 @@ int store_submission_list(struct store *st, int64_t course_id, const char *stude
  * (doc_json stays NULL): for "which scores changed" after a regrade. */
 int store_result_list(struct store *st, int64_t submission_id, struct store_result *ret, size_t cap,
 		      size_t *ret_n, struct err *e);
-
-/* Number of result rows of a submission (regrades add rows).  For tests
- * (tests/integration too): the service lists them, store_result_list(). */
-int store_result_count(struct store *st, int64_t submission_id, int64_t *ret, struct err *e);
 
 /* CPU-seconds reserved by the results of a course's submissions recorded
  * since `since_ms` (database clock): the daily budget's numerator. */
@@ -533,20 +526,6 @@ int store_outbox_take_due(struct store *st, int64_t hold_ms, struct store_delive
  */
 int store_outbox_record(struct store *st, int64_t outbox_id, bool ok, int http_status,
 			const char *error, int64_t retry_ms, int max_attempts, struct err *e);
-
-/* An outbox row's state, for tests (tests/integration too): the service
- * reads the outbox only through store_outbox_take_due(). */
-struct store_outbox_row {
-	int64_t outbox_id;
-	int64_t result_id;
-	char state[16]; /* pending|delivered|failed */
-	int attempts;
-	int64_t next_try_ms;
-	int64_t delivered_ms;
-};
-/* The outbox rows of a job (up to cap). */
-int store_outbox_for_job(struct store *st, int64_t job_id, struct store_outbox_row *ret, size_t cap,
-			 size_t *ret_n, struct err *e);
 
 /* ---- assignment policies, extensions, the gradebook (migration 3) ---- */
 

@@ -221,6 +221,18 @@ extern const size_t store_migration_count;
 int store_blob_put_tx(struct store *st, const void *data, size_t len, char ret_sha256[65],
 		      struct err *e);
 
+/*
+ * A job's columns in the order store_job_fill() reads them: a statement
+ * that selects "SELECT " STORE_JOB_COLUMNS " FROM jobs ..." hands its first
+ * row to store_job_fill(), which fills `j` (zeroed first).  -1 (STORE_ERROR)
+ * when the row's state is not one this code knows.
+ */
+#define STORE_JOB_COLUMNS                                                                          \
+	"id, submission_id, version_id, state, attempt, max_attempts, not_gradable, error, "       \
+	"worker, host, received_ms, queued_ms, started_ms, sandbox_ready_ms, finished_ms, "        \
+	"delivered_ms, not_before_ms, lease_expires_ms"
+int store_job_fill(const struct store_rows *rows, struct store_job *j, struct err *e);
+
 /* Queue a regrade job of `submission` against `version` (inside a transaction). */
 int store_job_add_tx(struct store *st, int64_t submission, int64_t version, int64_t course,
 		     int64_t received_ms, int64_t *ret_job, struct err *e);

@@ -26,6 +26,7 @@
 #include "service/callback.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "storepeek.h"
 #include "util.h"
 
 /*

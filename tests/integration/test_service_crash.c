@@ -34,6 +34,7 @@
 #include "pgtest.h"
 #include "service/http.h"
 #include "store/store.h"
+#include "storepeek.h"
 
 /*
  * Real components only: `proctor serve` and `proctor worker` processes

@@ -21,6 +21,7 @@
 #include "service/policy.h"
 #include "store/store.h"
 #include "store/store_int.h"
+#include "storepeek.h"
 
 /* One backend under test: every case opens a fresh database from it. */
 struct backend {
