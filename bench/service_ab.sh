@@ -2,12 +2,13 @@
 # The service's durable intake side by side with an earlier build, in one run
 # (bench/README.md, "service_ab"):
 #
-#   bench/service_ab.sh [BASE] [ROUNDS]
+#   bench/service_ab.sh [BASE] [ROUNDS] [NEW]
 #
 # BASE is a revision (default a3b2b8a: the service before its reshaping into
 # a route table, handlers by resource and a gate that checks a token once);
 # it is built in a git worktree under /var/tmp, release, beside this tree's
-# build-rel.  Each round runs `service_bench --intake-only` with the base's
+# build-rel (or NEW, a revision built in a worktree of its own: a tree with
+# work in progress need not build).  Each round runs `service_bench --intake-only` with the base's
 # binaries and with this tree's, in alternating order (SQLite and PostgreSQL
 # each time), and the medians of accepted/s and server CPU per submission
 # are printed with their ratios, this tree over the base.  Intake grades
@@ -20,6 +21,11 @@ base=${1:-a3b2b8a}
 rounds=${2:-3}
 new=build-rel
 old_src=/var/tmp/proctor-ab-$(git rev-parse --short "$base")
+new_src=$here
+if [ -n "${3:-}" ]; then
+	new_src=/var/tmp/proctor-ab-$(git rev-parse --short "$3")
+	[ -d "$new_src" ] || git worktree add --detach "$new_src" "$3" >/dev/null
+fi
 
 build() { # DIR SRC
 	if [ ! -f "$2/$1/build.ninja" ]; then
@@ -32,7 +38,7 @@ if [ ! -d "$old_src" ]; then
 	git worktree add --detach "$old_src" "$base" >/dev/null
 fi
 build build-rel "$old_src"
-build "$new" "$here"
+build "$new" "$new_src"
 
 out=$(mktemp -d /var/tmp/proctor-ab.XXXXXX)
 trap 'rm -rf "$out"' EXIT
@@ -42,9 +48,9 @@ run() { # SRC BUILD TAG ROUND
 }
 for r in $(seq 1 "$rounds"); do
 	if [ $((r % 2)) = 1 ]; then
-		run "$old_src" build-rel old "$r"; run "$here" "$new" new "$r"
+		run "$old_src" build-rel old "$r"; run "$new_src" "$new" new "$r"
 	else
-		run "$here" "$new" new "$r"; run "$old_src" build-rel old "$r"
+		run "$new_src" "$new" new "$r"; run "$old_src" build-rel old "$r"
 	fi
 done
 
