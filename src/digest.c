@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <nettle/base64.h>
 #include <nettle/sha2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,4 +75,15 @@ void digest_final(struct digest *d, char hex[65])
 void digest_free(struct digest *d)
 {
 	free(d);
+}
+
+char *base64_of(const void *data, size_t len)
+{
+	char *out = malloc(BASE64_ENCODE_RAW_LENGTH(len) + 1);
+
+	if (!out)
+		return NULL;
+	base64_encode_raw(out, len, data);
+	out[BASE64_ENCODE_RAW_LENGTH(len)] = '\0';
+	return out;
 }

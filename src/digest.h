@@ -1,4 +1,4 @@
-/* SHA-256 digests (Nettle) for reproducibility records. */
+/* SHA-256 digests (Nettle) for reproducibility records, and base64 text of bytes. */
 #ifndef PROCTOR_DIGEST_H
 #define PROCTOR_DIGEST_H
 
@@ -18,5 +18,8 @@ int digest_update_file(struct digest *d, const char *path, struct err *e);
 /* Write 64 hex digits + NUL into hex and free d. */
 void digest_final(struct digest *d, char hex[65]);
 void digest_free(struct digest *d);
+
+/* Bytes as base64 text (RFC 4648, padded), malloc'd; NULL when out of memory. */
+char *base64_of(const void *data, size_t len);
 
 #endif

@@ -128,6 +128,7 @@ static const struct {
     [ERR_SUBMISSION_LIMIT] = {2, 403, "submission_limit"},
     [ERR_TOO_SOON] = {3, 429, "too_soon"},		    /* retry later */
     [ERR_BUDGET_EXCEEDED] = {2, 403, "budget_exceeded"},
+    [ERR_CAPACITY] = {3, 429, "capacity"}, /* retry later */
 };
 
 static enum err_kind known(enum err_kind kind)

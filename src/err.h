@@ -37,6 +37,7 @@ enum err_kind {
 	ERR_SUBMISSION_LIMIT = 11, /* the policy's limit of submissions is reached */
 	ERR_TOO_SOON = 12,	  /* the policy's interval has not passed: retry later */
 	ERR_BUDGET_EXCEEDED = 13, /* the course's daily CPU cap is spent */
+	ERR_CAPACITY = 14,	  /* no room for a sandbox on the host now: retry later */
 	ERR_KIND_COUNT	      /* not a kind: the size of the table */
 };
 

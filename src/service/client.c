@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "digest.h"
 #include "dynbuf.h"
 #include "service/commands.h"
 #include "service/pack.h"
@@ -119,17 +120,6 @@ static int print_doc(json_t *doc)
 
 	fputc('\n', stdout);
 	return rc;
-}
-
-static char *base64_of(const void *data, size_t len)
-{
-	char *out = malloc(BASE64_ENCODE_RAW_LENGTH(len) + 1);
-
-	if (!out)
-		return NULL;
-	base64_encode_raw(out, len, data);
-	out[BASE64_ENCODE_RAW_LENGTH(len)] = '\0';
-	return out;
 }
 
 static int client_env(struct client *c)

@@ -51,6 +51,7 @@ struct pending {
 	struct dynbuf body; /* capped at this request's max body */
 	max_align_t state[(HTTP_REQUEST_STATE + sizeof(max_align_t) - 1) / sizeof(max_align_t)];
 	uint64_t first_ns; /* the handler's first call */
+	void (*state_end)(void *state); /* http_response.state_end, sticky */
 	struct http_server *server;
 	/* Suspended, waiting to be called again (the server's timer list). */
 	struct MHD_Connection *conn;
@@ -436,6 +437,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	rq.last_call = stopping(s);
 	struct http_response rs = {.status = 500};
 	s->handler(s->ctx, &rq, &rs);
+	if (rs.state_end)
+		p->state_end = rs.state_end;
 	if (rs.again_ms && !rq.last_call) {
 		http_response_clear(&rs);
 		if (wait_for(s, p, rs.again_ms))
@@ -444,6 +447,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		rq.last_call = true;
 		rs = (struct http_response){.status = 500};
 		s->handler(s->ctx, &rq, &rs);
+		if (rs.state_end)
+			p->state_end = rs.state_end;
 	}
 	return send_response(c, &rs, p);
 }
@@ -501,6 +506,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (p) {
+		if (p->state_end)
+			p->state_end(p->state);
 		dynbuf_free(&p->body);
 		free(p);
 		*con_cls = NULL;

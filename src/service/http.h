@@ -32,7 +32,7 @@ struct http_limits {
 void http_limits_default(struct http_limits *l);
 
 /* Bytes a gate may fill for its handler (http_request.state). */
-#define HTTP_REQUEST_STATE 64
+#define HTTP_REQUEST_STATE 128
 
 /* One request, valid only during the handler call. */
 struct http_request {
@@ -101,6 +101,13 @@ struct http_response {
 	http_stream_fn stream;
 	void *stream_ctx;
 	void (*stream_free)(void *ctx);
+	/*
+	 * Called with the request's state (http_request.state) when the
+	 * request ends however it ends (answered, the client gone while it
+	 * waited, the server stopping): what a handler keeps there across
+	 * calls (an open descriptor) is released.  Once set it sticks.
+	 */
+	void (*state_end)(void *state);
 	/* Headers added with http_response_header(), owned by the response. */
 	char *headers[HTTP_MAX_HEADERS][2];
 	unsigned n_headers;

@@ -194,6 +194,7 @@ static void test_err_kinds_keep_their_numbers_codes_and_statuses(void **state)
 	    {ERR_SUBMISSION_LIMIT, 11, "submission_limit", 2, 403},
 	    {ERR_TOO_SOON, 12, "too_soon", 3, 429},
 	    {ERR_BUDGET_EXCEEDED, 13, "budget_exceeded", 2, 403},
+	    {ERR_CAPACITY, 14, "capacity", 3, 429},
 	};
 
 	assert_int_equal(ARRAY_LEN(published), ERR_KIND_COUNT);
