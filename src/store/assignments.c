@@ -595,9 +595,15 @@ int store_student_submissions(struct store *st, int64_t assignment_id, const cha
 
 /* ---- usage ---- */
 
+/* Gradings (results) and sandbox execs (migration 6) that ended since $2;
+ * an exec's gib_seconds is NULL only while it has not ended. */
 static const char sql_usage_since[] =
-    "SELECT COALESCE(SUM(r.cpu_seconds), 0), COALESCE(SUM(r.gib_seconds), 0) FROM results r "
-    "JOIN submissions s ON s.id = r.submission_id WHERE s.course_id = $1 AND r.created_ms >= $2";
+    "SELECT COALESCE(SUM(cpu), 0), COALESCE(SUM(gib), 0) FROM ("
+    "SELECT r.cpu_seconds AS cpu, r.gib_seconds AS gib FROM results r "
+    "JOIN submissions s ON s.id = r.submission_id WHERE s.course_id = $1 AND r.created_ms >= $2 "
+    "UNION ALL SELECT CAST(x.cpu_ms AS DOUBLE PRECISION) / 1000, x.gib_seconds "
+    "FROM sandbox_execs x JOIN sandboxes b ON b.id = x.sandbox_id "
+    "WHERE b.course_id = $1 AND x.ended_ms >= $2) u";
 
 int store_course_usage_since(struct store *st, int64_t course_id, int64_t since_ms,
 			     double *ret_cpu_seconds, double *ret_gib_seconds, struct err *e)

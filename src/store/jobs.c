@@ -100,20 +100,6 @@ static int find_by_key(struct store *st, struct submit_arg *a, struct err *e)
 	return found;
 }
 
-int store_submission_by_key(struct store *st, int64_t course_id, const char *key,
-			    int64_t *ret_submission, int64_t *ret_job, struct err *e)
-{
-	struct store_submission_in in = {.course_id = course_id, .idempotency_key = key};
-	struct submit_arg a = {.in = &in};
-	int rc = find_by_key(st, &a, e);
-
-	if (rc > 0) {
-		*ret_submission = a.submission;
-		*ret_job = a.job;
-	}
-	return rc;
-}
-
 static int version_in_course(struct store *st, int64_t version_id, int64_t course_id, struct err *e)
 {
 	struct store_rows *rows = NULL;
@@ -862,9 +848,12 @@ int store_result_list(struct store *st, int64_t submission_id, struct store_resu
 	return 0;
 }
 
+/* Gradings (results) and sandbox execs (migration 6) that ended since $2. */
 static const char sql_cpu_since[] =
-    "SELECT COALESCE(SUM(r.cpu_seconds), 0) FROM results r "
-    "JOIN submissions s ON s.id = r.submission_id WHERE s.course_id = $1 AND r.created_ms >= $2";
+    "SELECT COALESCE((SELECT SUM(r.cpu_seconds) FROM results r "
+    "JOIN submissions s ON s.id = r.submission_id WHERE s.course_id = $1 AND r.created_ms >= $2), "
+    "0) + COALESCE((SELECT CAST(SUM(x.cpu_ms) AS DOUBLE PRECISION) / 1000 FROM sandbox_execs x "
+    "JOIN sandboxes b ON b.id = x.sandbox_id WHERE b.course_id = $1 AND x.ended_ms >= $2), 0)";
 
 int store_course_cpu_since(struct store *st, int64_t course_id, int64_t since_ms,
 			   double *ret_cpu_seconds, struct err *e)

@@ -184,11 +184,76 @@ static const char migration_4[] =
  * and rows from before this column) the student view. */
 static const char migration_5[] = "ALTER TABLE submissions ADD COLUMN callback_view TEXT;";
 
+/*
+ * Sandboxes over the API (docs/sandbox-keeper.md): who owns each, where it
+ * is held, its lease and its end; and every command run in one.  A live
+ * sandbox (creating or running) is found by its host when that host's
+ * server restarts or its worker dies, and by its lease end when the sweep
+ * looks for expired ones: both read the partial index of live rows only.
+ * An exec carries its own usage so a course's day counts the execs that
+ * ended that day (the daily CPU cap).
+ */
+static const char migration_6[] =
+    "CREATE TABLE sandboxes ("
+    " id {id},"
+    " course_id BIGINT NOT NULL REFERENCES courses(id),"
+    " token_id BIGINT NOT NULL REFERENCES tokens(id),"
+    " state TEXT NOT NULL"
+    "  CHECK (state IN ('creating', 'running', 'deleted', 'expired', 'lost', 'failed')),"
+    " isolation TEXT NOT NULL,"
+    " image_pin TEXT NOT NULL,"
+    " vcpu INTEGER,"
+    " memory_mib INTEGER,"
+    " disk_mib INTEGER,"
+    " timeout_s INTEGER,"
+    " labels TEXT NOT NULL,"
+    " env TEXT NOT NULL,"
+    " idempotency_key TEXT,"
+    " secret TEXT NOT NULL,"
+    " host_key TEXT,"
+    " socket TEXT,"
+    " keeper_pid BIGINT,"
+    " created_ms BIGINT NOT NULL,"
+    " started_ms BIGINT,"
+    " lease_end_ms BIGINT NOT NULL,"
+    " ended_ms BIGINT,"
+    " end_reason TEXT,"
+    " execs INTEGER NOT NULL DEFAULT 0,"
+    " cpu_ms BIGINT NOT NULL DEFAULT 0,"
+    " gib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,"
+    " UNIQUE (course_id, idempotency_key));"
+    "CREATE INDEX sandboxes_live ON sandboxes (host_key) "
+    "WHERE state IN ('creating', 'running');"
+    "CREATE INDEX sandboxes_course ON sandboxes (course_id, id);"
+
+    "CREATE TABLE sandbox_execs ("
+    " id {id},"
+    " sandbox_id BIGINT NOT NULL REFERENCES sandboxes(id),"
+    " argv TEXT NOT NULL,"
+    " cwd TEXT,"
+    " state TEXT NOT NULL CHECK (state IN ('running', 'done', 'unknown')),"
+    " status TEXT,"
+    " exit_code INTEGER,"
+    " signal INTEGER,"
+    " limits_hit TEXT,"
+    " timed_out INTEGER,"
+    " cpu_ms BIGINT,"
+    " wall_ms BIGINT,"
+    " peak_memory_kib BIGINT,"
+    " peak_pids BIGINT,"
+    " stdout_bytes BIGINT,"
+    " stderr_bytes BIGINT,"
+    " gib_seconds DOUBLE PRECISION,"
+    " started_ms BIGINT NOT NULL,"
+    " ended_ms BIGINT);"
+    "CREATE INDEX sandbox_execs_sandbox ON sandbox_execs (sandbox_id, id);";
+
 const struct store_migration store_migrations[] = {
     {1, migration_1},
     {2, migration_2},
     {3, migration_3},
     {4, migration_4},
     {5, migration_5},
+    {6, migration_6},
 };
 const size_t store_migration_count = sizeof(store_migrations) / sizeof(store_migrations[0]);

@@ -13,8 +13,9 @@
  * -------------------
  * Everything `proctor serve` and `proctor worker` must not lose lives in
  * one database: courses, hashed tokens, content-addressed blobs (archives,
- * submissions), assignment versions, submissions, jobs, results, attempts
- * and the callback outbox.  docs/service-schema.md defines every table.
+ * submissions), assignment versions, submissions, jobs, results, attempts,
+ * the callback outbox, and the sandboxes of the sandbox API with their
+ * execs.  docs/service-schema.md defines every table.
  *
  * Two backends sit behind `struct store_ops` (store_int.h), chosen at run
  * time from the URL: `sqlite:PATH` (one file, WAL, one host) and
@@ -55,7 +56,7 @@ enum store_status {
 };
 
 /* The schema version this code writes; store_open() refuses a newer database. */
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 /* Attempts of a job when the submission does not say. */
 #define STORE_DEFAULT_ATTEMPTS 3
@@ -223,11 +224,6 @@ struct store_submission_in {
 int store_submit(struct store *st, const struct store_submission_in *in, int64_t *ret_submission,
 		 int64_t *ret_job, bool *ret_existing, struct err *e);
 
-/* The submission and first job of an idempotency key in the course: 1 when
- * the key was used, 0 when not, negative on failure. */
-int store_submission_by_key(struct store *st, int64_t course_id, const char *key,
-			    int64_t *ret_submission, int64_t *ret_job, struct err *e);
-
 /* A claimed job: what a worker needs to grade it and to fence itself. */
 struct store_claim {
 	int64_t job_id;
@@ -377,7 +373,8 @@ int store_result_list(struct store *st, int64_t submission_id, struct store_resu
 		      size_t *ret_n, struct err *e);
 
 /* CPU-seconds reserved by the results of a course's submissions recorded
- * since `since_ms` (database clock): the daily budget's numerator. */
+ * since `since_ms` (database clock), and used by its sandboxes' execs that
+ * ended since then: the daily budget's numerator. */
 int store_course_cpu_since(struct store *st, int64_t course_id, int64_t since_ms,
 			   double *ret_cpu_seconds, struct err *e);
 
@@ -632,9 +629,184 @@ int store_student_submissions(struct store *st, int64_t assignment_id, const cha
 			      struct store_submit_count *ret, struct err *e);
 
 /* CPU-seconds and GiB-seconds reserved by the results of a course's
- * submissions recorded since `since_ms` (budgets and cost estimates). */
+ * submissions recorded since `since_ms`, and used by its sandboxes' execs
+ * that ended since then (budgets and cost estimates). */
 int store_course_usage_since(struct store *st, int64_t course_id, int64_t since_ms,
 			     double *ret_cpu_seconds, double *ret_gib_seconds, struct err *e);
+
+/* ---- sandboxes over the API (migration 6, docs/sandbox-keeper.md) ---- */
+
+/*
+ * A sandbox is recorded before a keeper process holds it, and its row
+ * outlives the keeper: creating (recorded, not yet held) -> running (a
+ * keeper on a host holds it: store_sandbox_placed) -> deleted | expired |
+ * lost | failed (store_sandbox_end, _lose_host, _sweep).  Only a live row
+ * (creating or running) changes; an ended one is history, and ending it
+ * again is STORE_NOT_FOUND.  Each command run in a sandbox is an exec row:
+ * running -> done, or unknown when its sandbox ended while it ran (a result
+ * that arrives after that still records it).  The store keeps labels and
+ * env as JSON text it checks but does not interpret; the secret is the
+ * keeper's (every frame to it carries it) and never leaves the service.
+ */
+
+#define STORE_SANDBOX_JSON_MAX	  (64u << 10)	    /* bytes of labels, env or argv JSON */
+#define STORE_SANDBOX_TIMEOUT_MAX (7LL * 24 * 3600) /* seconds of one lease */
+#define STORE_SANDBOX_PATH_MAX	  1024		    /* bytes of a socket path or a cwd, NUL too */
+
+/* A new sandbox; strings may be NULL where marked. */
+struct store_sandbox_in {
+	int64_t course_id;
+	int64_t token_id;		/* the creating token, of course_id */
+	const char *isolation;		/* "jail", "vm", "auto": kept, not interpreted */
+	const char *image_pin;		/* "host" or "name@N" */
+	int vcpu, memory_mib, disk_mib; /* >= 0; 0: not given (NULL in the row) */
+	int64_t timeout_s;		/* the lease, 1..STORE_SANDBOX_TIMEOUT_MAX */
+	const char *labels_json;	/* a JSON object of strings; NULL: {} */
+	const char *env_json;		/* a JSON object of strings; NULL: {} */
+	const char *idempotency_key;	/* unique per course; NULL: none */
+};
+
+/*
+ * Record a sandbox in state creating with lease_end_ms = now + timeout_s
+ * and a new random secret (64 hex + NUL into ret_secret).  A key already
+ * used in the course writes nothing and returns that sandbox's id and
+ * secret with *ret_existing = true (whatever its state now).
+ * STORE_INVALID for a malformed field (a label with control characters,
+ * JSON that is not an object of strings or above STORE_SANDBOX_JSON_MAX, a
+ * size < 0, a timeout out of range); STORE_NOT_FOUND when the token is not
+ * the course's.
+ */
+int store_sandbox_create(struct store *st, const struct store_sandbox_in *in, int64_t *ret_id,
+			 char ret_secret[65], bool *ret_existing, struct err *e);
+
+/* Where a keeper holds sandbox `id` now: creating -> running, with its host
+ * (the key that store_sandbox_lose_host() takes), socket path and keeper
+ * pid, started_ms = now.  STORE_NOT_FOUND when the sandbox is not creating. */
+int store_sandbox_placed(struct store *st, int64_t id, const char *host_key, const char *socket,
+			 int64_t keeper_pid, struct err *e);
+
+/* A sandbox as recorded; numbers are 0 and strings "" where the column is
+ * NULL (not given, or the phase has not happened). */
+struct store_sandbox {
+	int64_t sandbox_id;
+	int64_t course_id;
+	int64_t token_id;
+	char state[16]; /* creating|running|deleted|expired|lost|failed */
+	char isolation[256];
+	char image_pin[256];
+	int vcpu, memory_mib, disk_mib;
+	int64_t timeout_s; /* as created; the lease is lease_end_ms */
+	char *labels_json; /* malloc'd, never NULL after a get; store_sandbox_clear() */
+	char *env_json;	   /* likewise */
+	char idempotency_key[256];
+	char secret[65];
+	char host_key[256];
+	char socket[STORE_SANDBOX_PATH_MAX];
+	int64_t keeper_pid;
+	int64_t created_ms, started_ms, lease_end_ms, ended_ms;
+	char end_reason[STORE_TEXT_MAX];
+	int64_t execs;	    /* execs done */
+	int64_t cpu_ms;	    /* their CPU time */
+	double gib_seconds; /* their GiB-seconds */
+};
+/* Sandbox `id` (of any course: the caller checks course_id).  *ret is
+ * written only on success; STORE_NOT_FOUND for an unknown id. */
+int store_sandbox_get(struct store *st, int64_t id, struct store_sandbox *ret, struct err *e);
+/* Free what a sandbox owns (its JSON texts); accepts NULL; it may be reused. */
+void store_sandbox_clear(struct store_sandbox *sb);
+
+/*
+ * Ids of course_id's sandboxes, newest first, at most cap (1..100000; *ret_n
+ * of them): only live ones (creating, running) when live_only, only those
+ * whose labels map label_key to label_value when both are given (both NULL:
+ * any labels; one without the other is STORE_INVALID).
+ */
+int store_sandbox_list(struct store *st, int64_t course_id, const char *label_key,
+		       const char *label_value, bool live_only, int64_t *ids, size_t cap,
+		       size_t *ret_n, struct err *e);
+
+/*
+ * End a live sandbox: state is "deleted", "expired", "lost" or "failed"
+ * (STORE_INVALID otherwise), reason (may be NULL) says why, ended_ms = now;
+ * in the same transaction its running execs become unknown.
+ * STORE_NOT_FOUND when the sandbox is not live (ended already, or unknown).
+ */
+int store_sandbox_end(struct store *st, int64_t id, const char *state, const char *reason,
+		      struct err *e);
+
+/* Move a live sandbox's lease end to now + timeout_s (0..STORE_SANDBOX_TIMEOUT_MAX:
+ * longer or shorter; timeout_s as created stays).  STORE_NOT_FOUND when the
+ * sandbox is not live. */
+int store_sandbox_set_lease(struct store *st, int64_t id, int64_t timeout_s, struct err *e);
+
+/* Every live sandbox placed on host_key becomes lost with `reason` (NULL:
+ * "its host was lost"), and their running execs unknown, in one
+ * transaction: a server that restarted, or a worker that died.  *ret_n (may
+ * be NULL) says how many. */
+int store_sandbox_lose_host(struct store *st, const char *host_key, const char *reason,
+			    int64_t *ret_n, struct err *e);
+
+/* Every live sandbox whose lease ended more than grace_ms (>= 0) ago becomes
+ * expired (its keeper should have ended it: it was lost with its host or
+ * never placed), and their running execs unknown.  *ret_n (may be NULL)
+ * says how many.  A server calls it periodically. */
+int store_sandbox_sweep(struct store *st, int64_t grace_ms, int64_t *ret_n, struct err *e);
+
+/* Record an exec starting in a running sandbox: argv_json is a JSON array
+ * of strings (at most STORE_SANDBOX_JSON_MAX bytes), cwd may be NULL.
+ * STORE_INVALID for a malformed one; STORE_NOT_FOUND when the sandbox is
+ * not running. */
+int store_exec_begin(struct store *st, int64_t sandbox_id, const char *argv_json, const char *cwd,
+		     int64_t *ret_exec_id, struct err *e);
+
+/* How an exec ended (docs/run-result.md). */
+struct store_exec_result {
+	const char *status;	     /* the verdict: "ok", "timeout", ... (< 32 bytes) */
+	int exit_code;		     /* < 0: none (killed by a signal) */
+	int signal;		     /* <= 0: none */
+	const char *limits_hit_json; /* a JSON array of strings (< 256 bytes); NULL: [] */
+	bool timed_out;
+	int64_t cpu_ms, wall_ms, peak_memory_kib, peak_pids, stdout_bytes, stderr_bytes;
+	double gib_seconds; /* GiB-seconds of memory it is charged */
+};
+
+/*
+ * Record an exec's end: running (or unknown) -> done with r, ended_ms =
+ * now; in the same transaction its sandbox's execs += 1, cpu_ms +=
+ * r->cpu_ms and gib_seconds += r->gib_seconds.  STORE_NOT_FOUND when the
+ * exec is unknown or already done; STORE_INVALID for a malformed r (a
+ * negative usage, a status missing or too long, limits not an array of
+ * strings).
+ */
+int store_exec_end(struct store *st, int64_t exec_id, const struct store_exec_result *r,
+		   struct err *e);
+
+/* An exec as recorded; numbers are 0 (exit_code -1) and strings "" where
+ * the column is NULL (not done yet). */
+struct store_exec_row {
+	int64_t exec_id;
+	int64_t sandbox_id;
+	char state[16];	 /* running|done|unknown */
+	char *argv_json; /* malloc'd; store_exec_row_clear() */
+	char cwd[STORE_SANDBOX_PATH_MAX];
+	char status[32];
+	int exit_code; /* -1: none */
+	int signal;    /* 0: none */
+	char limits_hit_json[256];
+	bool timed_out;
+	int64_t cpu_ms, wall_ms, peak_memory_kib, peak_pids, stdout_bytes, stderr_bytes;
+	double gib_seconds;
+	int64_t started_ms, ended_ms;
+};
+/* Free what a row owns; accepts NULL; the row may be reused. */
+void store_exec_row_clear(struct store_exec_row *r);
+/*
+ * Execs of sandbox_id with id > after_id (paging; 0: from the first),
+ * oldest first, at most cap (1..10000; *ret_n of them, each to be cleared
+ * with store_exec_row_clear()).  An unknown sandbox has none.
+ */
+int store_exec_list(struct store *st, int64_t sandbox_id, int64_t after_id,
+		    struct store_exec_row *rows, size_t cap, size_t *ret_n, struct err *e);
 
 /*
  * The top-level "status" member of a JSON object, read from the first `len`

@@ -1467,8 +1467,10 @@ static void test_store_a_failed_write_fails_its_transaction(void **state)
 
 /* ---- round trips (PostgreSQL) ---- */
 
-/* The policy's admission, as src/service/api.c passes it to store_submit. */
+/* The admission of src/service/api_submissions.c (`admit`), run inside
+ * store_submit's transaction: the course's queue bound, then the policy. */
 struct post_admission {
+	int64_t course_id;
 	int64_t assignment_id;
 	const char *student;
 	struct policy_verdict v;
@@ -1477,30 +1479,34 @@ struct post_admission {
 static int admit_by_policy(struct store *st, void *ctx, struct err *e)
 {
 	struct post_admission *ad = ctx;
-	int rc = policy_admit(st, ad->assignment_id, ad->student, &ad->v, e);
+	int64_t backlog;
+	int rc;
 
+	if ((rc = store_course_backlog(st, ad->course_id, &backlog, e)) < 0)
+		return rc;
+	if (backlog >= 1000000)
+		return 1;
+	rc = policy_admit(st, ad->assignment_id, ad->student, &ad->v, e);
 	return rc < 0 ? rc : ad->v.refusal != POLICY_ALLOWED;
 }
 
 /* The store calls of one accepted POST /v1/submissions, in the order
- * src/service/api.c makes them (authorize, then submit_one); returns the
- * round trips they cost. */
+ * src/service/api_submissions.c makes them (authorize, then submit_one: a
+ * replayed key is answered inside store_submit, so there is no lookup
+ * before it); returns the round trips they cost. */
 static uint64_t post_submission(struct store *st, const char *token, int64_t assignment,
 				const char *student, const char *key)
 {
 	uint64_t before = store_round_trips(st);
 	struct store_token_info ti;
 	struct store_version v;
-	int64_t sub, job, backlog;
+	int64_t sub, job;
 	bool existing = true;
-	struct err e;
 
 	CHECK(store_token_check(st, token, &ti, E));
 	CHECK(store_assignment_latest(st, assignment, &v, E));
-	if (key && store_submission_by_key(st, ti.course_id, key, &sub, &job, &e) != 0)
-		fail_msg("key '%s' already used: %s", key, e.msg);
-	CHECK(store_course_backlog(st, ti.course_id, &backlog, E));
-	struct post_admission ad = {.assignment_id = v.assignment_id, .student = student};
+	struct post_admission ad = {
+	    .course_id = ti.course_id, .assignment_id = v.assignment_id, .student = student};
 	struct store_submission_in in = {.course_id = ti.course_id,
 					 .version_id = v.version_id,
 					 .student = student,
@@ -1560,8 +1566,9 @@ static void test_store_submission_round_trips(void **state)
 		      ")\n",
 		      opening, n[1], n[0], n[3], n[2]);
 	assert_int_equal(opening, 1);
+	/* The most was 15 while the API looked a key up before store_submit. */
 	assert_int_equal(n[1], 8);
-	assert_int_equal(n[3], 15);
+	assert_int_equal(n[3], 14);
 }
 
 /* However many statements a connection has run (here more than the store
@@ -1620,7 +1627,9 @@ static const char doc_compile[] = "{\"tests\":[{\"status\":\"passed\"}],\n \"sta
 				  "\"compile_error\"}";
 
 /* The version-2 schema, as an older proctor left it. */
-static const char sql_downgrade[] = "ALTER TABLE submissions DROP COLUMN callback_view;"
+static const char sql_downgrade[] = "DROP TABLE sandbox_execs;"
+				    "DROP TABLE sandboxes;"
+				    "ALTER TABLE submissions DROP COLUMN callback_view;"
 				    "DROP INDEX jobs_course_unfinished;"
 				    "DROP INDEX submissions_version;"
 				    "DROP TABLE extensions;"
@@ -2096,6 +2105,553 @@ static void test_store_policy_admit_and_export(void **state)
 	store_close(st);
 }
 
+/* ---- sandboxes over the API (migration 6) ---- */
+
+/* A course and a token of it, for sandboxes. */
+static void sandbox_seed(struct store *st, const char *course, int64_t *ret_course,
+			 int64_t *ret_token)
+{
+	char token[STORE_TOKEN_LEN + 1];
+	struct store_token_info ti;
+
+	CHECK(store_token_create(st, course, STORE_SCOPE_INSTRUCTOR, token, E));
+	CHECK(store_token_check(st, token, &ti, E));
+	*ret_course = ti.course_id;
+	*ret_token = ti.token_id;
+}
+
+static int64_t sandbox_new(struct store *st, int64_t course, int64_t token, const char *labels,
+			   const char *key)
+{
+	struct store_sandbox_in in = {.course_id = course,
+				      .token_id = token,
+				      .isolation = "jail",
+				      .image_pin = "small@1",
+				      .timeout_s = 300,
+				      .labels_json = labels,
+				      .idempotency_key = key};
+	char secret[65];
+	int64_t id;
+
+	CHECK(store_sandbox_create(st, &in, &id, secret, NULL, E));
+	return id;
+}
+
+static int64_t sandbox_running(struct store *st, int64_t course, int64_t token, const char *host)
+{
+	int64_t id = sandbox_new(st, course, token, NULL, NULL);
+
+	CHECK(store_sandbox_placed(st, id, host, "/var/lib/proctor/service/sbx/1.sock", 4242, E));
+	return id;
+}
+
+static const char *sandbox_state(struct store *st, int64_t id, char out[16])
+{
+	struct store_sandbox sb;
+
+	CHECK(store_sandbox_get(st, id, &sb, E));
+	memcpy(out, sb.state, 16);
+	store_sandbox_clear(&sb);
+	return out;
+}
+
+/* The state of an exec, read through the list. */
+static const char *exec_state(struct store *st, int64_t sandbox, int64_t exec, char out[16])
+{
+	struct store_exec_row rows[16];
+	size_t n = 0;
+
+	out[0] = '\0';
+	CHECK(store_exec_list(st, sandbox, 0, rows, 16, &n, E));
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].exec_id == exec)
+			memcpy(out, rows[i].state, 16);
+		store_exec_row_clear(&rows[i]);
+	}
+	return out;
+}
+
+static const struct store_exec_result exec_ok = {.status = "ok",
+						 .exit_code = 0,
+						 .limits_hit_json = "[]",
+						 .cpu_ms = 1500,
+						 .wall_ms = 1600,
+						 .peak_memory_kib = 2048,
+						 .peak_pids = 3,
+						 .stdout_bytes = 10,
+						 .stderr_bytes = 0,
+						 .gib_seconds = 0.25};
+
+static void test_store_sandbox_is_created_replayed_placed_and_read(void **state)
+{
+	char url[512], secret[65], again[65];
+	int64_t c, t, c2, t2, id, id2;
+	bool existing = true;
+	struct store_sandbox sb;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	sandbox_seed(st, "cs101", &c, &t);
+	sandbox_seed(st, "cs102", &c2, &t2);
+	struct store_sandbox_in in = {.course_id = c,
+				      .token_id = t,
+				      .isolation = "jail",
+				      .image_pin = "small@1",
+				      .vcpu = 1,
+				      .memory_mib = 2048,
+				      .timeout_s = 300,
+				      .labels_json = "{\"student\": \"ada\"}",
+				      .env_json = "{\"LANG\": \"C.UTF-8\"}",
+				      .idempotency_key = "create-1"};
+	CHECK(store_sandbox_create(st, &in, &id, secret, &existing, E));
+	assert_false(existing);
+	assert_int_equal(strlen(secret), 64);
+	assert_int_equal(strspn(secret, "0123456789abcdef"), 64);
+
+	CHECK(store_sandbox_get(st, id, &sb, E));
+	assert_int_equal(sb.sandbox_id, id);
+	assert_int_equal(sb.course_id, c);
+	assert_int_equal(sb.token_id, t);
+	assert_string_equal(sb.state, "creating");
+	assert_string_equal(sb.isolation, "jail");
+	assert_string_equal(sb.image_pin, "small@1");
+	assert_int_equal(sb.vcpu, 1);
+	assert_int_equal(sb.memory_mib, 2048);
+	assert_int_equal(sb.disk_mib, 0); /* not given */
+	assert_int_equal(sb.timeout_s, 300);
+	assert_string_equal(sb.labels_json, in.labels_json);
+	assert_string_equal(sb.env_json, in.env_json);
+	assert_string_equal(sb.idempotency_key, "create-1");
+	assert_string_equal(sb.secret, secret);
+	assert_string_equal(sb.host_key, "");
+	assert_int_equal(sb.lease_end_ms - sb.created_ms, 300 * 1000);
+	assert_int_equal(sb.started_ms, 0);
+	assert_int_equal(sb.ended_ms, 0);
+	assert_int_equal(sb.execs, 0);
+	store_sandbox_clear(&sb);
+
+	/* A replayed key: the same sandbox and secret, nothing written. */
+	in.timeout_s = 60;
+	CHECK(store_sandbox_create(st, &in, &id2, again, &existing, E));
+	assert_true(existing);
+	assert_int_equal(id2, id);
+	assert_string_equal(again, secret);
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM sandboxes"), 1);
+	/* The key is the course's: another course may use it. */
+	in.course_id = c2;
+	in.token_id = t2;
+	CHECK(store_sandbox_create(st, &in, &id2, again, &existing, E));
+	assert_false(existing);
+	assert_true(id2 != id);
+	assert_string_not_equal(again, secret);
+	/* A token of another course. */
+	in.token_id = t;
+	in.idempotency_key = NULL;
+	assert_int_equal(store_sandbox_create(st, &in, &id2, again, &existing, &e),
+			 STORE_NOT_FOUND);
+
+	/* Malformed fields are refused before anything is written. */
+	static const struct {
+		const char *labels, *env;
+		int vcpu;
+		int64_t timeout_s;
+	} bad[] = {
+	    {"[\"student\"]", NULL, 0, 300},
+	    {"{\"student\": 1}", NULL, 0, 300},
+	    {"{\"student\": \"a\\nb\"}", NULL, 0, 300},
+	    {"{\"a\": \"1\", \"a\": \"2\"}", NULL, 0, 300},
+	    {"{", NULL, 0, 300},
+	    {NULL, "{\"A=B\": \"x\"}", 0, 300},
+	    {NULL, "{\"A\": [\"x\"]}", 0, 300},
+	    {NULL, NULL, -1, 300},
+	    {NULL, NULL, 0, 0},
+	    {NULL, NULL, 0, STORE_SANDBOX_TIMEOUT_MAX + 1},
+	};
+	in.course_id = c;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		in.labels_json = bad[i].labels;
+		in.env_json = bad[i].env;
+		in.vcpu = bad[i].vcpu;
+		in.timeout_s = bad[i].timeout_s;
+		if (store_sandbox_create(st, &in, &id2, again, &existing, &e) != STORE_INVALID)
+			fail_msg("case %zu was not refused", i);
+	}
+	assert_int_equal(count_rows(st, "SELECT COUNT(*) FROM sandboxes"), 2);
+
+	/* Placed: creating -> running, once. */
+	CHECK(store_sandbox_placed(st, id, "host-a", "/run/sbx/1.sock", 4242, E));
+	CHECK(store_sandbox_get(st, id, &sb, E));
+	assert_string_equal(sb.state, "running");
+	assert_string_equal(sb.host_key, "host-a");
+	assert_string_equal(sb.socket, "/run/sbx/1.sock");
+	assert_int_equal(sb.keeper_pid, 4242);
+	assert_true(sb.started_ms >= sb.created_ms);
+	store_sandbox_clear(&sb);
+	assert_int_equal(store_sandbox_placed(st, id, "host-b", "/run/sbx/2.sock", 1, &e),
+			 STORE_NOT_FOUND);
+	assert_int_equal(store_sandbox_get(st, id + 100, &sb, &e), STORE_NOT_FOUND);
+	store_close(st);
+}
+
+/* Many older unlabelled sandboxes of the course: more than one batch of the
+ * label match. */
+static const char sql_many_sandboxes[] =
+    "INSERT INTO sandboxes (course_id, token_id, state, isolation, image_pin, labels, env, "
+    "secret, created_ms, lease_end_ms) "
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200) "
+    "SELECT CAST($1 AS BIGINT), CAST($2 AS BIGINT), 'deleted', 'jail', 'small@1', '{}', '{}', "
+    "'00', 0, 0 FROM n";
+
+static void test_store_sandboxes_are_listed_by_label_newest_first(void **state)
+{
+	char url[512];
+	int64_t c, t, c2, t2, ids[8];
+	size_t n = 0;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	sandbox_seed(st, "cs101", &c, &t);
+	sandbox_seed(st, "cs102", &c2, &t2);
+	int64_t first = sandbox_new(st, c, t, "{\"student\": \"ada\", \"hw\": \"3\"}", NULL);
+	struct store_val p[] = {sv_int(c), sv_int(t)};
+	CHECK(store_q(st, sql_many_sandboxes, p, 2, NULL, E));
+	int64_t bob = sandbox_new(st, c, t, "{\"student\": \"bob\"}", NULL);
+	int64_t ada = sandbox_new(st, c, t, "{\"student\": \"ada\"}", NULL);
+	sandbox_new(st, c2, t2, "{\"student\": \"ada\"}", NULL);
+
+	CHECK(store_sandbox_list(st, c, "student", "ada", false, ids, 8, &n, E));
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], ada);
+	assert_int_equal(ids[1], first);
+	CHECK(store_sandbox_list(st, c, "hw", "3", false, ids, 8, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], first);
+	CHECK(store_sandbox_list(st, c, "student", "eve", false, ids, 8, &n, E));
+	assert_int_equal(n, 0);
+	CHECK(store_sandbox_list(st, c, NULL, NULL, false, ids, 2, &n, E));
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], ada);
+	assert_int_equal(ids[1], bob);
+
+	/* Live only: the three made here, not the many ended ones. */
+	CHECK(store_sandbox_end(st, bob, "deleted", NULL, E));
+	CHECK(store_sandbox_list(st, c, NULL, NULL, true, ids, 8, &n, E));
+	assert_int_equal(n, 2);
+	assert_int_equal(ids[0], ada);
+	assert_int_equal(ids[1], first);
+	CHECK(store_sandbox_list(st, c, "student", "ada", true, ids, 1, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], ada);
+
+	assert_int_equal(store_sandbox_list(st, c, "student", NULL, false, ids, 8, &n, &e),
+			 STORE_INVALID);
+	assert_int_equal(store_sandbox_list(st, c, NULL, NULL, false, ids, 0, &n, &e),
+			 STORE_INVALID);
+	store_close(st);
+}
+
+static void test_store_sandbox_end_takes_its_running_execs(void **state)
+{
+	char url[512], s[16];
+	int64_t c, t, done, running, x;
+	struct store_sandbox sb;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	sandbox_seed(st, "cs101", &c, &t);
+	int64_t creating = sandbox_new(st, c, t, NULL, NULL);
+	/* Not placed yet: no exec. */
+	assert_int_equal(store_exec_begin(st, creating, "[\"true\"]", NULL, &x, &e),
+			 STORE_NOT_FOUND);
+	int64_t id = sandbox_running(st, c, t, "host-a");
+	CHECK(store_exec_begin(st, id, "[\"true\"]", "/work", &done, E));
+	CHECK(store_exec_end(st, done, &exec_ok, E));
+	CHECK(store_exec_begin(st, id, "[\"sleep\", \"100\"]", NULL, &running, E));
+
+	assert_int_equal(store_sandbox_end(st, id, "running", NULL, &e), STORE_INVALID);
+	assert_int_equal(store_sandbox_end(st, id, "gone", NULL, &e), STORE_INVALID);
+	CHECK(store_sandbox_end(st, id, "deleted", "DELETE /v1/sandboxes", E));
+	CHECK(store_sandbox_get(st, id, &sb, E));
+	assert_string_equal(sb.state, "deleted");
+	assert_string_equal(sb.end_reason, "DELETE /v1/sandboxes");
+	assert_true(sb.ended_ms >= sb.started_ms && sb.ended_ms > 0);
+	store_sandbox_clear(&sb);
+	assert_string_equal(exec_state(st, id, done, s), "done");
+	assert_string_equal(exec_state(st, id, running, s), "unknown");
+
+	/* Ended once: not again, not another exec, no lease. */
+	assert_int_equal(store_sandbox_end(st, id, "expired", NULL, &e), STORE_NOT_FOUND);
+	assert_int_equal(store_sandbox_end(st, id + 100, "deleted", NULL, &e), STORE_NOT_FOUND);
+	assert_int_equal(store_exec_begin(st, id, "[\"true\"]", NULL, &x, &e), STORE_NOT_FOUND);
+	assert_int_equal(store_sandbox_set_lease(st, id, 60, &e), STORE_NOT_FOUND);
+	assert_string_equal(sandbox_state(st, id, s), "deleted");
+
+	/* A creating sandbox may end (its keeper could not make it). */
+	CHECK(store_sandbox_end(st, creating, "failed", "no free slot", E));
+	assert_string_equal(sandbox_state(st, creating, s), "failed");
+
+	/* A result that arrives after its sandbox ended is still recorded. */
+	CHECK(store_exec_end(st, running, &exec_ok, E));
+	assert_string_equal(exec_state(st, id, running, s), "done");
+	assert_int_equal(store_exec_end(st, running, &exec_ok, &e), STORE_NOT_FOUND);
+	store_close(st);
+}
+
+static void test_store_sandboxes_of_a_lost_host_and_past_their_lease_end(void **state)
+{
+	char url[512], s[16];
+	int64_t c, t, x, other, n = -1;
+	struct store_sandbox sb;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	sandbox_seed(st, "cs101", &c, &t);
+	int64_t a1 = sandbox_running(st, c, t, "host-a");
+	int64_t a2 = sandbox_running(st, c, t, "host-a");
+	int64_t b1 = sandbox_running(st, c, t, "host-b");
+	int64_t b2 = sandbox_running(st, c, t, "host-b");
+	int64_t never = sandbox_new(st, c, t, NULL, NULL);
+	CHECK(store_exec_begin(st, a1, "[\"server\"]", NULL, &x, E));
+	CHECK(store_exec_begin(st, b1, "[\"server\"]", NULL, &other, E));
+	CHECK(store_sandbox_end(st, a2, "deleted", NULL, E));
+
+	/* host-a's server restarted: its live sandbox is lost, not the ended one. */
+	CHECK(store_sandbox_lose_host(st, "host-a", "the server restarted", &n, E));
+	assert_int_equal(n, 1);
+	CHECK(store_sandbox_get(st, a1, &sb, E));
+	assert_string_equal(sb.state, "lost");
+	assert_string_equal(sb.end_reason, "the server restarted");
+	store_sandbox_clear(&sb);
+	assert_string_equal(exec_state(st, a1, x, s), "unknown");
+	assert_string_equal(sandbox_state(st, a2, s), "deleted");
+	assert_string_equal(sandbox_state(st, b1, s), "running");
+	assert_string_equal(exec_state(st, b1, other, s), "running");
+	CHECK(store_sandbox_lose_host(st, "host-a", NULL, &n, E));
+	assert_int_equal(n, 0);
+	assert_int_equal(store_sandbox_lose_host(st, "", NULL, &n, &e), STORE_INVALID);
+
+	/* The sweep: only live sandboxes whose lease ended past the grace. */
+	CHECK(store_sandbox_set_lease(st, b1, 0, E));
+	CHECK(store_sandbox_set_lease(st, b2, 3600, E));
+	CHECK(store_sandbox_get(st, b2, &sb, E));
+	int64_t now;
+	CHECK(store_now_ms(st, &now, E));
+	assert_true(llabs(sb.lease_end_ms - (now + 3600 * 1000)) < 5000);
+	assert_int_equal(sb.timeout_s, 300); /* as created */
+	store_sandbox_clear(&sb);
+	sleep_ms(20);
+	CHECK(store_sandbox_sweep(st, 3600 * 1000, &n, E));
+	assert_int_equal(n, 0);
+	CHECK(store_sandbox_sweep(st, 0, &n, E));
+	assert_int_equal(n, 1);
+	CHECK(store_sandbox_get(st, b1, &sb, E));
+	assert_string_equal(sb.state, "expired");
+	assert_string_equal(sb.end_reason, "the lease ended");
+	store_sandbox_clear(&sb);
+	assert_string_equal(exec_state(st, b1, other, s), "unknown");
+	assert_string_equal(sandbox_state(st, b2, s), "running");
+	assert_string_equal(sandbox_state(st, never, s), "creating");
+	assert_int_equal(store_sandbox_sweep(st, -1, &n, &e), STORE_INVALID);
+	assert_int_equal(store_sandbox_set_lease(st, b2, -1, &e), STORE_INVALID);
+	store_close(st);
+}
+
+static void test_store_exec_end_adds_to_its_sandbox_totals(void **state)
+{
+	char url[512];
+	int64_t c, t, x1, x2, x3;
+	struct store_sandbox sb;
+	struct store_exec_row rows[4];
+	size_t n = 0;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	sandbox_seed(st, "cs101", &c, &t);
+	int64_t id = sandbox_running(st, c, t, "host-a");
+	int64_t quiet = sandbox_running(st, c, t, "host-a");
+	CHECK(store_exec_begin(st, id, "[\"python3\", \"-m\", \"pytest\"]", "/workspace", &x1, E));
+	CHECK(store_exec_end(st, x1, &exec_ok, E));
+	struct store_exec_result killed = {.status = "timeout",
+					   .exit_code = -1,
+					   .signal = 9,
+					   .limits_hit_json = "[\"wall\"]",
+					   .timed_out = true,
+					   .cpu_ms = 500,
+					   .wall_ms = 60000,
+					   .peak_memory_kib = 1024,
+					   .peak_pids = 1,
+					   .stdout_bytes = 0,
+					   .stderr_bytes = 7,
+					   .gib_seconds = 0.75};
+	CHECK(store_exec_begin(st, id, "[\"sleep\", \"inf\"]", NULL, &x2, E));
+	CHECK(store_exec_end(st, x2, &killed, E));
+	CHECK(store_exec_begin(st, id, "[\"true\"]", NULL, &x3, E));
+
+	CHECK(store_sandbox_get(st, id, &sb, E));
+	assert_int_equal(sb.execs, 2);
+	assert_int_equal(sb.cpu_ms, 2000);
+	assert_true(sb.gib_seconds == 1.0);
+	store_sandbox_clear(&sb);
+	CHECK(store_sandbox_get(st, quiet, &sb, E));
+	assert_int_equal(sb.execs, 0);
+	assert_int_equal(sb.cpu_ms, 0);
+	store_sandbox_clear(&sb);
+
+	CHECK(store_exec_list(st, id, 0, rows, 4, &n, E));
+	assert_int_equal(n, 3);
+	assert_int_equal(rows[0].exec_id, x1);
+	assert_string_equal(rows[0].state, "done");
+	assert_string_equal(rows[0].argv_json, "[\"python3\", \"-m\", \"pytest\"]");
+	assert_string_equal(rows[0].cwd, "/workspace");
+	assert_string_equal(rows[0].status, "ok");
+	assert_int_equal(rows[0].exit_code, 0);
+	assert_int_equal(rows[0].signal, 0);
+	assert_false(rows[0].timed_out);
+	assert_int_equal(rows[0].cpu_ms, 1500);
+	assert_int_equal(rows[0].wall_ms, 1600);
+	assert_int_equal(rows[0].peak_memory_kib, 2048);
+	assert_int_equal(rows[0].peak_pids, 3);
+	assert_int_equal(rows[0].stdout_bytes, 10);
+	assert_true(rows[0].gib_seconds == 0.25);
+	assert_true(rows[0].ended_ms >= rows[0].started_ms && rows[0].started_ms > 0);
+	assert_int_equal(rows[1].exec_id, x2);
+	assert_string_equal(rows[1].status, "timeout");
+	assert_int_equal(rows[1].exit_code, -1);
+	assert_int_equal(rows[1].signal, 9);
+	assert_string_equal(rows[1].limits_hit_json, "[\"wall\"]");
+	assert_true(rows[1].timed_out);
+	assert_int_equal(rows[1].stderr_bytes, 7);
+	assert_string_equal(rows[1].cwd, "");
+	assert_int_equal(rows[2].exec_id, x3);
+	assert_string_equal(rows[2].state, "running");
+	assert_string_equal(rows[2].status, "");
+	assert_int_equal(rows[2].exit_code, -1);
+	assert_int_equal(rows[2].ended_ms, 0);
+	for (size_t i = 0; i < n; i++)
+		store_exec_row_clear(&rows[i]);
+	/* Paging. */
+	CHECK(store_exec_list(st, id, x1, rows, 1, &n, E));
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].exec_id, x2);
+	store_exec_row_clear(&rows[0]);
+
+	/* Done once; malformed ends and starts are refused. */
+	assert_int_equal(store_exec_end(st, x1, &exec_ok, &e), STORE_NOT_FOUND);
+	assert_int_equal(store_exec_end(st, x3 + 100, &exec_ok, &e), STORE_NOT_FOUND);
+	struct store_exec_result bad = exec_ok;
+	bad.cpu_ms = -1;
+	assert_int_equal(store_exec_end(st, x3, &bad, &e), STORE_INVALID);
+	bad = exec_ok;
+	bad.limits_hit_json = "{\"wall\": true}";
+	assert_int_equal(store_exec_end(st, x3, &bad, &e), STORE_INVALID);
+	bad = exec_ok;
+	bad.status = NULL;
+	assert_int_equal(store_exec_end(st, x3, &bad, &e), STORE_INVALID);
+	bad = exec_ok;
+	bad.gib_seconds = NAN;
+	assert_int_equal(store_exec_end(st, x3, &bad, &e), STORE_INVALID);
+	static const char *const bad_argv[] = {"[]", "\"true\"", "[\"a\", 1]", "[", NULL};
+	for (size_t i = 0; i < sizeof(bad_argv) / sizeof(bad_argv[0]); i++)
+		if (store_exec_begin(st, id, bad_argv[i], NULL, &x1, &e) != STORE_INVALID)
+			fail_msg("argv %zu was not refused", i);
+	CHECK(store_sandbox_get(st, id, &sb, E));
+	assert_int_equal(sb.execs, 2);
+	store_sandbox_clear(&sb);
+	store_close(st);
+}
+
+/* The course's day counts its sandboxes' execs beside its gradings: the
+ * daily CPU cap stops submissions when sandboxes used it up. */
+static void test_store_course_usage_counts_sandbox_execs(void **state)
+{
+	char url[512];
+	int64_t c, v, t, c2, t2, x, now;
+	double cpu = 0, gib = 0;
+	struct policy_verdict verdict;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	sandbox_seed(st, "cs101", &c, &t);
+	sandbox_seed(st, "cs102", &c2, &t2);
+	CHECK(store_now_ms(st, &now, E));
+	submit_as(st, c, v, "ada", 0);
+	grade_next(st, doc_graded, 1); /* 2 CPU-seconds, 1 GiB-second */
+	int64_t id = sandbox_running(st, c, t, "host-a");
+	struct store_exec_result r = exec_ok;
+	r.cpu_ms = 3000;
+	r.gib_seconds = 0.5;
+	CHECK(store_exec_begin(st, id, "[\"true\"]", NULL, &x, E));
+	CHECK(store_exec_end(st, x, &r, E));
+	CHECK(store_exec_begin(st, id, "[\"sleep\", \"9\"]", NULL, &x, E)); /* not ended: no usage */
+	int64_t other = sandbox_running(st, c2, t2, "host-a");
+	CHECK(store_exec_begin(st, other, "[\"true\"]", NULL, &x, E));
+	CHECK(store_exec_end(st, x, &r, E));
+
+	CHECK(store_course_usage_since(st, c, 0, &cpu, &gib, E));
+	assert_true(cpu == 5 && gib == 1.5);
+	CHECK(store_course_cpu_since(st, c, policy_day_start(now), &cpu, E));
+	assert_true(cpu == 5);
+	CHECK(store_course_usage_since(st, c2, 0, &cpu, &gib, E));
+	assert_true(cpu == 3 && gib == 0.5);
+	CHECK(store_course_usage_since(st, c, now + 3600000, &cpu, &gib, E));
+	assert_true(cpu == 0 && gib == 0);
+
+	CHECK(store_course_set_cpu_cap(st, c, 4.5, E));
+	CHECK(policy_budget_check(st, c, &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_OVER_BUDGET);
+	CHECK(store_course_set_cpu_cap(st, c, 5.5, E));
+	CHECK(policy_budget_check(st, c, &verdict, E));
+	assert_int_equal(verdict.refusal, POLICY_ALLOWED);
+	store_close(st);
+}
+
+/* The version-5 schema, as an older proctor left it. */
+static const char sql_downgrade_to_5[] = "DROP TABLE sandbox_execs;"
+					 "DROP TABLE sandboxes;"
+					 "DELETE FROM schema_version WHERE version >= 6;";
+
+static void test_store_migration_6_upgrades_a_version_5_database(void **state)
+{
+	char url[512], s[16];
+	int64_t c, v, t, x;
+	double cpu = 0, gib = 0;
+	struct err e;
+
+	fresh_url(state, url, sizeof(url));
+	struct store *st = open_or_fail(url);
+	seed(st, "cs101", &c, &v);
+	sandbox_seed(st, "cs101", &c, &t);
+	int64_t sub = submit_as(st, c, v, "ada", 0);
+	grade_next(st, doc_graded, 7);
+	if (st->ops->exec_script(st->conn, sql_downgrade_to_5, &e) < 0)
+		fail_msg("downgrade: %s", e.msg);
+	assert_int_equal(count_rows(st, sql_version), 5);
+	st = store_close(st);
+
+	st = open_or_fail(url);
+	assert_int_equal(count_rows(st, sql_version), 6);
+	assert_int_equal(count_rows(st, sql_versions), (int64_t)store_migration_count);
+	struct store_submission_view view;
+	CHECK(store_submission_get(st, sub, &view, E));
+	assert_true(view.has_result && view.result.score == 7);
+	store_submission_view_clear(&view);
+	CHECK(store_course_usage_since(st, c, 0, &cpu, &gib, E));
+	assert_true(cpu == 2 && gib == 1);
+	int64_t id = sandbox_running(st, c, t, "host-a");
+	CHECK(store_exec_begin(st, id, "[\"true\"]", NULL, &x, E));
+	CHECK(store_exec_end(st, x, &exec_ok, E));
+	assert_string_equal(sandbox_state(st, id, s), "running");
+	CHECK(store_course_usage_since(st, c, 0, &cpu, &gib, E));
+	assert_true(cpu == 3.5 && gib == 1.25);
+	store_close(st);
+}
+
 static int setup_sqlite(void **state)
 {
 	snprintf(sqlite_backend.tmpdir, sizeof(sqlite_backend.tmpdir), "/tmp/proctor-store.XXXXXX");
@@ -2188,6 +2744,13 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_store_doc_status_reads_only_the_start),
 	    cmocka_unit_test(test_store_budget_and_usage),
 	    cmocka_unit_test(test_store_policy_admit_and_export),
+	    cmocka_unit_test(test_store_sandbox_is_created_replayed_placed_and_read),
+	    cmocka_unit_test(test_store_sandboxes_are_listed_by_label_newest_first),
+	    cmocka_unit_test(test_store_sandbox_end_takes_its_running_execs),
+	    cmocka_unit_test(test_store_sandboxes_of_a_lost_host_and_past_their_lease_end),
+	    cmocka_unit_test(test_store_exec_end_adds_to_its_sandbox_totals),
+	    cmocka_unit_test(test_store_course_usage_counts_sandbox_execs),
+	    cmocka_unit_test(test_store_migration_6_upgrades_a_version_5_database),
 	};
 	/* What only one backend has (SQLite's POSIX locks, PostgreSQL's round trips). */
 	const struct CMUnitTest sqlite_only[] = {
