@@ -20,7 +20,7 @@ esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build="build-fuzz"
-targets="fuzz_utf8 fuzz_text fuzz_limits fuzz_stat_field fuzz_junit fuzz_tap fuzz_gradescope fuzz_intake fuzz_symbols fuzz_cclist fuzz_vmproto fuzz_gradebook fuzz_jsonreq fuzz_api fuzz_callback fuzz_policy"
+targets="fuzz_utf8 fuzz_text fuzz_limits fuzz_stat_field fuzz_junit fuzz_tap fuzz_gradescope fuzz_intake fuzz_symbols fuzz_cclist fuzz_vmproto fuzz_gradebook fuzz_jsonreq fuzz_sbxwire fuzz_api fuzz_callback fuzz_policy"
 
 if [ ! -f "$build/build.ninja" ]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \

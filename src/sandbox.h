@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -78,6 +79,12 @@ struct sandbox_options {
 	uint64_t memory_bytes; /* the most memory any run will ask for (0: the default);
 				  a microVM's RAM shape is chosen by it */
 	const struct sandbox_template *tmpl; /* or NULL */
+	/* Lease a slot only if one is free now: a host with every slot taken
+	 * fails create() at once with ERR_BUSY, instead of waiting up to
+	 * SLOT_WAIT_MS for one (host/slot.h).  For a caller that has its own
+	 * answer to a full host (the sandbox API's 429 `capacity`).  The jail
+	 * honours it; the microVM backend still waits. */
+	bool slot_no_wait;
 };
 
 /* One program to run in a sandbox. */
@@ -88,6 +95,15 @@ struct run_spec {
 	int stdin_fd;		/* an open regular file, or -1 for empty input */
 	const char *stdin_path; /* or a file already in the sandbox (e.g. put there); NULL: none */
 	struct limits limits;
+	/* The directory the program starts in: NULL for /work; else a path in
+	 * the sandbox's view, absolute or relative to /work, changed to as the
+	 * program's own identity after it dropped privilege, so it reaches
+	 * only what the program could reach itself.  A directory that is not
+	 * there, or not its to enter, ends the run `nonzero_exit` (exit code
+	 * 127, as a program that cannot be executed) with a message: never an
+	 * error of run().  The microVM backend refuses any but NULL
+	 * (ERR_UNAVAILABLE) for now. */
+	const char *cwd;
 	/* Run as the sandbox's root: only the microVM backend can (the guest is
 	 * the boundary), and only `proctor run --privileged` asks, to test
 	 * Proctor itself inside a guest.  Never set for a submission. */
@@ -121,6 +137,18 @@ struct run_spec {
 	double time_factor;
 };
 
+/* One entry of a directory of the writable tree (sandbox_ops.list). */
+struct sandbox_dirent {
+	char name[256];
+	char type; /* 'f' regular file, 'd' directory, 'l' symlink (never followed), 'o' other */
+	uint64_t size;	  /* st_size: a symlink's is its target's length */
+	unsigned mode;	  /* the permission bits, 07777 */
+	int64_t mtime_ms; /* last modification, ms since the epoch */
+};
+
+/* The most entries list() returns for one directory. */
+#define SANDBOX_LIST_MAX 10000
+
 /* The descriptor both programs of a split run hold their channel on. */
 #define SANDBOX_CHANNEL_FD 3
 
@@ -151,9 +179,25 @@ struct sandbox_ops {
 	 * at most the sandbox's disk size in all.  A file is written 0755 when
 	 * any execute bit is set in the sandbox, 0644 otherwise; an entry whose
 	 * name holds a control character is left out (sandbox_get_skip()); a
-	 * tree nested deeper than TREE_MAX_DEPTH fails. */
+	 * tree nested deeper than TREE_MAX_DEPTH fails.  Refusals that are the
+	 * caller's say so: ERR_NOT_FOUND for a path that is not there,
+	 * ERR_INPUT for a symlink (on the way or at the end), a FIFO or a
+	 * device (put() likewise: ERR_INPUT for a destination that collides,
+	 * is full, or has a symlink on its way); a path sandbox_path_rel()
+	 * refuses is ERR_USAGE. */
 	int (*get)(struct sandbox *sb, const char *sandbox_path, const char *host_path,
 		   struct err *e);
+	/* Optional (NULL: the backend cannot list).  The entries of the
+	 * directory sandbox_path of the writable tree, sorted by name, in a
+	 * malloc'd array the caller frees (*ret_n may be 0, *ret then NULL):
+	 * one lstat each, no link followed, at most SANDBOX_LIST_MAX of them;
+	 * entries whose names hold a control character are left out.
+	 * Returns 0, or 1 when the directory held more entries than were
+	 * returned; -1 with ERR_NOT_FOUND when it does not exist, ERR_INPUT
+	 * when it is not a directory or a symlink is on the way, and
+	 * sandbox_path_rel()'s ERR_USAGE for a path it refuses. */
+	int (*list)(struct sandbox *sb, const char *sandbox_path, struct sandbox_dirent **ret,
+		    size_t *ret_n, struct err *e);
 	/* Kill, unmount, remove, release.  Accepts NULL. */
 	void (*destroy)(struct sandbox *sb);
 	/* What an assignment's time limits are multiplied by on this backend

@@ -17,11 +17,26 @@
 
 /* Whether a put's destination failed by the user's doing: the sandbox
  * paths given collide (a file where a directory must go, or the other way
- * round), or the writable tree is full (--disk). */
+ * round), the writable tree is full (--disk), or a symlink a program
+ * planted is on the way (open_beneath: ELOOP, EXDEV), or a name is too
+ * long. */
 static bool put_dst_theirs(int errnum)
 {
 	return errnum == ENOTDIR || errnum == EISDIR || errnum == EEXIST || errnum == ENOSPC ||
-	       errnum == EDQUOT || errnum == EFBIG;
+	       errnum == EDQUOT || errnum == EFBIG || errnum == ELOOP || errnum == EXDEV ||
+	       errnum == ENAMETOOLONG;
+}
+
+/* The kind of a failed open_beneath() of a path the caller named: not
+ * there (or a file on the way: there is no such path) is ERR_NOT_FOUND; a
+ * symlink, a path leaving the tree or a name too long is ERR_INPUT. */
+static enum err_kind beneath_kind(int errnum)
+{
+	if (errnum == ENOENT || errnum == ENOTDIR)
+		return ERR_NOT_FOUND;
+	if (errnum == ELOOP || errnum == EXDEV || errnum == ENAMETOOLONG)
+		return ERR_INPUT;
+	return ERR_INTERNAL;
 }
 
 /* Copy `in` to `out`, at most `max` bytes.  A source that cannot be read,
@@ -266,16 +281,22 @@ int files_get(struct sandbox *sb, int scratch_fd, const char *rel, const char *s
 
 	if (src < 0) {
 		if (errno == ELOOP || errno == EXDEV)
-			return err_set(e, 0, "'%s' is a symlink or leaves the sandbox", shown);
-		return err_set(e, errno, "'%s'", shown);
+			return err_setk(e, ERR_INPUT, 0, "'%s' is a symlink or leaves the sandbox",
+					shown);
+		return err_setk(e, beneath_kind(errno), errno, "'%s'", shown);
 	}
 	if (fstat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
 		uint64_t budget = max_bytes;
 		return get_tree(sb, src, shown, host_path, &budget, 0, e); /* owns src */
 	}
-	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(src, &st) < 0) {
+		int errnum = errno;
 		close(src);
-		return err_set(e, 0, "'%s' is not a regular file or directory", shown);
+		return err_set(e, errnum, "stat '%s'", shown);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(src);
+		return err_setk(e, ERR_INPUT, 0, "'%s' is not a regular file or directory", shown);
 	}
 	dst = open(host_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 		   (st.st_mode & 0111) ? 0755 : 0644);
@@ -287,4 +308,87 @@ int files_get(struct sandbox *sb, int scratch_fd, const char *rel, const char *s
 	close(src);
 	close(dst);
 	return rc;
+}
+
+static int dirent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct sandbox_dirent *)a)->name,
+		      ((const struct sandbox_dirent *)b)->name);
+}
+
+int files_list(int scratch_fd, const char *rel, const char *shown, struct sandbox_dirent **ret,
+	       size_t *ret_n, struct err *e)
+{
+	struct sandbox_dirent *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	bool more = false;
+	int fd = open_beneath(scratch_fd, rel, O_RDONLY | O_DIRECTORY, 0);
+
+	if (fd < 0) {
+		int errnum = errno;
+		if (errnum == ENOTDIR) {
+			/* rel itself is not a directory (the caller's mistake), or
+			 * a component on the way is not (then there is no rel). */
+			int any = open_beneath(scratch_fd, rel, O_PATH, 0);
+			bool exists = any >= 0;
+			xclose(any);
+			if (exists)
+				return err_setk(e, ERR_INPUT, ENOTDIR, "'%s'", shown);
+		}
+		if (errnum == ELOOP || errnum == EXDEV)
+			return err_setk(e, ERR_INPUT, 0, "'%s' is a symlink or leaves the sandbox",
+					shown);
+		return err_setk(e, beneath_kind(errnum), errnum, "'%s'", shown);
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int errnum = errno;
+		close(fd);
+		return err_set(e, errnum, "read directory '%s'", shown);
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    name_has_control(de->d_name))
+			continue;
+		if (n == SANDBOX_LIST_MAX) {
+			more = true;
+			break;
+		}
+		/* AT_SYMLINK_NOFOLLOW: a link is described, never followed. */
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* gone since readdir: not there */
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct sandbox_dirent *nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return err_set(e, ENOMEM, "list '%s'", shown);
+			}
+			v = nv;
+			cap = ncap;
+		}
+		struct sandbox_dirent *x = &v[n++];
+		snprintf(x->name, sizeof(x->name), "%s", de->d_name);
+		x->type = S_ISREG(st.st_mode)	? 'f'
+			  : S_ISDIR(st.st_mode) ? 'd'
+			  : S_ISLNK(st.st_mode) ? 'l'
+						: 'o';
+		x->size = (uint64_t)st.st_size;
+		x->mode = (unsigned)(st.st_mode & 07777);
+		x->mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+	}
+	int errnum = errno;
+	closedir(d);
+	if (!more && errnum != 0) {
+		free(v);
+		return err_set(e, errnum, "read directory '%s'", shown);
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), dirent_cmp);
+	*ret = v;
+	*ret_n = n;
+	return more ? 1 : 0;
 }

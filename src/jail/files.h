@@ -46,11 +46,23 @@ int files_put(int scratch_fd, const char *host_path, const char *rel, const stru
  * Copy the regular file `rel` below scratch_fd to host_path, at most
  * max_bytes; or, when `rel` is a directory, its tree of regular files and
  * directories (symlinks and special files skipped) into the new host
- * directory host_path, at most max_bytes in all.  A symlink, directory, FIFO or device is refused
- * without being opened for reading; nothing outside the scratch tree can be reached. Messages name
+ * directory host_path, at most max_bytes in all.  A symlink, FIFO or device is refused
+ * without being opened for reading (ERR_INPUT), a path that is not there is ERR_NOT_FOUND;
+ * nothing outside the scratch tree can be reached. Messages name
  * the file as `shown` (the path the program sees).
  */
 int files_get(struct sandbox *sb, int scratch_fd, const char *rel, const char *shown,
 	      const char *host_path, uint64_t max_bytes, struct err *e);
+
+/*
+ * The entries of the directory `rel` below scratch_fd (sandbox_ops.list):
+ * the directory opened with open_beneath(), each entry described by
+ * fstatat(AT_SYMLINK_NOFOLLOW), names with control characters left out,
+ * at most SANDBOX_LIST_MAX, sorted by name, into a malloc'd array.
+ * Returns 0, 1 when entries were left out for the cap, -1 on failure.
+ */
+struct sandbox_dirent;
+int files_list(int scratch_fd, const char *rel, const char *shown, struct sandbox_dirent **ret,
+	       size_t *ret_n, struct err *e);
 
 #endif

@@ -58,7 +58,9 @@
  *
  * What the supervisor reads from the sandbox: the program's output (bytes
  * copied into fixed-size buffers, later repaired as UTF-8) and, for --get,
- * regular files opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS).
+ * regular files opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS);
+ * for list(), a directory opened the same way and its entries described
+ * by fstatat(AT_SYMLINK_NOFOLLOW), never followed.
  * Init's messages come from trusted code in the init process.
  */
 #include "jail/jail.h"
@@ -144,13 +146,13 @@ struct exec_report {
 };
 
 /* Supervisor -> init, when the run starts: this, then body_len bytes of
- * NUL-terminated strings (argv, env, peer_argv, peer_env, stdin_path), and
- * the run's stdin as SCM_RIGHTS with this header when has_stdin_fd. */
+ * NUL-terminated strings (argv, env, peer_argv, peer_env, stdin_path, cwd),
+ * and the run's stdin as SCM_RIGHTS with this header when has_stdin_fd. */
 struct spec_msg {
 	uint64_t body_len;
 	struct limits limits;
 	uint32_t n_argv, n_env, n_peer_argv, n_peer_env;
-	uint8_t split, has_stdin_path, has_stdin_fd;
+	uint8_t split, has_stdin_path, has_stdin_fd, has_cwd;
 };
 
 /* Everything the cloned children need: the descriptors from the
@@ -316,6 +318,17 @@ static _Noreturn void contain_program(struct child_ctx *c, const struct program 
 	 *    no_new_privs. */
 	if (creds_drop(p->uid, p->gid, &e) < 0)
 		exec_fail(report_fd, 1, e.errnum, e.msg);
+	/* 7b. The run's directory (run_spec.cwd), entered as the program's
+	 *     own identity: it reaches no directory the program could not
+	 *     enter itself, and a wrong one is the caller's failure, reported
+	 *     like a program that cannot be executed. */
+	if (spec->cwd && chdir(spec->cwd) < 0) {
+		int errnum = errno;
+		char text[300];
+		snprintf(text, sizeof(text), "cannot change directory to '%s': %s", spec->cwd,
+			 strerror(errnum));
+		exec_fail(report_fd, 0, errnum, text);
+	}
 	/* 8. SECURITY: the seccomp filter, last, so it also binds execve. */
 	struct sock_fprog filter;
 	seccomp_default_program(&filter);
@@ -329,7 +342,7 @@ static _Noreturn void contain_program(struct child_ctx *c, const struct program 
 
 /* ---- init: PID 1 of the sandbox ------------------------------------------- */
 
-static char **build_env(char *const *extra, size_t count);
+static char **build_env(char *const *extra, size_t count, const char *cwd);
 
 struct program_arg {
 	struct child_ctx *c;
@@ -427,13 +440,22 @@ static int recv_spec(struct child_ctx *c, struct run_spec *spec)
 	if (h.split && (!(spec->peer_argv = unpack(&at, end, h.n_peer_argv)) ||
 			!(spec->peer_env = unpack(&at, end, h.n_peer_env))))
 		return -1;
-	if (h.has_stdin_path)
-		spec->stdin_path = at;
+	const char **tail[2] = {&spec->stdin_path, &spec->cwd};
+	bool has[2] = {h.has_stdin_path, h.has_cwd};
+	for (size_t i = 0; i < 2; i++) {
+		char *nul = has[i] ? memchr(at, '\0', (size_t)(end - at)) : NULL;
+		if (has[i] && !nul)
+			return -1;
+		if (has[i]) {
+			*tail[i] = at;
+			at = nul + 1;
+		}
+	}
 	c->spec = spec;
 	c->stdin_fd = fd;
-	c->envp = build_env(spec->env, spec->env_count);
+	c->envp = build_env(spec->env, spec->env_count, spec->cwd);
 	if (h.split)
-		c->peer_envp = build_env(spec->peer_env, spec->peer_env_count);
+		c->peer_envp = build_env(spec->peer_env, spec->peer_env_count, spec->cwd);
 	return argv && env && argv[0] && c->envp && (!h.split || c->peer_envp) ? 0 : -1;
 }
 
@@ -683,8 +705,9 @@ static _Noreturn void init_main(struct child_ctx *c)
 
 /* ---- supervisor ------------------------------------------------------------ */
 
-/* The fixed base environment with `extra` (NAME=VALUE) added or replacing. */
-static char **build_env(char *const *extra, size_t count)
+/* The fixed base environment with `extra` (NAME=VALUE) added or replacing;
+ * PWD is the run's directory `cwd` when there is one (NULL: /work). */
+static char **build_env(char *const *extra, size_t count, const char *cwd)
 {
 	size_t nbase = sizeof(base_env) / sizeof(base_env[0]), n = 0;
 	char **env = calloc(nbase + count + 1, sizeof(char *));
@@ -693,6 +716,19 @@ static char **build_env(char *const *extra, size_t count)
 		return NULL;
 	for (size_t i = 0; i < nbase; i++)
 		env[n++] = (char *)base_env[i];
+	if (cwd) {
+		/* Init's own memory, freed when it exits. */
+		size_t len = strlen(cwd) + 16;
+		char *pwd = malloc(len);
+		if (!pwd) {
+			free(env);
+			return NULL;
+		}
+		snprintf(pwd, len, "PWD=%s%s", cwd[0] == '/' ? "" : "/work/", cwd);
+		for (size_t i = 0; i < n; i++)
+			if (strncmp(env[i], "PWD=", 4) == 0)
+				env[i] = pwd;
+	}
 	for (size_t i = 0; i < count; i++) {
 		const char *kv = extra[i];
 		size_t klen = strcspn(kv, "=");
@@ -1106,11 +1142,13 @@ static int send_spec(int sock, const struct run_spec *spec, struct err *e)
 	struct spec_msg h = {.limits = spec->limits,
 			     .split = spec->peer_argv != NULL,
 			     .has_stdin_path = spec->stdin_path != NULL,
-			     .has_stdin_fd = spec->stdin_fd >= 0};
+			     .has_stdin_fd = spec->stdin_fd >= 0,
+			     .has_cwd = spec->cwd != NULL};
 	char *const *lists[4] = {spec->argv, spec->env, spec->peer_argv, spec->peer_env};
 	size_t counts[4] = {0, spec->env_count, 0, spec->peer_env_count};
 	uint32_t *n[4] = {&h.n_argv, &h.n_env, &h.n_peer_argv, &h.n_peer_env};
-	size_t len = spec->stdin_path ? strlen(spec->stdin_path) + 1 : 0;
+	size_t len = (spec->stdin_path ? strlen(spec->stdin_path) + 1 : 0) +
+		     (spec->cwd ? strlen(spec->cwd) + 1 : 0);
 
 	for (size_t i = 0; i < 4; i += 2)
 		while (lists[i] && lists[i][counts[i]])
@@ -1127,7 +1165,9 @@ static int send_spec(int sock, const struct run_spec *spec, struct err *e)
 		for (size_t k = 0; lists[i] && k < counts[i]; k++)
 			at = stpcpy(at, lists[i][k]) + 1;
 	if (spec->stdin_path)
-		strcpy(at, spec->stdin_path);
+		at = stpcpy(at, spec->stdin_path) + 1;
+	if (spec->cwd)
+		strcpy(at, spec->cwd);
 	h.body_len = len;
 	int rc = send_fds(sock, &h, sizeof(h), &spec->stdin_fd, h.has_stdin_fd);
 	for (size_t off = 0; rc == 0 && off < len;) {
@@ -1236,8 +1276,15 @@ static int jail_new(const struct sandbox_options *opts, unsigned wait_ms, struct
 	j->slot.lock_fd = j->slot.dir_fd = -1;
 	j->cg.mem_fd = -1;
 	if (slot_lease_within(opts->state_dir, opts->max_slots, opts->uid_base, wait_ms, &j->slot,
-			      e) < 0)
+			      e) < 0) {
+		if (wait_ms == 0 && e->kind == ERR_BUSY) {
+			/* Waiting was not asked for: say so, not "stayed busy for 0 s". */
+			err_setk(e, ERR_BUSY, 0, "all %u sandbox slots of this host are in use",
+				 opts->max_slots);
+			e->errnum = EBUSY;
+		}
 		goto out_destroy;
+	}
 	if (cgroup_slot_open(&j->cg, j->slot.index, e) < 0) {
 		err_wrap(e, "cgroups of slot %u", j->slot.index);
 		goto out_destroy;
@@ -1392,7 +1439,7 @@ static int jail_create(const struct sandbox_options *opts, struct sandbox **ret,
 			return 0;
 		}
 	}
-	if (jail_new(opts, SLOT_WAIT_MS, &j, e) < 0)
+	if (jail_new(opts, opts->slot_no_wait ? 0 : SLOT_WAIT_MS, &j, e) < 0)
 		return -1;
 	*ret = &j->base;
 	return 0;
@@ -1429,6 +1476,17 @@ static int jail_get(struct sandbox *sb, const char *sandbox_path, const char *ho
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
 	return files_get(sb, j->scratch_fd, rel, sandbox_path, host_path, j->opts.disk_bytes, e);
+}
+
+static int jail_list(struct sandbox *sb, const char *sandbox_path, struct sandbox_dirent **ret,
+		     size_t *ret_n, struct err *e)
+{
+	struct jail *j = (struct jail *)sb;
+	char rel[PATH_MAX];
+
+	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
+		return -1;
+	return files_list(j->scratch_fd, rel, sandbox_path, ret, ret_n, e);
 }
 
 /*
@@ -1483,6 +1541,7 @@ const struct sandbox_ops jail_ops = {
     .put = jail_put,
     .run = jail_run,
     .get = jail_get,
+    .list = jail_list,
     .destroy = jail_destroy,
     .time_factor = jail_time_factor,
     .pool_hint = jail_pool_hint,

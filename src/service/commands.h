@@ -8,6 +8,8 @@ int cmd_admin(int argc, char **argv);	/* admin.c */
 int cmd_submit(int argc, char **argv);	/* client.c */
 int cmd_status(int argc, char **argv);	/* client.c */
 int cmd_results(int argc, char **argv); /* client.c */
+/* Internal: spawned by serve, one per live sandbox (docs/sandbox-keeper.md). */
+int cmd_sandbox_keeper(int argc, char **argv); /* keeper.c */
 
 /* What the service's commands say on stderr (serve's and worker's log,
  * admin's notes), one line per call: "proctor: COMMAND: message", with

@@ -28,6 +28,8 @@ static const struct {
     {"submit", cmd_submit, "submit a file or directory to the service"},
     {"status", cmd_status, "one line about a submission"},
     {"results", cmd_results, "a submission's result document"},
+    /* Internal, so not listed: serve spawns it (docs/sandbox-keeper.md). */
+    {"sandbox-keeper", cmd_sandbox_keeper, NULL},
 };
 
 void service_log(const char *command, const char *fmt, ...)
@@ -57,6 +59,7 @@ int main(int argc, char **argv)
 		      : stderr;
 	fprintf(f, "usage: proctor COMMAND [OPTIONS]\n\nthe grading service's commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		if (commands[i].summary)
+			fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	return f == stdout ? 0 : 2;
 }

@@ -1762,6 +1762,12 @@ static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_re
 
 	if (v->dead)
 		return err_set(e, 0, "microVM: the VM is gone");
+	if (spec->cwd)
+		/* The agent starts every program in /work (proto.h has no
+		 * directory to send): said, rather than run elsewhere. */
+		return err_setk(
+		    e, ERR_UNAVAILABLE, 0,
+		    "microVM: a run in a directory other than /work is not supported yet");
 	if (spec->stdin_fd >= 0) {
 		/* The input goes in as a protected file the run reads. */
 		char self[64];

@@ -1,0 +1,809 @@
+/* proctor-service sandbox-keeper: the process that holds one live sandbox of the sandbox API. */
+
+/*
+ * Theory of operation (docs/sandbox-keeper.md)
+ * -------------------
+ *
+ *   proctor serve (HTTP threads, root)
+ *     | posix_spawn, a socketpair end as --ready-fd: the create frame in,
+ *     | {"ok": true} or an error frame out
+ *     v
+ *   keeper (this file: one per sandbox, single-threaded, root)
+ *     | sandbox_ops of the jail: create, put, run, get, list, destroy
+ *     v
+ *   the sandbox (jail/jail.c: its init and the program, slot uid)
+ *
+ * serve talks to the keeper over an AF_UNIX socket in DIR/service/sbx
+ * (root's, 0700; the socket 0600; each end checks the other is root), one
+ * connection per call: one frame in, one frame out (service/sbxwire.h).
+ * Every frame carries the sandbox's secret, compared in constant time.
+ * The keeper never trusts what the sandbox's programs left behind: files
+ * cross through the jail's put and get, which open nothing outside the
+ * sandbox's tree and follow no link.
+ *
+ * Three things end a keeper, each with its own exit status: a `destroy`
+ * call (0), the end of its lease (10: it waits for calls with the time
+ * left as its poll timeout and clamps each exec's wall limit to it), and
+ * its parent's death (SIGKILL by PR_SET_PDEATHSIG; the jail is built so
+ * that killing its holder leaves nothing).  A sandbox that could not be
+ * created is 11, its error sent on the ready descriptor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <nettle/memops.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capbuf.h"
+#include "cli.h"
+#include "host/statedir.h"
+#include "image/image.h"
+#include "result.h"
+#include "runlimits.h"
+#include "sandbox.h"
+#include "service/commands.h"
+#include "service/jsonreq.h"
+#include "service/sbxwire.h"
+#include "util.h"
+
+/* Exit statuses: serve records a sandbox's end from them (the doc's table). */
+#define KEEPER_EXIT_DESTROYED 0
+#define KEEPER_EXIT_LEASE     10
+#define KEEPER_EXIT_CREATE    11
+
+#define SECRET_LEN     64
+#define ENV_MAX	       256	  /* variables of the create's env, and of an exec's */
+#define ENV_VALUE_MAX  32768	  /* bytes of one value */
+#define ARGV_MAX       4096	  /* arguments of one exec */
+#define ARGV_BYTES_MAX (1u << 20) /* their bytes in all */
+#define OUTPUT_MAX     (1u << 20) /* kept per stream of an exec's output */
+#define LEASE_MS_MAX   (7ull * 86400000ull)
+#define PATH_ARG_MAX   4095
+/* A call that stalls mid-frame (a caller that died holding the
+ * connection) must not hold the sandbox's only thread for long. */
+#define IO_TIMEOUT_S 30
+
+struct keeper_options {
+	const char *state_dir;
+	const char *socket;
+	unsigned parent;
+	unsigned ready_fd;
+};
+
+struct keeper {
+	int64_t id;
+	char secret[SECRET_LEN + 1];
+	unsigned vcpu;
+	uint64_t memory_bytes, disk_bytes;
+	uint64_t lease_end_ms; /* monotonic_ms() */
+	char **env;	       /* "NAME=VALUE" of the create, added to every exec's */
+	size_t n_env;
+	struct image_info img; /* the sandbox's system tree: lives as long as it */
+	const struct sandbox_ops *ops;
+	struct sandbox *sb;
+	char dir[PATH_MAX]; /* DIR/service/sbx: the socket and the transfers' temporary files */
+	int dir_fd;
+	const char *socket;
+	int listen_fd;
+	bool destroy_asked;
+};
+
+/* ---- the request's members ---------------------------------------------- */
+
+static bool env_name_ok(const char *name)
+{
+	if (!name[0] || (name[0] >= '0' && name[0] <= '9'))
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9')))
+			return false;
+	return true;
+}
+
+/* Append the members of the object `env` (absent or null: none) to *v as
+ * malloc'd "NAME=VALUE" strings. */
+static int env_append(const json_t *obj, const char *key, char ***v, size_t *n, struct err *e)
+{
+	const json_t *env = json_object_get(obj, key);
+	const char *name;
+	json_t *value;
+
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_object(env))
+		return err_setk(e, ERR_INPUT, 0, "'%s' must be an object of strings", key);
+	if (json_object_size(env) > ENV_MAX)
+		return err_setk(e, ERR_INPUT, 0, "'%s' has more than %d variables", key, ENV_MAX);
+	char **nv = realloc(*v, (*n + json_object_size(env) + 1) * sizeof(char *));
+	if (!nv)
+		return err_set(e, ENOMEM, "'%s'", key);
+	*v = nv;
+	json_object_foreach((json_t *)env, name, value)
+	{
+		const char *s = json_string_value(value);
+		if (!env_name_ok(name))
+			return err_setk(e, ERR_INPUT, 0,
+					"'%s': a variable's name is letters, digits and '_', not "
+					"starting with a digit",
+					key);
+		if (!s || json_string_length(value) > ENV_VALUE_MAX)
+			return err_setk(
+			    e, ERR_INPUT, 0,
+			    "'%s': the value of %s must be a string of at most %d bytes", key, name,
+			    ENV_VALUE_MAX);
+		size_t len = strlen(name) + json_string_length(value) + 2;
+		char *kv = malloc(len);
+		if (!kv)
+			return err_set(e, ENOMEM, "'%s'", key);
+		snprintf(kv, len, "%s=%s", name, s);
+		(*v)[(*n)++] = kv;
+		(*v)[*n] = NULL;
+	}
+	return 0;
+}
+
+static void env_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static bool hex_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return s[n] == '\0';
+}
+
+/* A boolean member; absent or null: def. */
+static int member_bool(const json_t *obj, const char *key, bool def, bool *ret, struct err *e)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	if (!v || json_is_null(v)) {
+		*ret = def;
+		return 0;
+	}
+	if (!json_is_boolean(v))
+		return err_setk(e, ERR_INPUT, 0, "'%s' must be true or false", key);
+	*ret = json_is_true(v);
+	return 0;
+}
+
+/* The `path` member, and the path below the writable tree it names: a path
+ * sandbox_path_rel() refuses (not below /work or /tmp, "." or "..") is
+ * the caller's, ERR_INPUT (docs/sandbox-keeper.md). */
+static int member_path(const json_t *head, const char **ret, char *rel, size_t rel_len,
+		       struct err *e)
+{
+	if (jsonreq_string(head, "path", true, PATH_ARG_MAX, ret, e) < 0)
+		return -1;
+	if (sandbox_path_rel(*ret, rel, rel_len, e) < 0)
+		return err_classify(e, ERR_INPUT);
+	return 0;
+}
+
+/* ---- creating the sandbox ------------------------------------------------ */
+
+static int parse_create(struct keeper *k, const json_t *head, const char **image,
+			unsigned *max_slots, uint64_t *lease_ms, struct err *e)
+{
+	static const char *const members[] = {"op",   "id",	    "secret",	"image",
+					      "vcpu", "memory_mib", "disk_mib", "lease_ms",
+					      "env",  "max_slots",  NULL};
+	const char *op, *secret;
+	int64_t id = 0, vcpu = 1, mem = 0, disk = 0, lease = 0, slots = CLI_DEFAULT_SLOTS;
+
+	if (jsonreq_only(head, members, e) < 0 || jsonreq_string(head, "op", true, 16, &op, e) < 0)
+		return -1;
+	if (strcmp(op, "create") != 0)
+		return err_setk(e, ERR_INPUT, 0, "the first frame must be op 'create', not '%s'",
+				op);
+	if (jsonreq_int(head, "id", true, 1, INT64_MAX, &id, e) < 0 ||
+	    jsonreq_string(head, "secret", true, SECRET_LEN, &secret, e) < 0 ||
+	    jsonreq_string(head, "image", true, 200, image, e) < 0 ||
+	    jsonreq_int(head, "vcpu", false, 1, 64, &vcpu, e) < 0 ||
+	    jsonreq_int(head, "memory_mib", true, 4, 1048576, &mem, e) < 0 ||
+	    jsonreq_int(head, "disk_mib", true, 1, 1048576, &disk, e) < 0 ||
+	    jsonreq_int(head, "lease_ms", true, 1, (int64_t)LEASE_MS_MAX, &lease, e) < 0 ||
+	    jsonreq_int(head, "max_slots", false, 1, CLI_MAX_SLOTS, &slots, e) < 0 ||
+	    env_append(head, "env", &k->env, &k->n_env, e) < 0)
+		return -1;
+	if (strlen(secret) != SECRET_LEN || !hex_ok(secret, SECRET_LEN))
+		return err_setk(e, ERR_INPUT, 0, "'secret' must be %d lowercase hex digits",
+				SECRET_LEN);
+	memcpy(k->secret, secret, SECRET_LEN + 1);
+	k->id = id;
+	k->vcpu = (unsigned)vcpu;
+	k->memory_bytes = (uint64_t)mem << 20;
+	k->disk_bytes = (uint64_t)disk << 20;
+	*max_slots = (unsigned)slots;
+	*lease_ms = (uint64_t)lease;
+	return 0;
+}
+
+/* The socket's directory must keep everyone but root out: the wall that
+ * SO_PEERCRED and the secret stand behind. */
+static int check_socket_dir(const char *socket, struct err *e)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	const char *slash = strrchr(socket, '/');
+
+	if (!slash || slash == socket || (size_t)(slash - socket) >= sizeof(dir))
+		return err_setk(e, ERR_USAGE, 0,
+				"--socket: '%s' is not an absolute path in a directory", socket);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - socket), socket);
+	if (stat(dir, &st) < 0)
+		return err_set(e, errno, "--socket: '%s'", dir);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077) != 0)
+		return err_set(e, 0,
+			       "--socket: '%s' must be a directory of root's that only root may "
+			       "enter (0700)",
+			       dir);
+	return 0;
+}
+
+static int create_sandbox(struct keeper *k, const struct keeper_options *o, int ready_fd,
+			  struct err *e)
+{
+	json_t *head = NULL;
+	void *data = NULL;
+	size_t len;
+	const char *image;
+	unsigned max_slots;
+	uint64_t lease_ms;
+	char why[256];
+	int rc = -1;
+
+	if (sbx_recv(ready_fd, &head, &data, &len, 0, e) < 0) {
+		err_wrap(e, "the create request");
+		goto out;
+	}
+	if (parse_create(k, head, &image, &max_slots, &lease_ms, e) < 0)
+		goto out;
+	/* The lease runs from the request, so it never ends after the one
+	 * serve recorded when it sent it. */
+	k->lease_end_ms = monotonic_ms() + lease_ms;
+	bool host = strcmp(image, "host") == 0;
+	if (sandbox_select("jail", !host, &k->ops, why, sizeof(why), e) < 0 ||
+	    k->ops->prepare(e) < 0)
+		goto out;
+	snprintf(k->img.rootfs, sizeof(k->img.rootfs), "/");
+	if (!host && image_resolve(o->state_dir, image, &k->img, e) < 0) {
+		err_wrap(e, "image");
+		goto out;
+	}
+	const struct sandbox_options so = {
+	    .state_dir = o->state_dir,
+	    .max_slots = max_slots,
+	    .uid_base = SANDBOX_UID_BASE,
+	    .disk_bytes = k->disk_bytes,
+	    .system_dir = host ? NULL : k->img.rootfs,
+	    .memory_bytes = k->memory_bytes,
+	    .slot_no_wait = true, /* a full host is the API's 429, not a wait here */
+	};
+	if (k->ops->create(&so, &k->sb, e) < 0)
+		goto out;
+	if (state_subdir(o->state_dir, "service/sbx", 0700, k->dir, sizeof(k->dir), e) < 0 ||
+	    check_socket_dir(o->socket, e) < 0)
+		goto out;
+	k->dir_fd = open(k->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (k->dir_fd < 0) {
+		err_set(e, errno, "open '%s'", k->dir);
+		goto out;
+	}
+	if (sbx_listen(o->socket, &k->listen_fd, e) < 0)
+		goto out;
+	k->socket = o->socket;
+	rc = 0;
+out:
+	json_decref(head);
+	free(data);
+	return rc;
+}
+
+/* ---- the calls ------------------------------------------------------------ */
+
+/* A temporary file name below k->dir, for one transfer. */
+static int temp_name(char *buf, size_t cap, const char *prefix, struct err *e)
+{
+	return random_hex(buf, cap, prefix, 12, e);
+}
+
+static int send_answer(int fd, json_t *answer, const void *data, size_t len, struct err *e)
+{
+	if (!answer)
+		return err_set(e, ENOMEM, "the answer");
+	int rc = sbx_send(fd, answer, data, len, e);
+	json_decref(answer);
+	return rc;
+}
+
+/* The exec's stdin: a sealed memfd the program can read and not change. */
+static int stdin_memfd(const void *data, size_t len, int *ret_fd, struct err *e)
+{
+	_cleanup_close_ int fd = memfd_create("proctor-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return err_set(e, errno, "memfd for stdin");
+	if (write_all(fd, data, len) < 0 || lseek(fd, 0, SEEK_SET) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		return err_set(e, errno, "fill the stdin memfd");
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+/* argv from a JSON array of 1..ARGV_MAX strings; the strings stay head's. */
+static int parse_argv(const json_t *head, char ***ret, struct err *e)
+{
+	const json_t *a = json_object_get(head, "argv");
+	size_t n = json_array_size(a), bytes = 0;
+
+	if (!json_is_array(a) || n == 0 || n > ARGV_MAX)
+		return err_setk(e, ERR_INPUT, 0, "'argv' must be an array of 1 to %d strings",
+				ARGV_MAX);
+	char **v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return err_set(e, ENOMEM, "argv");
+	for (size_t i = 0; i < n; i++) {
+		const json_t *s = json_array_get(a, i);
+		if (!json_is_string(s)) {
+			free(v);
+			return err_setk(e, ERR_INPUT, 0, "'argv' must be an array of strings");
+		}
+		bytes += json_string_length(s) + 1;
+		v[i] = (char *)json_string_value(s);
+	}
+	bool empty = v[0][0] == '\0';
+	if (empty || bytes > ARGV_BYTES_MAX) {
+		free(v);
+		if (empty)
+			return err_setk(e, ERR_INPUT, 0,
+					"'argv' names no program (its first string is empty)");
+		return err_setk(e, ERR_INPUT, 0, "'argv' holds more than %u bytes", ARGV_BYTES_MAX);
+	}
+	*ret = v;
+	return 0;
+}
+
+static int op_exec(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		   struct err *e)
+{
+	static const char *const members[] = {"op",	   "secret",	 "argv", "cwd",
+					      "env",	   "timeout_ms", "pids", "max_output_bytes",
+					      "has_stdin", NULL};
+	struct limits l;
+	struct run_result res;
+	char **argv = NULL, **env = NULL;
+	size_t n_env = 0;
+	const char *cwd = NULL;
+	bool has_stdin;
+	int stdin_fd = -1, rc = -1;
+
+	limits_default(&l);
+	int64_t timeout_ms = (int64_t)l.wall_ms, pids = (int64_t)l.pids, out_max = OUTPUT_MAX;
+	if (jsonreq_only(head, members, e) < 0 || parse_argv(head, &argv, e) < 0)
+		return -1;
+	if ((!json_is_null(json_object_get(head, "cwd")) &&
+	     jsonreq_string(head, "cwd", false, PATH_ARG_MAX, &cwd, e) < 0) ||
+	    jsonreq_int(head, "timeout_ms", false, 1, 86400000, &timeout_ms, e) < 0 ||
+	    jsonreq_int(head, "pids", false, 1, 65536, &pids, e) < 0 ||
+	    jsonreq_int(head, "max_output_bytes", false, 0, OUTPUT_MAX, &out_max, e) < 0 ||
+	    member_bool(head, "has_stdin", false, &has_stdin, e) < 0)
+		goto out;
+	if (!has_stdin && len > 0) {
+		err_setk(e, ERR_INPUT, 0, "data came with an exec whose has_stdin is false");
+		goto out;
+	}
+	/* The create's environment, then the exec's: a later NAME wins. */
+	env = calloc(k->n_env + 1, sizeof(char *));
+	if (!env) {
+		err_set(e, ENOMEM, "env");
+		goto out;
+	}
+	for (; n_env < k->n_env; n_env++)
+		if (!(env[n_env] = strdup(k->env[n_env]))) {
+			err_set(e, ENOMEM, "env");
+			goto out;
+		}
+	if (env_append(head, "env", &env, &n_env, e) < 0)
+		goto out;
+	if (has_stdin && stdin_memfd(data, len, &stdin_fd, e) < 0)
+		goto out;
+
+	/* The lease bounds every exec: its wall limit is the time left when
+	 * that is shorter than the timeout asked for.  CPU time is vcpu
+	 * seconds per wall second; memory and the writable tree are the
+	 * sandbox's, and so is the largest file (the tree's size). */
+	uint64_t now = monotonic_ms(), left = k->lease_end_ms > now ? k->lease_end_ms - now : 1;
+	bool by_lease = left < (uint64_t)timeout_ms;
+	l.wall_ms = by_lease ? left : (uint64_t)timeout_ms;
+	l.cpu_ms = l.wall_ms * k->vcpu;
+	l.memory_bytes = k->memory_bytes;
+	l.disk_bytes = k->disk_bytes;
+	l.fsize_bytes = k->disk_bytes;
+	l.pids = (uint64_t)pids;
+	l.output_bytes = (uint64_t)out_max;
+	if (limits_check_host(&l, e) < 0)
+		goto out;
+	if (run_result_init(&res, (size_t)out_max) < 0) {
+		err_set(e, ENOMEM, "the run's output");
+		goto out;
+	}
+	const struct run_spec spec = {
+	    .argv = argv,
+	    .env = env,
+	    .env_count = n_env,
+	    .stdin_fd = stdin_fd,
+	    .limits = l,
+	    .cwd = cwd,
+	};
+	if (sandbox_run(k->sb, &spec, &res, e) == 0) {
+		json_t *answer = run_result_to_json(&res);
+		if (answer)
+			json_object_set_new(
+			    answer, "lease_ended",
+			    json_boolean(by_lease && (res.limits_hit & LIMIT_HIT_WALL)));
+		rc = send_answer(fd, answer, NULL, 0, e);
+	}
+	run_result_free(&res);
+out:
+	xclose(stdin_fd);
+	env_free(env, n_env);
+	free(argv);
+	return rc;
+}
+
+static int op_write(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		    struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", "executable", NULL};
+	char rel[PATH_MAX], name[64], host[PATH_MAX + 64];
+	const char *path;
+	bool exec;
+
+	if (jsonreq_only(head, members, e) < 0 ||
+	    member_path(head, &path, rel, sizeof(rel), e) < 0 ||
+	    member_bool(head, "executable", false, &exec, e) < 0 ||
+	    temp_name(name, sizeof(name), "w-", e) < 0)
+		return -1;
+	/* The bytes go through a file of root's in a directory of root's, and
+	 * into the sandbox by its put, like any file put in. */
+	_cleanup_close_ int tmp =
+	    openat(k->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (tmp < 0)
+		return err_set(e, errno, "create '%s/%s'", k->dir, name);
+	int rc = write_all(tmp, data, len) < 0 || fchmod(tmp, exec ? 0755 : 0644) < 0
+		     ? err_set(e, errno, "write '%s/%s'", k->dir, name)
+		     : 0;
+	tmp = xclose(tmp);
+	snprintf(host, sizeof(host), "%s/%s", k->dir, name);
+	if (rc == 0)
+		rc = sandbox_put(k->sb, host, path, 0, e);
+	unlinkat(k->dir_fd, name, 0);
+	if (rc < 0)
+		return -1;
+	return send_answer(fd, json_pack("{s:s,s:I}", "path", path, "size", (json_int_t)len), NULL,
+			   0, e);
+}
+
+/* What list() says of rel's own entry in its parent directory: found or
+ * not (a path not listed is left to get(), which says why). */
+static bool stat_entry(struct keeper *k, const char *rel, struct sandbox_dirent *ret)
+{
+	char parent[PATH_MAX];
+	struct sandbox_dirent *v = NULL;
+	size_t n = 0;
+	struct err ignored;
+	const char *slash = strrchr(rel, '/');
+	bool found = false;
+
+	if (!slash || !k->ops->list)
+		return false;
+	snprintf(parent, sizeof(parent), "/%.*s", (int)(slash - rel), rel);
+	if (k->ops->list(k->sb, parent, &v, &n, &ignored) < 0)
+		return false;
+	for (size_t i = 0; i < n && !found; i++)
+		if (strcmp(v[i].name, slash + 1) == 0) {
+			*ret = v[i];
+			found = true;
+		}
+	free(v);
+	return found;
+}
+
+static int op_read(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		   struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", NULL};
+	char rel[PATH_MAX], name[64], host[PATH_MAX + 64];
+	struct sandbox_dirent ent;
+	const char *path;
+	char *buf = NULL;
+	size_t n = 0;
+	struct stat st = {0};
+
+	(void)data;
+	if (jsonreq_only(head, members, e) < 0 || member_path(head, &path, rel, sizeof(rel), e) < 0)
+		return -1;
+	if (len > 0)
+		return err_setk(e, ERR_INPUT, 0, "a read takes no data");
+	/* Refused before anything is copied: a directory (the top of the tree
+	 * is one) and a file past the cap.  The sandbox runs nothing between
+	 * calls, so what the listing says still holds for the get. */
+	bool known = stat_entry(k, rel, &ent);
+	if (!strchr(rel, '/') || (known && ent.type == 'd'))
+		return err_setk(e, ERR_INPUT, 0, "'%s' is a directory", path);
+	if (known && ent.type != 'f')
+		return err_setk(e, ERR_INPUT, 0, "'%s' is a %s, not a regular file", path,
+				ent.type == 'l' ? "symlink" : "special file");
+	if (known && ent.size > k->disk_bytes)
+		return err_setk(e, ERR_TOO_LARGE, 0, "'%s' is larger than %llu bytes", path,
+				(unsigned long long)k->disk_bytes);
+	if (temp_name(name, sizeof(name), "r-", e) < 0)
+		return -1;
+	snprintf(host, sizeof(host), "%s/%s", k->dir, name);
+	if (sandbox_get(k->sb, path, host, e) < 0) {
+		rm_tree_at(k->dir_fd, name, &(struct err){0});
+		unlinkat(k->dir_fd, name, 0);
+		return -1;
+	}
+	int rc = 0;
+	if (fstatat(k->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		rc = err_set(e, errno, "'%s'", host);
+	else if (S_ISDIR(st.st_mode)) /* the listing did not show it */
+		rc = err_setk(e, ERR_INPUT, 0, "'%s' is a directory", path);
+	else if (read_whole_at(k->dir_fd, name, O_NOFOLLOW, (size_t)k->disk_bytes, &buf, &n, e) < 0)
+		rc = e->errnum == EFBIG ? err_classify(e, ERR_TOO_LARGE) : -1;
+	if (S_ISDIR(st.st_mode))
+		rm_tree_at(k->dir_fd, name, &(struct err){0});
+	else
+		unlinkat(k->dir_fd, name, 0);
+	if (rc == 0) {
+		unsigned mode = known ? ent.mode : (unsigned)(st.st_mode & 07777);
+		rc = send_answer(fd,
+				 json_pack("{s:s,s:I,s:i}", "path", path, "size", (json_int_t)n,
+					   "mode", (int)mode),
+				 buf, n, e);
+	}
+	free(buf);
+	return rc;
+}
+
+static int op_list(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		   struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", NULL};
+	static const char *const types[] = {
+	    ['f'] = "file", ['d'] = "dir", ['l'] = "link", ['o'] = "other"};
+	char rel[PATH_MAX];
+	struct sandbox_dirent *v = NULL;
+	size_t n = 0;
+	const char *path;
+
+	(void)data;
+	if (jsonreq_only(head, members, e) < 0 || member_path(head, &path, rel, sizeof(rel), e) < 0)
+		return -1;
+	if (len > 0)
+		return err_setk(e, ERR_INPUT, 0, "a list takes no data");
+	if (!k->ops->list)
+		return err_setk(e, ERR_UNAVAILABLE, 0, "the %s backend cannot list a directory",
+				k->ops->name);
+	int r = k->ops->list(k->sb, path, &v, &n, e);
+	if (r < 0)
+		return e->kind == ERR_USAGE ? err_classify(e, ERR_INPUT) : -1;
+	json_t *entries = json_array();
+	for (size_t i = 0; entries && i < n; i++) {
+		/* A JSON string holds UTF-8 only: a name that is not is left
+		 * out, as the jail leaves out names with control characters. */
+		if (!utf8_valid(v[i].name, strlen(v[i].name)))
+			continue;
+		json_array_append_new(
+		    entries,
+		    json_pack("{s:s,s:s,s:I,s:i,s:I}", "name", v[i].name, "type",
+			      types[(unsigned char)v[i].type] ? types[(unsigned char)v[i].type]
+							      : "other",
+			      "size", (json_int_t)v[i].size, "mode", (int)v[i].mode, "mtime_ms",
+			      (json_int_t)v[i].mtime_ms));
+	}
+	free(v);
+	return send_answer(fd,
+			   entries ? json_pack("{s:s,s:o,s:b}", "path", path, "entries", entries,
+					       "truncated", r == 1)
+				   : NULL,
+			   NULL, 0, e);
+}
+
+static int op_destroy(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		      struct err *e)
+{
+	static const char *const members[] = {"op", "secret", NULL};
+
+	(void)data;
+	(void)len;
+	if (jsonreq_only(head, members, e) < 0)
+		return -1;
+	/* Answered first: the caller records the end, then the sandbox goes. */
+	k->destroy_asked = true;
+	return send_answer(fd, json_pack("{s:b}", "ok", 1), NULL, 0, e);
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		  struct err *e);
+} ops[] = {
+    {"exec", op_exec}, {"write", op_write},	{"read", op_read},
+    {"list", op_list}, {"destroy", op_destroy},
+};
+
+/* One call: a frame in, a frame out (the answer, or the error). */
+static void serve_call(struct keeper *k, int fd)
+{
+	struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
+	json_t *head = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	struct err e;
+	int rc = -1;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* The data cap is the sandbox's disk: no file it could hold is
+	 * refused, and nothing bigger is read into memory. */
+	if (sbx_recv(fd, &head, &data, &len, (size_t)k->disk_bytes, &e) < 0)
+		goto answer;
+	const char *secret = json_string_value(json_object_get(head, "secret"));
+	const char *op = json_string_value(json_object_get(head, "op"));
+	/* SECURITY: the secret is compared in constant time, so the time of a
+	 * refusal does not say how much of a guess was right. */
+	if (!secret || strlen(secret) != SECRET_LEN || !memeql_sec(secret, k->secret, SECRET_LEN)) {
+		err_setk(&e, ERR_UNAUTHORIZED, 0, "sandbox %lld: wrong secret", (long long)k->id);
+		goto answer;
+	}
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (op && strcmp(op, ops[i].name) == 0) {
+			rc = ops[i].fn(k, fd, head, data, len, &e);
+			goto answer;
+		}
+	err_setk(&e, ERR_INPUT, 0, "unknown op (exec, write, read, list, destroy)");
+answer:
+	/* A failed answer (the caller gone) leaves nothing to say to anyone. */
+	if (rc < 0)
+		sbx_send_error(fd, &e);
+	json_decref(head);
+	free(data);
+}
+
+/* ---- the process ------------------------------------------------------------ */
+
+static _Noreturn void end(struct keeper *k, int status)
+{
+	sandbox_destroy(k->sb);
+	if (k->socket)
+		unlink(k->socket);
+	exit(status);
+}
+
+static int parse_options(int argc, char **argv, struct keeper_options *o)
+{
+	bool ready_given = false;
+	const struct cli_option table[] = {
+	    CLI_OPTION_STATE_DIR(&o->state_dir, "slots, images and the socket's directory"),
+	    {.name = "socket",
+	     .kind = CLI_STRING,
+	     .value_name = "PATH",
+	     .dest = &o->socket,
+	     .help = "listen here (in a directory of root's, 0700)"},
+	    {.name = "parent",
+	     .kind = CLI_UINT,
+	     .value_name = "PID",
+	     .dest = &o->parent,
+	     .min = 1,
+	     .max = 4194304,
+	     .help = "the spawner: the keeper ends when it does"},
+	    {.name = "ready-fd",
+	     .kind = CLI_UINT,
+	     .value_name = "N",
+	     .dest = &o->ready_fd,
+	     .min = 0,
+	     .max = 65535,
+	     .given = &ready_given,
+	     .help = "the create request comes in here, the answer goes out"},
+	};
+	const struct cli_command cmd = {
+	    .name = "sandbox-keeper",
+	    .about = "Hold one sandbox of the sandbox API for proctor serve (internal: "
+		     "docs/sandbox-keeper.md).",
+	    .options = table,
+	    .n_options = sizeof(table) / sizeof(table[0]),
+	    .exit_status =
+		"  0  destroyed by a destroy call\n"
+		" 10  the lease ended\n"
+		" 11  the sandbox could not be created (the error went to the ready fd)\n"
+		"  2  usage error",
+	    .max_operands = 0,
+	};
+	int n;
+	int rc = cli_parse(&cmd, argc, argv, &n);
+
+	if (rc == CLI_OK && (!o->socket || !o->parent || !ready_given)) {
+		cli_usage_error("sandbox-keeper: --socket, --parent and --ready-fd are required");
+		return CLI_USAGE;
+	}
+	return rc;
+}
+
+int cmd_sandbox_keeper(int argc, char **argv)
+{
+	struct keeper_options o = {.state_dir = cli_state_dir()};
+	struct keeper k = {.dir_fd = -1, .listen_fd = -1};
+	struct err e;
+	int r;
+
+	/* SECURITY: the sandbox dies with the server that handed it out; if
+	 * the server is already gone, the parent check below sees it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if ((r = parse_options(argc, argv, &o)) != CLI_OK)
+		return cli_exit_status(r);
+	int ready = (int)o.ready_fd;
+	if (fcntl(ready, F_SETFD, FD_CLOEXEC) < 0)
+		return cli_usage_error("--ready-fd: %u is not an open descriptor", o.ready_fd);
+	if ((unsigned)getppid() != o.parent) {
+		service_log("sandbox-keeper", "the parent %u is gone", o.parent);
+		return KEEPER_EXIT_CREATE;
+	}
+	/* A pool would hold a second slot for a sandbox that never comes. */
+	unsetenv("PROCTOR_JAIL_POOL");
+	signal(SIGPIPE, SIG_IGN);
+	struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
+	setsockopt(ready, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(ready, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+
+	if (create_sandbox(&k, &o, ready, &e) < 0) {
+		sbx_send_error(ready, &e);
+		close(ready);
+		env_free(k.env, k.n_env);
+		xclose(k.dir_fd);
+		end(&k, KEEPER_EXIT_CREATE);
+	}
+	json_t *ok = json_pack("{s:b}", "ok", 1);
+	r = ok ? sbx_send(ready, ok, NULL, 0, &e) : -1;
+	json_decref(ok);
+	close(ready);
+	if (r < 0) /* the spawner is gone or gave up: nobody will ever call */
+		end(&k, KEEPER_EXIT_CREATE);
+
+	while (!k.destroy_asked) {
+		uint64_t now = monotonic_ms();
+		if (now >= k.lease_end_ms)
+			break;
+		uint64_t left = k.lease_end_ms - now;
+		struct pollfd p = {.fd = k.listen_fd, .events = POLLIN};
+		int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n <= 0)
+			continue; /* the lease is checked above; EINTR too */
+		int fd;
+		if (sbx_accept(k.listen_fd, &fd, &e) < 0)
+			continue; /* that caller's loss, not the sandbox's */
+		serve_call(&k, fd);
+		close(fd);
+	}
+	env_free(k.env, k.n_env);
+	xclose(k.dir_fd);
+	xclose(k.listen_fd);
+	end(&k, k.destroy_asked ? KEEPER_EXIT_DESTROYED : KEEPER_EXIT_LEASE);
+}
