@@ -34,6 +34,12 @@ static const struct {
     {"GET", "/v1/submissions"},
     {"GET", "/metrics"},
     {"POST", "/v1/submissions/99999999999999999999/regrade"},
+    /* Sandboxes: no host here (503 for a create), but every body is
+     * parsed before the sandbox is looked up. */
+    {"POST", "/v1/sandboxes"},
+    {"POST", "/v1/sandboxes/1/exec"},
+    {"PUT", "/v1/sandboxes/1/files"},
+    {"GET", "/v1/sandboxes"},
 };
 
 static void setup(void)

@@ -42,6 +42,7 @@ static const struct command service_commands[] = {
     {"submit", NULL, "submit a file or directory to the service"},
     {"status", NULL, "one line about a submission"},
     {"results", NULL, "a submission's result document"},
+    {"sandbox", NULL, "sandboxes on the service: run, exec, ls, kill"},
 };
 
 /* Exec proctor-service next to this program, or the installed one. */

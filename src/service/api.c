@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "service/handler.h"
 #include "service/policy.h"
+#include "service/sbxhost.h"
 #include "util.h"
 
 /*
@@ -14,9 +16,7 @@
  * against the row's scope; the handler then gets the caller and the
  * thread's store.  '#' in a pattern stands for a positive id.
  *
- * Room for what comes next (issues 24, 25): /v1/sandboxes rows, their
- * handlers in a file of their own (api_sandboxes.c, to be written) beside a
- * worker-side holder of live sandboxes; /ui/ pages in ui_*.c files with
+ * Room for what comes next (issue 25): /ui/ pages in ui_*.c files with
  * sessions and CSRF tokens in store tables of their own, whose rows need a
  * session instead of a token (a scope of their own here).
  */
@@ -73,12 +73,27 @@ static const struct route {
     {"DELETE", "/v1/tokens/#", STORE_SCOPE_ADMIN, BODY_SMALL, delete_token, NEEDS_STORE},
     {"GET", "/v1/course/budget", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, get_budget, NEEDS_STORE},
     {"PUT", "/v1/course/budget", STORE_SCOPE_ADMIN, BODY_SMALL, put_budget, NEEDS_STORE},
+    {"POST", "/v1/sandboxes", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, post_sandbox, NEEDS_STORE},
+    {"GET", "/v1/sandboxes", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, list_sandboxes, NEEDS_STORE},
+    {"GET", "/v1/sandboxes/#", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, get_sandbox, NEEDS_STORE},
+    {"DELETE", "/v1/sandboxes/#", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, delete_sandbox,
+     NEEDS_STORE},
+    {"POST", "/v1/sandboxes/#/exec", STORE_SCOPE_INSTRUCTOR, BODY_UPLOAD, post_sandbox_exec,
+     NEEDS_STORE},
+    {"PUT", "/v1/sandboxes/#/files", STORE_SCOPE_INSTRUCTOR, BODY_UPLOAD, put_sandbox_file,
+     NEEDS_STORE},
+    {"GET", "/v1/sandboxes/#/files", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, get_sandbox_file,
+     NEEDS_STORE},
+    {"GET", "/v1/sandboxes/#/list", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, list_sandbox_dir,
+     NEEDS_STORE},
 };
 
-/* What the gate leaves for the handler (http_request.state). */
+/* What the gate leaves for the handler (http_request.state), and what a
+ * handler keeps across calls of a request that waits. */
 struct gate_state {
 	bool checked; /* the token was checked against the route's scope */
 	struct store_token_info who;
+	struct call_hold hold;
 };
 _Static_assert(sizeof(struct gate_state) <= HTTP_REQUEST_STATE, "the gate's state must fit");
 
@@ -178,6 +193,16 @@ static void after_failure(struct api *a, const struct http_response *rs)
 	store_close(st);
 }
 
+/* http_response.state_end: a request that kept a descriptor ended. */
+static void hold_release(void *state)
+{
+	struct gate_state *gs = state;
+
+	if (gs->hold.open && gs->hold.fd >= 0)
+		close(gs->hold.fd);
+	gs->hold.open = false;
+}
+
 /* ---- the gate ---- */
 
 /* The request's token, of the route's scope at least, into *who; else an
@@ -249,6 +274,7 @@ void api_handle(void *ctx, const struct http_request *rq, struct http_response *
 		gs->checked = true;
 	}
 	c.who = r->scope == OPEN ? NULL : &gs->who;
+	c.hold = rq->state ? &gs->hold : NULL;
 	if (r->store != NO_STORE) {
 		c.st = thread_store(a, &e);
 		c.store_error = e.msg;
@@ -258,6 +284,8 @@ void api_handle(void *ctx, const struct http_request *rq, struct http_response *
 		}
 	}
 	r->fn(&c);
+	if (gs->hold.open)
+		rs->state_end = hold_release;
 out:
 	after_failure(a, rs);
 }
@@ -267,6 +295,20 @@ out:
 void api_count(struct api *a, const char *counter, uint64_t n)
 {
 	metrics_count(a->metrics, counter, n);
+}
+
+void api_sandbox_duties(struct api *a, struct store *st)
+{
+	int64_t n = 0;
+	struct err e;
+
+	if (!a->sandboxes)
+		return;
+	sbx_host_reap(a->sandboxes, st);
+	/* A keeper ends its own sandbox at its lease; one that could not
+	 * (killed, its host gone) is ended here a minute later. */
+	if (store_sandbox_sweep(st, 60000, &n, &e) == 0 && n)
+		metrics_count(a->metrics, "sandboxes_swept", (uint64_t)n);
 }
 
 void api_observe_phases(struct api *a, int64_t queued_ms, int64_t started_ms, int64_t ready_ms,
@@ -290,8 +332,24 @@ int api_new(const struct api_config *c, struct api **ret, struct err *e)
 		free(a);
 		return err_wrap(e, "--db");
 	}
+	if (c->state_dir && c->keeper_exe) {
+		int64_t lost = 0;
+		if (sbx_host_new(c->keeper_exe, c->state_dir, c->slots, &a->sandboxes, e) < 0 ||
+		    store_sandbox_lose_host(st, sbx_host_key(a->sandboxes),
+					    "the server that held it stopped", &lost, e) < 0) {
+			store_close(st);
+			sbx_host_free(a->sandboxes);
+			metrics_free(a->metrics);
+			free(a);
+			return -1;
+		}
+		/* Keepers die with the server that spawned them: what this host
+		 * held before it started is gone. */
+		(void)lost;
+	}
 	store_close(st);
 	if (pthread_key_create(&a->key, close_store) != 0) {
+		sbx_host_free(a->sandboxes);
 		metrics_free(a->metrics);
 		free(a);
 		return err_set(e, EAGAIN, "pthread_key_create");
@@ -305,6 +363,7 @@ void api_free(struct api *a)
 	if (!a)
 		return;
 	pthread_key_delete(a->key);
+	sbx_host_free(a->sandboxes);
 	metrics_free(a->metrics);
 	free(a);
 }

@@ -8,6 +8,7 @@
 
 #include "err.h"
 #include "service/http.h"
+#include "store/store.h"
 
 /*
  * Every handler runs on one of the HTTP front's threads with that thread's
@@ -28,6 +29,11 @@ struct api_config {
 	unsigned retry_after_s; /* Retry-After of a 429 */
 	double price_cpu_hour;	/* estimated cost: per vCPU-hour */
 	double price_gib_hour;	/* per GiB-hour of memory */
+	/* Live sandboxes (docs/sandbox-keeper.md): held on this host when
+	 * state_dir is set (NULL: /v1/sandboxes answers 503). */
+	const char *state_dir;	/* --state-dir: slots, images, keeper sockets */
+	const char *keeper_exe; /* the program run as `sandbox-keeper` (this one) */
+	unsigned slots;		/* --slots: sandboxes and gradings share them */
 };
 
 void api_config_default(struct api_config *c);
@@ -48,6 +54,9 @@ void api_observe_phases(struct api *a, int64_t queued_ms, int64_t started_ms, in
 			int64_t finished_ms);
 /* Counters the background loop adds to /metrics. */
 void api_count(struct api *a, const char *counter, uint64_t n);
+/* The background loop's sandbox duties: reap the keepers that ended and
+ * record why, and end what outlived its lease. */
+void api_sandbox_duties(struct api *a, struct store *st);
 void api_free(struct api *a);
 
 #endif

@@ -343,3 +343,222 @@ int cmd_results(int argc, char **argv)
 {
 	return show(argc, argv, true);
 }
+
+/* ---- proctor sandbox ---- */
+
+/* A JSON body: the document's text, or NULL (printed) when out of memory. */
+static char *body_of(json_t *doc)
+{
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+	json_decref(doc);
+	if (!text)
+		fprintf(stderr, "proctor: sandbox: out of memory\n");
+	return text;
+}
+
+/* The argv operands as a JSON array. */
+static json_t *argv_json(int argc, char **argv)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < argc; i++)
+		json_array_append_new(a, json_string(argv[i]));
+	return a;
+}
+
+/* Run argv in sandbox `id` and pass its output through: the program's exit
+ * status (128 + a signal, 3 when Proctor failed), or an error's. */
+static int sandbox_exec(const struct client *c, long long id, int argc, char **argv,
+			unsigned timeout_ms, bool json)
+{
+	char path[96];
+	long status = 0;
+	json_t *doc = NULL;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%lld/exec", id);
+	char *body = body_of(json_pack("{s:o, s:I}", "argv", argv_json(argc, argv), "timeout_ms",
+				       (json_int_t)timeout_ms));
+	if (!body)
+		return 3;
+	int r = call(c, "POST", path, body, NULL, &status, &doc);
+	free(body);
+	if (r < 0)
+		return 3;
+	if (status != 200)
+		return refused(status, doc);
+	if (json) {
+		r = print_doc(doc);
+		json_decref(doc);
+		return r;
+	}
+	const char *out = json_string_value(json_object_get(doc, "stdout"));
+	const char *err = json_string_value(json_object_get(doc, "stderr"));
+	const char *verdict = json_string_value(json_object_get(doc, "status"));
+	json_t *code = json_object_get(doc, "exit_code"), *sig = json_object_get(doc, "signal");
+	fputs(out ? out : "", stdout);
+	fputs(err ? err : "", stderr);
+	fflush(stdout);
+	if (verdict && strcmp(verdict, "ok") != 0 && strcmp(verdict, "nonzero_exit") != 0)
+		fprintf(stderr, "proctor: sandbox: %s%s%s\n", verdict,
+			json_is_string(json_object_get(doc, "limit")) ? ", limit " : "",
+			json_is_string(json_object_get(doc, "limit"))
+			    ? json_string_value(json_object_get(doc, "limit"))
+			    : "");
+	r = json_is_integer(code)  ? (int)json_integer_value(code)
+	    : json_is_integer(sig) ? 128 + (int)json_integer_value(sig)
+	    : verdict && strcmp(verdict, "error") == 0 ? 3
+						       : 1;
+	json_decref(doc);
+	return r;
+}
+
+static int sandbox_delete(const struct client *c, long long id)
+{
+	char path[96];
+	long status = 0;
+	json_t *doc = NULL;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%lld", id);
+	if (call(c, "DELETE", path, NULL, NULL, &status, &doc) < 0)
+		return 3;
+	if (status != 200)
+		return refused(status, doc);
+	json_decref(doc);
+	return 0;
+}
+
+static int sandbox_id(const char *text, long long *ret)
+{
+	uint64_t v;
+
+	if (parse_u64(text, strlen(text), &v) < 0 || v == 0 || v > INT64_MAX)
+		return cli_usage_error("sandbox: '%s' is not a sandbox id", text);
+	*ret = (long long)v;
+	return 0;
+}
+
+int cmd_sandbox(int argc, char **argv)
+{
+	struct client c = {.timeout_s = 3700};
+	const char *image = NULL;
+	unsigned memory = 512, timeout_ms = 60000, lease = 600;
+	bool json = false;
+	const struct cli_option opts[] = {
+	    CLIENT_OPTIONS(c),
+	    {.name = "image",
+	     .kind = CLI_STRING,
+	     .value_name = "PIN",
+	     .dest = &image,
+	     .help = "run: the image (name@N; default the host's system)"},
+	    {.name = "memory-mib",
+	     .kind = CLI_UINT,
+	     .value_name = "N",
+	     .dest = &memory,
+	     .min = 16,
+	     .max = 65536,
+	     .help = "run: the sandbox's memory limit (default 512)"},
+	    {.name = "timeout-ms",
+	     .kind = CLI_UINT,
+	     .value_name = "MS",
+	     .dest = &timeout_ms,
+	     .min = 1,
+	     .max = 3600000,
+	     .help = "run, exec: the command's wall-clock limit (default 60000)"},
+	    {.name = "lease",
+	     .kind = CLI_UINT,
+	     .value_name = "SECONDS",
+	     .dest = &lease,
+	     .min = 1,
+	     .max = 86400,
+	     .help = "run: the sandbox's lease (default 600)"},
+	    CLI_OPTION_JSON(&json, "run, exec: the command's whole document; ls: the sandboxes"),
+	};
+	const struct cli_command cmd = {
+	    .name = "sandbox",
+	    .synopsis = "run -- CMD... | exec ID -- CMD... | ls | kill ID",
+	    .about = "Sandboxes on the service (docs/api.md, \"Sandboxes\").  run: one command\n"
+		     "in a fresh sandbox, destroyed after; exec: one command in a live sandbox;\n"
+		     "ls: the course's live sandboxes; kill: destroy one.",
+	    .options = opts,
+	    .n_options = sizeof(opts) / sizeof(opts[0]),
+	    .exit_status = "  N  run, exec: the command's exit status (128 + a signal that ended it)\n"
+			   "  0  ls, kill: done\n" CLIENT_ERRORS,
+	    .operands = "a verb and its operands",
+	    .min_operands = 1,
+	    .max_operands = -1};
+	long status = 0;
+	json_t *doc = NULL;
+	long long id;
+	int n, r;
+
+	r = cli_parse(&cmd, argc, argv, &n);
+	if (r != CLI_OK)
+		return cli_exit_status(r);
+	if ((r = client_env(&c)) != 0)
+		return r;
+	const char *verb = argv[1];
+	if (strcmp(verb, "run") == 0) {
+		if (n < 3)
+			return cli_usage_error("sandbox run: a command is required: run -- CMD...");
+		char *body =
+		    body_of(json_pack("{s:s, s:I, s:I}", "image", image ? image : "host",
+				      "memory_mib", (json_int_t)memory, "timeout_seconds",
+				      (json_int_t)lease));
+		if (!body)
+			return 3;
+		r = call(&c, "POST", "/v1/sandboxes", body, NULL, &status, &doc);
+		free(body);
+		if (r < 0)
+			return 3;
+		if (status != 201)
+			return refused(status, doc);
+		id = (long long)json_integer_value(json_object_get(doc, "id"));
+		json_decref(doc);
+		r = sandbox_exec(&c, id, n - 2, argv + 2, timeout_ms, json);
+		/* Destroyed whatever the command did: its lease would end it
+		 * anyway, but not before it is due. */
+		sandbox_delete(&c, id);
+		return r;
+	}
+	if (strcmp(verb, "exec") == 0) {
+		if (n < 4)
+			return cli_usage_error("sandbox exec: exec ID -- CMD...");
+		if ((r = sandbox_id(argv[2], &id)) != 0)
+			return r;
+		return sandbox_exec(&c, id, n - 3, argv + 3, timeout_ms, json);
+	}
+	if (strcmp(verb, "kill") == 0) {
+		if (n != 3)
+			return cli_usage_error("sandbox kill: kill ID");
+		if ((r = sandbox_id(argv[2], &id)) != 0)
+			return r;
+		return sandbox_delete(&c, id);
+	}
+	if (strcmp(verb, "ls") == 0) {
+		if (n != 2)
+			return cli_usage_error("sandbox ls takes no operand");
+		if (call(&c, "GET", "/v1/sandboxes?live=1", NULL, NULL, &status, &doc) < 0)
+			return 3;
+		if (status != 200)
+			return refused(status, doc);
+		if (json) {
+			r = print_doc(doc);
+			json_decref(doc);
+			return r;
+		}
+		size_t i;
+		json_t *s;
+		json_array_foreach(json_object_get(doc, "sandboxes"), i, s)
+		{
+			printf("%lld %s %s lease_end_ms=%lld\n",
+			       (long long)json_integer_value(json_object_get(s, "id")),
+			       json_string_value(json_object_get(s, "state")),
+			       json_string_value(json_object_get(s, "image")),
+			       (long long)json_integer_value(json_object_get(s, "lease_end_ms")));
+		}
+		json_decref(doc);
+		return 0;
+	}
+	return cli_usage_error("sandbox: '%s' is not run, exec, ls or kill", verb);
+}

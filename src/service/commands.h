@@ -8,6 +8,7 @@ int cmd_admin(int argc, char **argv);	/* admin.c */
 int cmd_submit(int argc, char **argv);	/* client.c */
 int cmd_status(int argc, char **argv);	/* client.c */
 int cmd_results(int argc, char **argv); /* client.c */
+int cmd_sandbox(int argc, char **argv); /* client.c */
 /* Internal: spawned by serve, one per live sandbox (docs/sandbox-keeper.md). */
 int cmd_sandbox_keeper(int argc, char **argv); /* keeper.c */
 

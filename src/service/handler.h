@@ -28,11 +28,25 @@
 #define BODY_DOC    (16u << 10) /* a policy or an extension document */
 #define BODY_UPLOAD SIZE_MAX	/* an archive in base64: api_config.max_upload decides */
 
-/* The API: its configuration, the threads' store connections, its metrics. */
+/* The API: its configuration, the threads' store connections, its metrics,
+ * the sandboxes this host holds (NULL: none here). */
 struct api {
 	struct api_config c;
 	pthread_key_t key; /* the thread's store (api.c) */
 	struct metrics *metrics;
+	struct sbx_host *sandboxes;
+};
+
+/*
+ * What a handler keeps across the calls of one request that waits (an
+ * exec's connection to its keeper), in the request's state: api.c closes
+ * `fd` when the request ends, however it ends.
+ */
+struct call_hold {
+	bool open;
+	int fd;
+	unsigned polls;
+	int64_t sandbox_id, exec_id, memory_mib;
 };
 
 /* One call of a handler. */
@@ -49,6 +63,9 @@ struct call {
 	/* st is NULL only on a route that does without (/healthz, /readyz);
 	 * then this says why. */
 	const char *store_error;
+	/* Kept across the calls of this request; NULL for a request made
+	 * without a server (a fuzzer's), which then waits blocking. */
+	struct call_hold *hold;
 };
 
 typedef void handler_fn(struct call *c);
@@ -60,6 +77,8 @@ handler_fn post_assignment, get_assignment, get_policy, put_policy, get_extensio
     put_extension, delete_extension, get_gradebook;
 handler_fn post_submission_regrade, post_assignment_regrade, get_regrade;
 handler_fn post_token, list_tokens, delete_token, get_budget, put_budget;
+handler_fn post_sandbox, get_sandbox, list_sandboxes, delete_sandbox, post_sandbox_exec,
+    put_sandbox_file, get_sandbox_file, list_sandbox_dir;
 
 /* ---- answers (api_answer.c) ---- */
 

@@ -28,6 +28,7 @@ static const struct {
     {"submit", cmd_submit, "submit a file or directory to the service"},
     {"status", cmd_status, "one line about a submission"},
     {"results", cmd_results, "a submission's result document"},
+    {"sandbox", cmd_sandbox, "sandboxes on the service: run, exec, ls, kill"},
     /* Internal, so not listed: serve spawns it (docs/sandbox-keeper.md). */
     {"sandbox-keeper", cmd_sandbox_keeper, NULL},
 };

@@ -189,6 +189,7 @@ static int do_background_duties(struct background *b, const struct serve_options
 		if (callback_in_flight(b->callbacks))
 			return 0;
 	}
+	api_sandbox_duties(b->api, b->st);
 	return TICK_MS;
 broken:
 	service_log("serve", "%s", e.msg);
@@ -227,6 +228,11 @@ static int serve_until_stopped(struct serve_options *o)
 	uint64_t restart_at = 0;
 
 	o->api.db_url = o->db_url;
+	/* Sandboxes over the API are held on this host, by keepers this very
+	 * program runs (docs/sandbox-keeper.md). */
+	o->api.state_dir = o->state_dir;
+	o->api.keeper_exe = "/proc/self/exe";
+	o->api.slots = o->slots;
 	if (o->secret_file) {
 		struct callback_config cb;
 		if (read_callback_secret(o->secret_file, secret, sizeof(secret), &secret_len, &e) <

@@ -1,0 +1,740 @@
+/* The API's sandboxes: create, read, list, delete, exec, files (docs/api.md, "Sandboxes"; docs/sandbox-keeper.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "service/handler.h"
+#include "service/jsonreq.h"
+#include "service/policy.h"
+#include "service/sbxhost.h"
+#include "service/sbxwire.h"
+
+/*
+ * A handler here reads and writes the store, as every handler does, and
+ * talks to the sandbox's keeper over its socket: one connection per call.
+ * An exec that does not answer within EXEC_FIRST_MS keeps its connection
+ * in the request's hold and the request waits suspended (it holds no
+ * thread), looking again every few milliseconds; the descriptor is closed
+ * when the request ends, however it ends (api.c's hold_release).
+ */
+
+/* Bounds of a create (docs/api.md). */
+#define VCPU_MAX       16
+#define MEMORY_MIB_MAX (64 * 1024)
+#define DISK_MIB_MAX   (64 * 1024)
+#define LEASE_S_MAX    86400
+#define LABELS_MAX     32
+/* Bounds of an exec. */
+#define ARGV_MAX	  4096
+#define EXEC_TIMEOUT_MS	  (3600 * 1000)
+#define OUTPUT_MAX	  (16u << 20)
+#define OUTPUT_DEFAULT	  (1u << 20)
+#define EXEC_FIRST_MS	  20 /* most execs answer within this: no suspension */
+#define EXEC_STEP_MAX_MS  50
+/* Sandboxes listed at most. */
+#define SANDBOXES_SHOWN 1000
+/* A call to a keeper that is not an exec answers within this. */
+#define KEEPER_TIMEOUT_S 30
+
+static json_t *ms_or_null(int64_t ms)
+{
+	return ms > 0 ? json_integer(ms) : json_null();
+}
+
+static json_t *json_text_or_empty(const char *text)
+{
+	json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+	return v ? v : json_object();
+}
+
+static json_t *sandbox_doc(const struct store_sandbox *s)
+{
+	return json_pack("{s:I, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:o, s:o, s:I, s:o, s:o, "
+			 "s:o, s:I, s:{s:I, s:f}}",
+			 "id", (json_int_t)s->sandbox_id, "state", s->state, "isolation", s->isolation,
+			 "image", s->image_pin, "vcpu", s->vcpu, "memory_mib", s->memory_mib,
+			 "disk_mib", s->disk_mib, "network", "none", "timeout_seconds",
+			 (json_int_t)s->timeout_s, "labels", json_text_or_empty(s->labels_json),
+			 "env", json_text_or_empty(s->env_json), "created_ms",
+			 (json_int_t)s->created_ms, "started_ms", ms_or_null(s->started_ms),
+			 "ended_ms", ms_or_null(s->ended_ms), "end_reason",
+			 s->end_reason[0] ? json_string(s->end_reason) : json_null(),
+			 "lease_end_ms", (json_int_t)s->lease_end_ms, "usage", "execs",
+			 (json_int_t)s->execs, "cpu_ms", (json_int_t)s->cpu_ms, "gib_seconds",
+			 s->gib_seconds);
+}
+
+static bool live(const struct store_sandbox *s)
+{
+	return strcmp(s->state, "running") == 0;
+}
+
+/* The caller's sandbox c->id into *s (cleared by the caller); else an answer and -1. */
+static int own_sandbox(struct call *c, struct store_sandbox *s)
+{
+	struct err e;
+	int rc = store_sandbox_get(c->st, c->id, s, &e);
+
+	if (rc == 0 && s->course_id != c->who->course_id)
+		rc = not_this_course(&e, "sandbox", c->id);
+	if (rc < 0)
+		return answer_store(c->rs, rc, &e), -1;
+	return 0;
+}
+
+/* A live sandbox of the caller held on this host; else an answer and -1. */
+static int live_sandbox(struct call *c, struct store_sandbox *s)
+{
+	if (own_sandbox(c, s) < 0)
+		return -1;
+	if (!live(s))
+		return answer_fail(c->rs, ERR_NOT_FOUND, "sandbox %lld is %s%s%s", (long long)c->id,
+				   s->state, s->end_reason[0] ? ": " : "", s->end_reason),
+		       -1;
+	if (!c->a->sandboxes || strcmp(s->host_key, sbx_host_key(c->a->sandboxes)) != 0)
+		return answer_fail(c->rs, ERR_UNAVAILABLE,
+				   "sandbox %lld is held by another host (%s)", (long long)c->id,
+				   s->host_key),
+		       -1;
+	return 0;
+}
+
+/* An object of at most LABELS_MAX string members, or absent: its text. */
+static int string_map(const json_t *doc, const char *key, char **ret, struct err *e)
+{
+	json_t *v = json_object_get(doc, key);
+	const char *k;
+	json_t *x;
+
+	*ret = NULL;
+	if (!v || json_is_null(v)) {
+		*ret = strdup("{}");
+		return *ret ? 0 : err_set(e, ENOMEM, "%s", key);
+	}
+	if (!json_is_object(v) || json_object_size(v) > LABELS_MAX)
+		return err_setk(e, ERR_INPUT, 0, "'%s' must be an object of at most %d strings",
+				key, LABELS_MAX);
+	json_object_foreach(v, k, x)
+	{
+		const char *sv;
+		if (!*k || strlen(k) > 255 || jsonreq_string(v, k, true, 4096, &sv, e) < 0)
+			return err_setk(e, ERR_INPUT, 0,
+					"'%s': every member must be a name of 1 to 255 bytes with a "
+					"string of 1 to 4096 bytes without control characters",
+					key);
+	}
+	*ret = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+	return *ret ? 0 : err_set(e, ENOMEM, "%s", key);
+}
+
+/* POST /v1/sandboxes */
+void post_sandbox(struct call *c)
+{
+	static const char *const allowed[] = {"image",	    "isolation",       "vcpu",
+					      "memory_mib", "disk_mib",	       "network",
+					      "timeout_seconds", "labels",	       "env",
+					      NULL};
+	const char *image = "host", *isolation = "jail", *network = "none";
+	int64_t vcpu = 1, memory = 512, disk = 256, lease = 300, id = 0;
+	char *labels = NULL, *env = NULL, secret[65];
+	bool existing = false;
+	json_t *doc = NULL;
+	struct err e;
+	int rc;
+
+	if (!c->a->sandboxes) {
+		answer_fail(c->rs, ERR_UNAVAILABLE,
+			    "this server hosts no sandboxes (proctor serve without a state "
+			    "directory it can use)");
+		return;
+	}
+	if (body_json(c, 0, &doc) < 0)
+		return;
+	if (jsonreq_only(doc, allowed, &e) < 0 ||
+	    jsonreq_string(doc, "image", false, 255, &image, &e) < 0 ||
+	    jsonreq_string(doc, "isolation", false, 16, &isolation, &e) < 0 ||
+	    jsonreq_string(doc, "network", false, 16, &network, &e) < 0 ||
+	    jsonreq_int(doc, "vcpu", false, 1, VCPU_MAX, &vcpu, &e) < 0 ||
+	    jsonreq_int(doc, "memory_mib", false, 16, MEMORY_MIB_MAX, &memory, &e) < 0 ||
+	    jsonreq_int(doc, "disk_mib", false, 1, DISK_MIB_MAX, &disk, &e) < 0 ||
+	    jsonreq_int(doc, "timeout_seconds", false, 1, LEASE_S_MAX, &lease, &e) < 0 ||
+	    string_map(doc, "labels", &labels, &e) < 0 || string_map(doc, "env", &env, &e) < 0) {
+		answer_member(c->rs, &e);
+		goto out;
+	}
+	image = image ? image : "host";
+	isolation = isolation ? isolation : "jail";
+	if (network && strcmp(network, "none") != 0) {
+		answer_fail(c->rs, ERR_INPUT, "'network' must be \"none\" (sandboxes have no "
+					      "network; a loopback inside works)");
+		goto out;
+	}
+	if (strcmp(isolation, "vm") == 0) {
+		answer_fail(c->rs, ERR_UNAVAILABLE,
+			    "isolation 'vm': sandboxes over the API run in the jail for now");
+		goto out;
+	}
+	if (strcmp(isolation, "jail") != 0 && strcmp(isolation, "auto") != 0) {
+		answer_fail(c->rs, ERR_INPUT, "'isolation' must be \"jail\", \"vm\" or \"auto\"");
+		goto out;
+	}
+	struct policy_verdict v;
+	if ((rc = policy_budget_check(c->st, c->who->course_id, &v, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		goto out;
+	}
+	if (v.refusal != POLICY_ALLOWED) {
+		answer_fail(c->rs, policy_refusal_kind(v.refusal), "%s", v.message);
+		goto out;
+	}
+	struct store_sandbox_in in = {.course_id = c->who->course_id,
+				      .token_id = c->who->token_id,
+				      .isolation = "jail",
+				      .image_pin = image,
+				      .vcpu = (int)vcpu,
+				      .memory_mib = (int)memory,
+				      .disk_mib = (int)disk,
+				      .timeout_s = lease,
+				      .labels_json = labels,
+				      .env_json = env,
+				      .idempotency_key = c->rq->idempotency_key};
+	if ((rc = store_sandbox_create(c->st, &in, &id, secret, &existing, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		goto out;
+	}
+	if (!existing) {
+		pid_t pid;
+		char socket[512];
+		json_t *create = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "id",
+					   (json_int_t)id, "secret", secret, "image", image, "vcpu",
+					   (json_int_t)vcpu, "memory_mib", (json_int_t)memory,
+					   "disk_mib", (json_int_t)disk, "lease_ms",
+					   (json_int_t)(lease * 1000), "env", json_loads(env, 0, NULL));
+		rc = create ? sbx_host_spawn(c->a->sandboxes, id, create, &pid, socket,
+					     sizeof(socket), &e)
+			    : err_set(&e, ENOMEM, "sandbox");
+		json_decref(create);
+		struct err e2;
+		if (rc < 0) {
+			store_sandbox_end(c->st, id, "failed", e.msg, &e2);
+			if (e.kind == ERR_BUSY) {
+				answer_fail(c->rs, ERR_CAPACITY,
+					    "no room for a sandbox on this host now (%u slots, "
+					    "every one taken); retry later",
+					    sbx_host_slots(c->a->sandboxes));
+				c->rs->retry_after_s = c->a->c.retry_after_s;
+			} else {
+				answer_err(c->rs, &e);
+			}
+			metrics_count(c->a->metrics, "sandbox_creates_failed", 1);
+			goto out;
+		}
+		if ((rc = store_sandbox_placed(c->st, id, sbx_host_key(c->a->sandboxes), socket,
+					       pid, &e)) < 0) {
+			sbx_host_kill(c->a->sandboxes, id);
+			answer_store(c->rs, rc, &e);
+			goto out;
+		}
+		metrics_count(c->a->metrics, "sandbox_creates", 1);
+	}
+	struct store_sandbox s = {0};
+	if ((rc = store_sandbox_get(c->st, id, &s, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		goto out;
+	}
+	json_t *answer = sandbox_doc(&s);
+	if (answer && existing)
+		json_object_set_new(answer, "existing", json_true());
+	answer_json(c->rs, existing ? 200 : 201, answer);
+	store_sandbox_clear(&s);
+out:
+	free(labels);
+	free(env);
+	json_decref(doc);
+}
+
+/* GET /v1/sandboxes/{id} */
+void get_sandbox(struct call *c)
+{
+	struct store_sandbox s = {0};
+
+	if (own_sandbox(c, &s) == 0)
+		answer_json(c->rs, 200, sandbox_doc(&s));
+	store_sandbox_clear(&s);
+}
+
+/* GET /v1/sandboxes?label=KEY:VALUE&live=1 */
+void list_sandboxes(struct call *c)
+{
+	const char *label = http_request_query(c->rq, "label");
+	const char *live_q = http_request_query(c->rq, "live");
+	char key[256] = "";
+	const char *value = NULL;
+	int64_t *ids = NULL;
+	size_t n = 0;
+	struct err e;
+
+	if (label) {
+		const char *colon = strchr(label, ':');
+		if (!colon || colon == label || (size_t)(colon - label) >= sizeof(key)) {
+			answer_fail(c->rs, ERR_USAGE, "label: expected KEY:VALUE");
+			return;
+		}
+		memcpy(key, label, (size_t)(colon - label));
+		key[colon - label] = '\0';
+		value = colon + 1;
+	}
+	if (live_q && strcmp(live_q, "0") != 0 && strcmp(live_q, "1") != 0) {
+		answer_fail(c->rs, ERR_USAGE, "live: expected 0 or 1");
+		return;
+	}
+	if (!(ids = calloc(SANDBOXES_SHOWN, sizeof(*ids)))) {
+		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
+		return;
+	}
+	int rc = store_sandbox_list(c->st, c->who->course_id, label ? key : NULL, value,
+				    live_q && strcmp(live_q, "1") == 0, ids, SANDBOXES_SHOWN, &n, &e);
+	if (rc < 0) {
+		answer_store(c->rs, rc, &e);
+		free(ids);
+		return;
+	}
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++) {
+		struct store_sandbox s = {0};
+		if (store_sandbox_get(c->st, ids[i], &s, &e) == 0)
+			json_array_append_new(list, sandbox_doc(&s));
+		store_sandbox_clear(&s);
+	}
+	free(ids);
+	answer_json(c->rs, 200, json_pack("{s:o}", "sandboxes", list));
+}
+
+/* One call to the keeper that answers at once (not an exec). */
+static int keeper_call(const struct store_sandbox *s, json_t *head, const void *data, size_t len,
+		       size_t max_out, json_t **ret, void **ret_data, size_t *ret_len, struct err *e)
+{
+	int fd = -1;
+	json_t *answer = NULL;
+
+	json_object_set_new(head, "secret", json_string(s->secret));
+	if (sbx_connect(s->socket, &fd, e) < 0)
+		return -1;
+	struct timeval tv = {.tv_sec = KEEPER_TIMEOUT_S};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	int rc = sbx_send(fd, head, data, len, e);
+	if (rc == 0)
+		rc = sbx_recv(fd, &answer, ret_data, ret_len, max_out, e);
+	close(fd);
+	if (rc == 0 && (rc = sbx_error_of(answer, e)) < 0 && ret_data) {
+		free(*ret_data);
+		*ret_data = NULL;
+	}
+	if (rc < 0) {
+		json_decref(answer);
+		return -1;
+	}
+	*ret = answer;
+	return 0;
+}
+
+/* A keeper that cannot be reached: its sandbox is lost (its keeper died
+ * and the reaper has not told yet). */
+static void keeper_gone(struct call *c, const struct store_sandbox *s, const struct err *ke)
+{
+	struct err e;
+
+	if (ke->kind != ERR_INTERNAL) {
+		answer_err(c->rs, ke);
+		return;
+	}
+	store_sandbox_end(c->st, s->sandbox_id, "lost", ke->msg, &e);
+	answer_fail(c->rs, ERR_NOT_FOUND, "sandbox %lld is lost: %s", (long long)s->sandbox_id, ke->msg);
+}
+
+/* DELETE /v1/sandboxes/{id} */
+void delete_sandbox(struct call *c)
+{
+	struct store_sandbox s = {0};
+	json_t *answer = NULL;
+	struct err e;
+	int rc;
+
+	if (own_sandbox(c, &s) < 0)
+		goto out;
+	if (!live(&s)) {
+		answer_json(c->rs, 200, sandbox_doc(&s));
+		goto out;
+	}
+	if ((rc = store_sandbox_end(c->st, s.sandbox_id, "deleted", "deleted by a client", &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		goto out;
+	}
+	/* A keeper busy in an exec answers after it: killing it destroys its
+	 * sandbox as cleanly (docs/sandbox-keeper.md). */
+	json_t *head = json_pack("{s:s}", "op", "destroy");
+	if (c->a->sandboxes && strcmp(s.host_key, sbx_host_key(c->a->sandboxes)) == 0) {
+		int fd = -1;
+		if (sbx_connect(s.socket, &fd, &e) == 0) {
+			struct timeval tv = {.tv_usec = 200000};
+			json_object_set_new(head, "secret", json_string(s.secret));
+			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			if (sbx_send(fd, head, NULL, 0, &e) < 0 ||
+			    sbx_recv(fd, &answer, NULL, NULL, 0, &e) < 0)
+				sbx_host_kill(c->a->sandboxes, s.sandbox_id);
+			close(fd);
+		}
+	}
+	json_decref(head);
+	json_decref(answer);
+	store_sandbox_clear(&s);
+	if ((rc = store_sandbox_get(c->st, c->id, &s, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		goto out;
+	}
+	metrics_count(c->a->metrics, "sandbox_deletes", 1);
+	answer_json(c->rs, 200, sandbox_doc(&s));
+out:
+	store_sandbox_clear(&s);
+}
+
+/* ---- exec ---- */
+
+/* The argv of an exec: an array of strings, or one string run as sh -c. */
+static json_t *exec_argv(const json_t *doc, struct err *e)
+{
+	json_t *argv = json_object_get(doc, "argv"), *cmd = json_object_get(doc, "command"), *x;
+	size_t i;
+
+	if (!!argv == !!cmd)
+		return err_setk(e, ERR_INPUT, 0, "give exactly one of 'argv' and 'command'"),
+		       NULL;
+	if (cmd) {
+		const char *s;
+		if (jsonreq_string(doc, "command", true, 64 * 1024, &s, e) < 0)
+			return NULL;
+		return json_pack("[s, s, s]", "/bin/sh", "-c", s);
+	}
+	if (!json_is_array(argv) || json_array_size(argv) < 1 ||
+	    json_array_size(argv) > ARGV_MAX)
+		return err_setk(e, ERR_INPUT, 0,
+				"'argv' must be an array of 1 to %d strings", ARGV_MAX),
+		       NULL;
+	json_array_foreach(argv, i, x)
+	{
+		if (!json_is_string(x) || strlen(json_string_value(x)) != json_string_length(x))
+			return err_setk(e, ERR_INPUT, 0,
+					"argv[%zu] must be a string without NUL bytes", i),
+			       NULL;
+	}
+	return json_incref(argv);
+}
+
+/* The first limit a run hit, by limit_hit_names' order, or NULL. */
+static const char *first_limit(const json_t *hits)
+{
+	return json_is_array(hits) && json_array_size(hits)
+		   ? json_string_value(json_array_get(hits, 0))
+		   : NULL;
+}
+
+static bool hit(const json_t *hits, const char *name)
+{
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(hits, i, x) if (json_is_string(x) &&
+					   strcmp(json_string_value(x), name) == 0) return true;
+	return false;
+}
+
+/* The keeper's answer to an exec, made the API's answer and recorded. */
+static void finish_exec(struct call *c, int fd, int64_t sandbox_id, int64_t exec_id,
+			int64_t memory_mib)
+{
+	json_t *doc = NULL;
+	struct err e;
+
+	if (sbx_recv(fd, &doc, NULL, NULL, 0, &e) < 0 || sbx_error_of(doc, &e) < 0) {
+		json_decref(doc);
+		struct store_exec_result none = {.status = "error"};
+		struct err e2;
+		store_exec_end(c->st, exec_id, &none, &e2);
+		if (e.kind == ERR_INTERNAL)
+			store_sandbox_end(c->st, sandbox_id, "lost", e.msg, &e2);
+		answer_err(c->rs, &e);
+		return;
+	}
+	json_t *hits = json_object_get(doc, "limits_hit");
+	bool timed_out = hit(hits, "cpu") || hit(hits, "wall");
+	int64_t cpu = json_integer_value(json_object_get(doc, "cpu_ms"));
+	int64_t wall = json_integer_value(json_object_get(doc, "wall_ms"));
+	char *hits_text = json_dumps(hits ? hits : json_array(), JSON_COMPACT);
+	struct store_exec_result r = {
+	    .status = json_string_value(json_object_get(doc, "status")),
+	    .exit_code = json_is_integer(json_object_get(doc, "exit_code"))
+			     ? (int)json_integer_value(json_object_get(doc, "exit_code"))
+			     : -1,
+	    .signal = (int)json_integer_value(json_object_get(doc, "signal")),
+	    .limits_hit_json = hits_text,
+	    .timed_out = timed_out,
+	    .cpu_ms = cpu,
+	    .wall_ms = wall,
+	    .peak_memory_kib = json_integer_value(json_object_get(doc, "peak_memory_kib")),
+	    .peak_pids = json_integer_value(json_object_get(doc, "peak_pids")),
+	    .stdout_bytes = json_integer_value(json_object_get(doc, "stdout_bytes")),
+	    .stderr_bytes = json_integer_value(json_object_get(doc, "stderr_bytes")),
+	    /* What the course's budget counts: the memory the sandbox holds
+	     * for the time the exec ran. */
+	    .gib_seconds = (double)memory_mib / 1024 * (double)wall / 1000,
+	};
+	store_exec_end(c->st, exec_id, &r, &e);
+	free(hits_text);
+	const char *limit = first_limit(hits);
+	json_object_set_new(doc, "exec_id", json_integer(exec_id));
+	json_object_set_new(doc, "timed_out", json_boolean(timed_out));
+	json_object_set_new(doc, "limit", limit ? json_string(limit) : json_null());
+	json_object_set_new(
+	    doc, "usage",
+	    json_pack("{s:I, s:I, s:O, s:O}", "cpu_ms", (json_int_t)cpu, "wall_ms",
+		      (json_int_t)wall, "peak_memory_kib", json_object_get(doc, "peak_memory_kib"),
+		      "peak_pids", json_object_get(doc, "peak_pids")));
+	metrics_count(c->a->metrics, "sandbox_execs", 1);
+	answer_json(c->rs, 200, doc);
+}
+
+/* Wait for an exec's answer on the hold's descriptor: answered now, or
+ * asked to be called again. */
+static void wait_exec(struct call *c)
+{
+	struct call_hold *h = c->hold;
+	struct pollfd p = {.fd = h->fd, .events = POLLIN};
+
+	if (poll(&p, 1, 0) > 0) {
+		finish_exec(c, h->fd, h->sandbox_id, h->exec_id, h->memory_mib);
+		return;
+	}
+	if (c->rq->last_call) {
+		answer_fail(c->rs, ERR_UNAVAILABLE,
+			    "the server is stopping; the exec's sandbox goes with it");
+		return;
+	}
+	h->polls++;
+	unsigned ms = 5u << (h->polls < 4 ? h->polls : 4);
+	c->rs->again_ms = ms < EXEC_STEP_MAX_MS ? ms : EXEC_STEP_MAX_MS;
+}
+
+/* POST /v1/sandboxes/{id}/exec */
+void post_sandbox_exec(struct call *c)
+{
+	static const char *const allowed[] = {"argv",	     "command", "cwd",
+					      "env",	     "stdin",	"stdin_base64",
+					      "timeout_ms", "pids",	"max_output_bytes",
+					      NULL};
+	struct store_sandbox s = {0};
+	json_t *doc = NULL, *argv = NULL, *head = NULL;
+	const char *cwd = NULL, *stdin_text = NULL;
+	char *env = NULL, *argv_text = NULL;
+	void *stdin_data = NULL;
+	size_t stdin_len = 0;
+	int64_t timeout = 60000, pids = 256, out_max = OUTPUT_DEFAULT, exec_id;
+	int fd = -1;
+	struct err e;
+	int rc;
+
+	if (c->hold && c->hold->open) {
+		wait_exec(c);
+		return;
+	}
+	if (body_json(c, 0, &doc) < 0)
+		return;
+	if (jsonreq_only(doc, allowed, &e) < 0 || !(argv = exec_argv(doc, &e)) ||
+	    jsonreq_string(doc, "cwd", false, 4096, &cwd, &e) < 0 ||
+	    jsonreq_int(doc, "timeout_ms", false, 1, EXEC_TIMEOUT_MS, &timeout, &e) < 0 ||
+	    jsonreq_int(doc, "pids", false, 1, 4096, &pids, &e) < 0 ||
+	    jsonreq_int(doc, "max_output_bytes", false, 0, OUTPUT_MAX, &out_max, &e) < 0 ||
+	    string_map(doc, "env", &env, &e) < 0 ||
+	    jsonreq_string(doc, "stdin", false, SIZE_MAX, &stdin_text, &e) < 0 ||
+	    (json_object_get(doc, "stdin_base64") &&
+	     body_archive(c->a, doc, "stdin_base64", &stdin_data, &stdin_len, &e) < 0)) {
+		answer_member(c->rs, &e);
+		goto out;
+	}
+	if (stdin_text && stdin_data) {
+		answer_fail(c->rs, ERR_INPUT, "give at most one of 'stdin' and 'stdin_base64'");
+		goto out;
+	}
+	if (live_sandbox(c, &s) < 0)
+		goto out;
+	argv_text = json_dumps(argv, JSON_COMPACT);
+	if (!argv_text || (rc = store_exec_begin(c->st, s.sandbox_id, argv_text, cwd, &exec_id, &e)) < 0) {
+		if (!argv_text)
+			answer_fail(c->rs, ERR_INTERNAL, "out of memory");
+		else
+			answer_store(c->rs, rc, &e);
+		goto out;
+	}
+	head = json_pack("{s:s, s:s, s:O, s:s?, s:o, s:I, s:I, s:I, s:b}", "op", "exec", "secret",
+			 s.secret, "argv", argv, "cwd", cwd, "env", json_loads(env, 0, NULL),
+			 "timeout_ms", (json_int_t)timeout, "pids", (json_int_t)pids,
+			 "max_output_bytes", (json_int_t)out_max, "has_stdin",
+			 stdin_text || stdin_data);
+	const void *in = stdin_data ? stdin_data : stdin_text;
+	size_t in_len = stdin_data ? stdin_len : stdin_text ? strlen(stdin_text) : 0;
+	if (!head || sbx_connect(s.socket, &fd, &e) < 0 || sbx_send(fd, head, in, in_len, &e) < 0) {
+		struct store_exec_result none = {.status = "error"};
+		struct err e2;
+		store_exec_end(c->st, exec_id, &none, &e2);
+		if (!head)
+			err_set(&e, ENOMEM, "exec");
+		keeper_gone(c, &s, &e);
+		goto out;
+	}
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, c->hold ? EXEC_FIRST_MS : -1) > 0 || !c->hold) {
+		finish_exec(c, fd, s.sandbox_id, exec_id, s.memory_mib);
+		goto out;
+	}
+	/* Longer: the request waits suspended; the hold keeps the socket. */
+	*c->hold = (struct call_hold){.open = true,
+				      .fd = fd,
+				      .sandbox_id = s.sandbox_id,
+				      .exec_id = exec_id,
+				      .memory_mib = s.memory_mib};
+	fd = -1;
+	c->rs->again_ms = 5;
+out:
+	if (fd >= 0)
+		close(fd);
+	json_decref(head);
+	json_decref(argv);
+	json_decref(doc);
+	free(argv_text);
+	free(env);
+	free(stdin_data);
+	store_sandbox_clear(&s);
+}
+
+/* ---- files ---- */
+
+/* The `path` query parameter; else a 400 and NULL. */
+static const char *query_path(struct call *c)
+{
+	const char *path = http_request_query(c->rq, "path");
+
+	if (!path || !*path || strlen(path) > 4096)
+		return answer_fail(c->rs, ERR_USAGE, "path: the query parameter is required"),
+		       NULL;
+	return path;
+}
+
+/* PUT /v1/sandboxes/{id}/files: {"path", "content" | "content_base64", "executable"} */
+void put_sandbox_file(struct call *c)
+{
+	static const char *const allowed[] = {"path", "content", "content_base64", "executable",
+					      NULL};
+	struct store_sandbox s = {0};
+	json_t *doc = NULL, *head = NULL, *answer = NULL;
+	const char *path, *text = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	struct err e;
+
+	if (body_json(c, 0, &doc) < 0)
+		return;
+	json_t *x = json_object_get(doc, "executable");
+	if (jsonreq_only(doc, allowed, &e) < 0 ||
+	    jsonreq_string(doc, "path", true, 4096, &path, &e) < 0 ||
+	    (x && !json_is_boolean(x) &&
+	     err_setk(&e, ERR_INPUT, 0, "'executable' must be true or false") < 0) ||
+	    (json_object_get(doc, "content") && !json_is_string(json_object_get(doc, "content")) &&
+	     err_setk(&e, ERR_INPUT, 0, "'content' must be a string") < 0) ||
+	    (json_object_get(doc, "content_base64") &&
+	     body_archive(c->a, doc, "content_base64", &data, &len, &e) < 0)) {
+		answer_member(c->rs, &e);
+		goto out;
+	}
+	text = json_string_value(json_object_get(doc, "content"));
+	if (!json_object_get(doc, "content") == !json_object_get(doc, "content_base64")) {
+		answer_fail(c->rs, ERR_INPUT, "give exactly one of 'content' and 'content_base64'");
+		goto out;
+	}
+	if (live_sandbox(c, &s) < 0)
+		goto out;
+	head = json_pack("{s:s, s:s, s:b}", "op", "write", "path", path, "executable",
+			 json_is_true(x));
+	const void *bytes = data ? data : text;
+	size_t n = data ? len : text ? json_string_length(json_object_get(doc, "content")) : 0;
+	if (keeper_call(&s, head, bytes, n, 0, &answer, NULL, NULL, &e) < 0) {
+		keeper_gone(c, &s, &e);
+		goto out;
+	}
+	answer_json(c->rs, 200, json_incref(answer));
+out:
+	json_decref(answer);
+	json_decref(head);
+	json_decref(doc);
+	free(data);
+	store_sandbox_clear(&s);
+}
+
+/* GET /v1/sandboxes/{id}/files?path=P: {"path", "size", "mode", "content_base64"} */
+void get_sandbox_file(struct call *c)
+{
+	struct store_sandbox s = {0};
+	json_t *head = NULL, *answer = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	const char *path = query_path(c);
+	struct err e;
+
+	if (!path || live_sandbox(c, &s) < 0)
+		goto out;
+	head = json_pack("{s:s, s:s}", "op", "read", "path", path);
+	if (keeper_call(&s, head, NULL, 0, c->a->c.max_upload, &answer, &data, &len, &e) < 0) {
+		keeper_gone(c, &s, &e);
+		goto out;
+	}
+	char *b64 = base64_of(data, len);
+	if (!b64) {
+		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	json_object_set_new(answer, "content_base64", json_string(b64));
+	free(b64);
+	answer_json(c->rs, 200, json_incref(answer));
+out:
+	json_decref(answer);
+	json_decref(head);
+	free(data);
+	store_sandbox_clear(&s);
+}
+
+/* GET /v1/sandboxes/{id}/list?path=D */
+void list_sandbox_dir(struct call *c)
+{
+	struct store_sandbox s = {0};
+	json_t *head = NULL, *answer = NULL;
+	const char *path = query_path(c);
+	struct err e;
+
+	if (!path || live_sandbox(c, &s) < 0)
+		goto out;
+	head = json_pack("{s:s, s:s}", "op", "list", "path", path);
+	if (keeper_call(&s, head, NULL, 0, 0, &answer, NULL, NULL, &e) < 0) {
+		keeper_gone(c, &s, &e);
+		goto out;
+	}
+	answer_json(c->rs, 200, json_incref(answer));
+out:
+	json_decref(answer);
+	json_decref(head);
+	store_sandbox_clear(&s);
+}

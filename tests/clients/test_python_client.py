@@ -1,0 +1,260 @@
+"""The Python client (clients/python) against a real `proctor serve` holding
+real jail sandboxes, on a SQLite store in a temporary directory.
+
+Run by meson (tests/meson.build) with PROCTOR set to the built proctor and
+PYTHONPATH to clients/python; needs root (sandboxes).  Prints unittest's
+summary and, last, "N passed, N failed".
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from proctor_client import (Capacity, ExecResult, InvalidInput, NotFound, Sandbox,
+                            Unauthorized)
+
+PROCTOR = os.environ.get("PROCTOR", "proctor")
+SLOTS = 3
+
+
+class Server:
+    """proctor serve --workers 0 on a fresh SQLite store, with two courses."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="proctor-pyclient.")
+        self.db = f"sqlite:{self.dir}/service.db"
+        self.tokens = {c: self._token(c) for c in ("cs101", "other")}
+        self.err_path = os.path.join(self.dir, "serve.err")
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen(
+            [PROCTOR, "serve", "--listen", "127.0.0.1:0", "--db", self.db, "--workers", "0",
+             "--slots", str(SLOTS)],
+            stdout=subprocess.DEVNULL, stderr=self.err)
+        deadline = time.time() + 60
+        while True:
+            with open(self.err_path) as f:
+                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
+            if m:
+                self.url = f"http://127.0.0.1:{m.group(1)}"
+                break
+            if self.proc.poll() is not None or time.time() > deadline:
+                with open(self.err_path) as f:
+                    raise RuntimeError("proctor serve did not start: " + f.read())
+            time.sleep(0.05)
+
+    def _token(self, course: str) -> str:
+        out = subprocess.run([PROCTOR, "admin", "token", "--db", self.db, "--course", course,
+                              "--scope", "instructor"], check=True, capture_output=True,
+                             text=True).stdout.strip()
+        assert out.startswith("prt_"), out
+        return out
+
+    def keepers(self) -> list:
+        """The pids of serve's children: its sandbox keepers."""
+        kids = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid:
+                kids.append(int(pid))
+        return kids
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.err.close()
+        return rc
+
+
+S: Server
+
+
+def sbx(**kw) -> Sandbox:
+    kw.setdefault("server", S.url)
+    kw.setdefault("token", S.tokens["cs101"])
+    return Sandbox.create(**kw)
+
+
+class SandboxTests(unittest.TestCase):
+
+    def test_create_write_exec_read_list_kill(self) -> None:
+        with sbx(labels={"student": "ada"}, env={"GREETING": "hi"}) as s:
+            info = s.get_info()
+            self.assertEqual(info["state"], "running")
+            self.assertEqual(info["labels"], {"student": "ada"})
+            self.assertEqual(s.files.write("/work/sub/hello.py", "print(6 * 7)\n"), 13)
+            r = s.exec(["python3", "sub/hello.py"])
+            self.assertIsInstance(r, ExecResult)
+            self.assertEqual((r.status, r.exit_code, r.stdout), ("ok", 0, "42\n"))
+            self.assertFalse(r.timed_out)
+            self.assertIn("cpu_ms", r.usage)
+            # The sandbox's env, a command run by sh -c, a cwd, stdin.
+            r = s.exec("echo $GREETING; pwd", cwd="/work/sub")
+            self.assertEqual(r.stdout, "hi\n/work/sub\n")
+            r = s.exec(["cat"], stdin=b"from stdin")
+            self.assertEqual(r.stdout, "from stdin")
+            # A file written by a command is read back, and listed.
+            s.exec(["sh", "-c", "printf 'x%.0s' $(seq 1 5000) > /work/out.txt"])
+            self.assertEqual(s.files.read("/work/out.txt"), b"x" * 5000)
+            names = {e.name: e for e in s.files.list("/work")}
+            self.assertEqual(names["out.txt"].type, "file")
+            self.assertEqual(names["out.txt"].size, 5000)
+            self.assertEqual(names["sub"].type, "dir")
+            # Binary bytes cross intact.
+            blob = bytes(range(256)) * 40
+            s.files.write("/tmp/blob.bin", blob)
+            self.assertEqual(s.files.read("/tmp/blob.bin"), blob)
+            sid = s.id
+        # Killed: exec and read say so.
+        gone = Sandbox.connect(sid, server=S.url, token=S.tokens["cs101"])
+        self.assertEqual(gone.get_info()["state"], "deleted")
+        with self.assertRaises(NotFound):
+            gone.exec(["true"])
+
+    def test_timeout_kills_everything_it_started(self) -> None:
+        with sbx() as s:
+            r = s.exec("sleep 300 & sleep 300", timeout_ms=500)
+            self.assertTrue(r.timed_out)
+            self.assertEqual(r.status, "timeout")
+            self.assertEqual(r.limit, "wall")
+            # Nothing of it runs on: the next command sees no sleep.
+            r = s.exec("cat /proc/[0-9]*/comm | grep -c '^sleep$' || true")
+            self.assertEqual(r.stdout.strip(), "0", r)
+
+    def test_limits_end_in_their_verdicts(self) -> None:
+        with sbx(memory_mib=64) as s:
+            r = s.exec(["python3", "-c", "x = bytearray(512 << 20); print(len(x))"])
+            self.assertEqual(r.status, "memory_limit", r)
+            # A fork bomb meets the process limit while its shell waits.
+            r = s.exec(["sh", "-c", "f() { f | f & }; f; sleep 1"], pids=32, timeout_ms=5000)
+            self.assertIn("pids", r.limits_hit, r)
+            r = s.exec(["sh", "-c", "yes flood"], max_output_bytes=4096, timeout_ms=5000)
+            self.assertTrue(r.stdout_truncated)
+            self.assertLessEqual(len(r.stdout.encode()), 4096)
+            self.assertGreater(r.stdout_bytes, 4096)
+            # Still usable after all of it.
+            self.assertEqual(s.exec(["echo", "alive"]).stdout, "alive\n")
+
+    def test_bad_input_is_refused_with_a_code(self) -> None:
+        with sbx() as s:
+            for path in ("/work/../etc/passwd", "/etc/passwd", "relative/../../x"):
+                with self.assertRaises(InvalidInput, msg=path):
+                    s.files.write(path, "x")
+            # A symlink the sandbox's own program planted is never followed.
+            s.exec(["ln", "-s", "/etc/shadow", "/work/link"])
+            with self.assertRaises(InvalidInput):
+                s.files.read("/work/link")
+            with self.assertRaises(NotFound):
+                s.files.read("/work/nothing-here")
+            with self.assertRaises(InvalidInput):
+                s._c.call("POST", s._path("/exec"), {"argv": "ls -l"})
+            with self.assertRaises(InvalidInput):
+                s._c.call("POST", s._path("/exec"), {"argv": ["ls", 1]})
+            with self.assertRaises(InvalidInput):
+                s._c.call("POST", s._path("/exec"), {"argv": ["true"], "command": "true"})
+        with self.assertRaises(NotFound):
+            Sandbox.connect(999999, server=S.url, token=S.tokens["cs101"])
+        with self.assertRaises(Unauthorized):
+            Sandbox.create(server=S.url, token="prt_" + "0" * 80)
+
+    def test_another_course_sees_nothing(self) -> None:
+        with sbx() as s:
+            with self.assertRaises(NotFound):
+                Sandbox.connect(s.id, server=S.url, token=S.tokens["other"])
+            # A second client of the same course drives the same sandbox.
+            s.files.write("/work/shared.txt", "shared")
+            other = Sandbox.connect(s.id, server=S.url, token=S.tokens["cs101"])
+            self.assertEqual(other.exec(["cat", "shared.txt"]).stdout, "shared")
+            listed = [x["id"] for x in Sandbox.list(server=S.url, token=S.tokens["cs101"])]
+            self.assertIn(s.id, listed)
+            self.assertNotIn(s.id, [x["id"] for x in Sandbox.list(server=S.url,
+                                                                   token=S.tokens["other"])])
+
+    def test_lease_ends_the_sandbox_with_no_client(self) -> None:
+        s = sbx(timeout_seconds=2)
+        s.files.write("/work/a", "a")
+        deadline = time.time() + 30
+        while s.get_info()["state"] == "running" and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(s.get_info()["state"], "expired")
+        with self.assertRaises(NotFound):
+            s.exec(["true"])
+
+    def test_more_creates_than_slots_is_capacity(self) -> None:
+        held = [sbx() for _ in range(SLOTS)]
+        try:
+            with self.assertRaises(Capacity) as cm:
+                sbx()
+            self.assertGreater(cm.exception.retry_after or 0, 0)
+        finally:
+            for s in held:
+                s.kill()
+        # The slots are free again.
+        with sbx() as s:
+            self.assertEqual(s.exec(["true"]).exit_code, 0)
+
+    def test_a_killed_keeper_is_lost_and_its_slot_free(self) -> None:
+        s = sbx()
+        before = set(S.keepers())
+        self.assertTrue(before)
+        info = s.get_info()
+        self.assertEqual(info["state"], "running")
+        # Kill this sandbox's keeper (serve's child, spawned for it).
+        for pid in before:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f"/{s.id}.sock".encode() in f.read():
+                    os.kill(pid, signal.SIGKILL)
+        deadline = time.time() + 30
+        while s.get_info()["state"] == "running" and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(s.get_info()["state"], "lost")
+        held = [sbx() for _ in range(SLOTS)]
+        for h in held:
+            h.kill()
+
+
+def main() -> int:
+    global S
+    if os.geteuid() != 0:
+        print("test_python_client: needs root (sandboxes)", file=sys.stderr)
+        return 77
+    S = Server()
+    try:
+        result = unittest.main(exit=False, verbosity=2).result
+    finally:
+        # Every sandbox was killed: its keeper is reaped within a second.
+        deadline = time.time() + 10
+        while S.keepers() and time.time() < deadline:
+            time.sleep(0.2)
+        left = S.keepers()
+        rc = S.stop()
+        with open(S.err_path) as f:
+            log = f.read()
+        shutil.rmtree(S.dir, ignore_errors=True)
+    failed = len(result.failures) + len(result.errors)
+    if left:
+        print(f"keepers left running after the tests: {left}")
+    if rc != 0:
+        print(f"proctor serve exited {rc}:\n{log}")
+        failed += 1
+    print(f"{result.testsRun - failed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
