@@ -489,7 +489,7 @@ int cmd_sandbox(int argc, char **argv)
 	    .max_operands = -1};
 	long status = 0;
 	json_t *doc = NULL;
-	long long id;
+	long long id = 0;
 	int n, r;
 
 	r = cli_parse(&cmd, argc, argv, &n);

@@ -263,8 +263,8 @@ static int create_sandbox(struct keeper *k, const struct keeper_options *o, int 
 	void *data = NULL;
 	size_t len;
 	const char *image;
-	unsigned max_slots;
-	uint64_t lease_ms;
+	unsigned max_slots = 0;
+	uint64_t lease_ms = 0;
 	char why[256];
 	int rc = -1;
 
@@ -390,7 +390,7 @@ static int op_exec(struct keeper *k, int fd, const json_t *head, const void *dat
 	char **argv = NULL, **env = NULL;
 	size_t n_env = 0;
 	const char *cwd = NULL;
-	bool has_stdin;
+	bool has_stdin = false;
 	int stdin_fd = -1, rc = -1;
 
 	limits_default(&l);
@@ -473,7 +473,7 @@ static int op_write(struct keeper *k, int fd, const json_t *head, const void *da
 	static const char *const members[] = {"op", "secret", "path", "executable", NULL};
 	char rel[PATH_MAX], name[64], host[PATH_MAX + 64];
 	const char *path;
-	bool exec;
+	bool exec = false;
 
 	if (jsonreq_only(head, members, e) < 0 ||
 	    member_path(head, &path, rel, sizeof(rel), e) < 0 ||

@@ -370,7 +370,7 @@ static int refuse_newer(int64_t have, struct err *e)
  * nothing left to do. */
 static int migrate_tx(struct store *st, void *arg, struct err *e)
 {
-	int64_t have;
+	int64_t have = 0;
 
 	if (st->ops->dialect->schema_lock[0] &&
 	    st->ops->exec_script(st->conn, st->ops->dialect->schema_lock, e) < 0)
@@ -426,7 +426,7 @@ int store_open(const char *url, struct store **ret, struct err *e)
 	 * that fails is a new database (no schema_version table); migrate_tx
 	 * says what it was if it was something else.
 	 */
-	int64_t have;
+	int64_t have = 0;
 	struct err ignored;
 	if (version_read(st, &have, &ignored) < 0)
 		have = 0;
