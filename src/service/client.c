@@ -499,7 +499,8 @@ int cmd_sandbox(int argc, char **argv)
 		return r;
 	const char *verb = argv[1];
 	if (strcmp(verb, "run") == 0) {
-		if (n < 3)
+		/* The operands are argv[1..n]: the verb, then the command. */
+		if (n < 2)
 			return cli_usage_error("sandbox run: a command is required: run -- CMD...");
 		char *body =
 		    body_of(json_pack("{s:s, s:I, s:I}", "image", image ? image : "host",
@@ -515,28 +516,28 @@ int cmd_sandbox(int argc, char **argv)
 			return refused(status, doc);
 		id = (long long)json_integer_value(json_object_get(doc, "id"));
 		json_decref(doc);
-		r = sandbox_exec(&c, id, n - 2, argv + 2, timeout_ms, json);
+		r = sandbox_exec(&c, id, n - 1, argv + 2, timeout_ms, json);
 		/* Destroyed whatever the command did: its lease would end it
 		 * anyway, but not before it is due. */
 		sandbox_delete(&c, id);
 		return r;
 	}
 	if (strcmp(verb, "exec") == 0) {
-		if (n < 4)
+		if (n < 3)
 			return cli_usage_error("sandbox exec: exec ID -- CMD...");
 		if ((r = sandbox_id(argv[2], &id)) != 0)
 			return r;
-		return sandbox_exec(&c, id, n - 3, argv + 3, timeout_ms, json);
+		return sandbox_exec(&c, id, n - 2, argv + 3, timeout_ms, json);
 	}
 	if (strcmp(verb, "kill") == 0) {
-		if (n != 3)
+		if (n != 2)
 			return cli_usage_error("sandbox kill: kill ID");
 		if ((r = sandbox_id(argv[2], &id)) != 0)
 			return r;
 		return sandbox_delete(&c, id);
 	}
 	if (strcmp(verb, "ls") == 0) {
-		if (n != 2)
+		if (n != 1)
 			return cli_usage_error("sandbox ls takes no operand");
 		if (call(&c, "GET", "/v1/sandboxes?live=1", NULL, NULL, &status, &doc) < 0)
 			return 3;

@@ -228,6 +228,38 @@ class SandboxTests(unittest.TestCase):
             h.kill()
 
 
+class CommandLineTests(unittest.TestCase):
+    """proctor sandbox run|exec|ls|kill, the same server."""
+
+    def run_proctor(self, *args: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PROCTOR_SERVER=S.url, PROCTOR_TOKEN=S.tokens["cs101"])
+        return subprocess.run([PROCTOR, "sandbox", *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    def test_run_passes_output_and_exit_status_through(self) -> None:
+        r = self.run_proctor("run", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (3, "out\n", "err\n"))
+        r = self.run_proctor("run", "--timeout-ms", "300", "--", "sleep", "30")
+        self.assertEqual(r.returncode, 128 + 9, r)
+        self.assertIn("timeout", r.stderr)
+        # Each run's sandbox is gone after it.
+        self.assertEqual(self.run_proctor("ls").stdout, "")
+
+    def test_exec_ls_and_kill_a_live_sandbox(self) -> None:
+        s = sbx()
+        self.addCleanup(lambda: s.get_info()["state"] == "running" and s.kill())
+        r = self.run_proctor("ls")
+        self.assertIn(f"{s.id} running", r.stdout)
+        r = self.run_proctor("exec", str(s.id), "--", "sh", "-c", "echo hi > f; cat f")
+        self.assertEqual((r.returncode, r.stdout), (0, "hi\n"))
+        self.assertEqual(self.run_proctor("kill", str(s.id)).returncode, 0)
+        self.assertEqual(s.get_info()["state"], "deleted")
+        r = self.run_proctor("exec", str(s.id), "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not_found", r.stderr)
+        self.assertEqual(self.run_proctor("exec", "nope", "--", "true").returncode, 2)
+
+
 def main() -> int:
     global S
     if os.geteuid() != 0:
