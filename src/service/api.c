@@ -333,19 +333,22 @@ int api_new(const struct api_config *c, struct api **ret, struct err *e)
 		return err_wrap(e, "--db");
 	}
 	if (c->state_dir && c->keeper_exe) {
+		/* No sandboxes here is not a reason not to serve: the
+		 * sandbox routes then answer 503 with why. */
+		struct err se;
 		int64_t lost = 0;
-		if (sbx_host_new(c->keeper_exe, c->state_dir, c->slots, &a->sandboxes, e) < 0 ||
-		    store_sandbox_lose_host(st, sbx_host_key(a->sandboxes),
-					    "the server that held it stopped", &lost, e) < 0) {
+		if (sbx_host_new(c->keeper_exe, c->state_dir, c->slots, &a->sandboxes, &se) < 0)
+			snprintf(a->no_sandboxes, sizeof(a->no_sandboxes), "%s", se.msg);
+		/* Keepers die with the server that spawned them: what this host
+		 * held before it started is gone. */
+		else if (store_sandbox_lose_host(st, sbx_host_key(a->sandboxes),
+						 "the server that held it stopped", &lost, e) < 0) {
 			store_close(st);
 			sbx_host_free(a->sandboxes);
 			metrics_free(a->metrics);
 			free(a);
 			return -1;
 		}
-		/* Keepers die with the server that spawned them: what this host
-		 * held before it started is gone. */
-		(void)lost;
 	}
 	store_close(st);
 	if (pthread_key_create(&a->key, close_store) != 0) {

@@ -149,9 +149,8 @@ void post_sandbox(struct call *c)
 	int rc;
 
 	if (!c->a->sandboxes) {
-		answer_fail(c->rs, ERR_UNAVAILABLE,
-			    "this server hosts no sandboxes (proctor serve without a state "
-			    "directory it can use)");
+		answer_fail(c->rs, ERR_UNAVAILABLE, "this server hosts no sandboxes%s%s",
+			    c->a->no_sandboxes[0] ? ": " : "", c->a->no_sandboxes);
 		return;
 	}
 	if (body_json(c, 0, &doc) < 0)

@@ -35,6 +35,7 @@ struct api {
 	pthread_key_t key; /* the thread's store (api.c) */
 	struct metrics *metrics;
 	struct sbx_host *sandboxes;
+	char no_sandboxes[256]; /* why sandboxes is NULL, when it was asked for */
 };
 
 /*

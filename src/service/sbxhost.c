@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "service/sbxwire.h"
+#include "util.h"
 
 extern char **environ;
 
@@ -58,6 +59,12 @@ int sbx_host_new(const char *exe, const char *state_dir, unsigned slots, struct 
 
 	if (!h)
 		return err_set(e, ENOMEM, "sandbox host");
+	/* A state directory that does not exist yet is made, as every other
+	 * command that uses one does on first use. */
+	if (mkdir_p_at(AT_FDCWD, state_dir, 0755, 0, 0, e) < 0) {
+		free(h);
+		return err_wrap(e, "--state-dir");
+	}
 	if (!realpath(exe, h->exe) || !realpath(state_dir, real)) {
 		int saved = errno;
 		free(h);
