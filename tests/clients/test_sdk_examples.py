@@ -1,0 +1,221 @@
+"""The grading loops of examples/sdk, run as users run them, against a real
+`proctor serve` holding real jail sandboxes, on a SQLite store in a
+temporary directory.
+
+Run by meson (tests/meson.build) with PROCTOR set to the built proctor and
+PYTHONPATH to clients/python; needs root (sandboxes).  Prints unittest's
+summary and, last, "N passed, N failed".
+"""
+
+import csv
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from proctor_client import Sandbox
+
+PROCTOR = os.environ.get("PROCTOR", "proctor")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+LOOP = os.path.join(ROOT, "examples", "sdk", "python_loop.py")
+EXAMPLE = os.path.join(ROOT, "examples", "python-pytest")
+# Fewer slots than the loop's threads, so some creates meet `capacity`
+# and must wait for a slot, as a class larger than a host does.
+SLOTS = 2
+JOBS = 4
+
+
+class Server:
+    """proctor serve --workers 0 on a fresh SQLite store, one course."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="proctor-sdk.")
+        self.db = f"sqlite:{self.dir}/service.db"
+        self.token = subprocess.run(
+            [PROCTOR, "admin", "token", "--db", self.db, "--course", "cs101",
+             "--scope", "instructor"], check=True, capture_output=True, text=True).stdout.strip()
+        assert self.token.startswith("prt_"), self.token
+        self.err_path = os.path.join(self.dir, "serve.err")
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen(
+            [PROCTOR, "serve", "--listen", "127.0.0.1:0", "--db", self.db, "--workers", "0",
+             "--slots", str(SLOTS)],
+            stdout=subprocess.DEVNULL, stderr=self.err)
+        deadline = time.time() + 60
+        while True:
+            with open(self.err_path) as f:
+                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
+            if m:
+                self.url = f"http://127.0.0.1:{m.group(1)}"
+                break
+            if self.proc.poll() is not None or time.time() > deadline:
+                with open(self.err_path) as f:
+                    raise RuntimeError("proctor serve did not start: " + f.read())
+            time.sleep(0.05)
+
+    def keepers(self) -> list:
+        """The pids of serve's children: its sandbox keepers."""
+        kids = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid:
+                kids.append(int(pid))
+        return kids
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.err.close()
+        return rc
+
+
+S: Server
+
+
+def run_loop(*args: str, token: str = "") -> subprocess.CompletedProcess:
+    env = dict(os.environ, PROCTOR_SERVER=S.url, PROCTOR_TOKEN=token or S.token)
+    return subprocess.run([sys.executable, LOOP, "-j", str(JOBS), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def live_sandboxes() -> list:
+    return Sandbox.list(server=S.url, token=S.token)
+
+
+def wait_no_keepers() -> list:
+    deadline = time.time() + 10
+    while S.keepers() and time.time() < deadline:
+        time.sleep(0.1)
+    return S.keepers()
+
+
+class PythonLoopTests(unittest.TestCase):
+
+    def test_the_class_gets_the_verdicts_of_expected_tsv(self) -> None:
+        r = run_loop()
+        print(r.stdout, r.stderr, sep="", end="")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(EXAMPLE, "EXPECTED.tsv"), newline="") as f:
+            rows = list(csv.DictReader(f, delimiter="\t"))
+        # One line per student, each checked "ok", and the summary counts them.
+        for row in rows:
+            self.assertRegex(r.stdout, rf"(?m)^{row['submission']}\s+{row['expected_status']}\s"
+                                       rf".*\bok\b")
+        self.assertIn(f"{len(rows)} as expected, 0 differ, 0 not graded", r.stdout)
+        # Every sandbox the loop made was killed: none live, no keeper left.
+        self.assertEqual(live_sandboxes(), [])
+        self.assertEqual(wait_no_keepers(), [])
+
+    def test_timeout_memory_and_intake_verdicts(self) -> None:
+        """Submissions the example does not have: one that sleeps at import
+        (timeout), one that allocates 2 GiB (memory_limit), one whose
+        conftest.py would pass every test (the loop takes only solution.py:
+        graded as its solution deserves), one with no solution.py
+        (rejected).  A wrong expectation makes the loop exit 1."""
+        work = tempfile.mkdtemp(prefix="proctor-sdk-class.")
+        try:
+            subs = os.path.join(work, "submissions")
+            shutil.copytree(os.path.join(EXAMPLE, "submissions"), subs)
+            with open(os.path.join(EXAMPLE, "EXPECTED.tsv"), newline="") as f:
+                rows = list(csv.DictReader(f, delimiter="\t"))
+            by_name = {r["submission"]: r for r in rows}
+            partial, total, max_score = (by_name["partial"], by_name["correct"]["expected_total"],
+                                         by_name["correct"]["max_score"])
+
+            def add(name: str, files: dict, status: str, passed: str = "0",
+                    score: str = "0") -> None:
+                os.mkdir(os.path.join(subs, name))
+                for fname, text in files.items():
+                    with open(os.path.join(subs, name, fname), "w") as f:
+                        f.write(text)
+                rows.append({"submission": name, "expected_status": status,
+                             "expected_passed": passed, "expected_total": total,
+                             "expected_score": score, "max_score": max_score, "notes": ""})
+
+            with open(os.path.join(subs, "partial", "solution.py")) as f:
+                partial_src = f.read()
+            add("sleeper", {"solution.py": "import time\ntime.sleep(3600)\n"}, "timeout")
+            add("memhog", {"solution.py": "x = bytearray(2 << 30)\n"}, "memory_limit")
+            add("steers_pytest", {
+                "solution.py": partial_src,
+                "conftest.py": ("import pytest\n"
+                                "@pytest.hookimpl(hookwrapper=True)\n"
+                                "def pytest_runtest_makereport(item, call):\n"
+                                "    outcome = yield\n"
+                                "    outcome.get_result().outcome = 'passed'\n")},
+                "graded", partial["expected_passed"], partial["expected_score"])
+            add("empty", {"README.txt": "forgot it\n"}, "rejected")
+            expected = os.path.join(work, "EXPECTED.tsv")
+            with open(expected, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t")
+                w.writeheader()
+                w.writerows(rows)
+
+            r = run_loop("--submissions", subs, "--expected", expected, "--timeout-ms", "3000")
+            print(r.stdout, r.stderr, sep="", end="")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(f"{len(rows)} as expected, 0 differ, 0 not graded", r.stdout)
+
+            # The same class against a wrong expectation: exit 1, named.
+            rows[0]["expected_score"] = "1"
+            with open(expected, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t")
+                w.writeheader()
+                w.writerows(rows)
+            r = run_loop("--submissions", subs, "--expected", expected, "--timeout-ms", "3000")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stdout, rf"(?m)^{rows[0]['submission']}\s.*MISMATCH")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        self.assertEqual(live_sandboxes(), [])
+        self.assertEqual(wait_no_keepers(), [])
+
+    def test_a_bad_token_is_not_graded_and_exits_2(self) -> None:
+        r = run_loop(token="prt_" + "0" * 80)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("NOT GRADED", r.stdout)
+        self.assertIn("unauthorized", r.stdout)
+
+
+def main() -> int:
+    global S
+    if os.geteuid() != 0:
+        print("test_sdk_examples: needs root (sandboxes)", file=sys.stderr)
+        return 77
+    S = Server()
+    try:
+        result = unittest.main(exit=False, verbosity=2).result
+    finally:
+        left = wait_no_keepers()
+        rc = S.stop()
+        with open(S.err_path) as f:
+            log = f.read()
+        shutil.rmtree(S.dir, ignore_errors=True)
+    failed = len(result.failures) + len(result.errors)
+    if left:
+        print(f"keepers left running after the tests: {left}")
+        failed += 1
+    if rc != 0:
+        print(f"proctor serve exited {rc}:\n{log}")
+        failed += 1
+    print(f"{result.testsRun - failed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
