@@ -1,0 +1,213 @@
+// TypeScript declarations for proctor-client (src/index.js).
+
+// Symbol.asyncDispose for a `lib` older than esnext.disposable (TypeScript
+// < 5.2 or an es2022 target), as @types/node declares it; `await using`
+// itself needs TypeScript 5.2.
+declare global {
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol;
+  }
+}
+
+/** Where the server is and who asks; each falls back to PROCTOR_SERVER / PROCTOR_TOKEN. */
+export interface ConnectionOptions {
+  /** The server's URL, e.g. "http://127.0.0.1:8080". */
+  server?: string;
+  /** An instructor token ("prt_..."). */
+  token?: string;
+}
+
+export interface CreateOptions extends ConnectionOptions {
+  /** An image pin "name@N", or the host's system (the server's default, "host"). */
+  image?: string;
+  /** 1 to 16 (default 1): each command's CPU time may be this many times its wall time. */
+  vcpu?: number;
+  /** 16 to 65536 (default 512): every command's memory limit. */
+  memoryMiB?: number;
+  /** 1 to 65536 (default 256): the writable tree (/work, /tmp). */
+  diskMiB?: number;
+  /** The only value: no network (a loopback inside works). */
+  network?: "none";
+  /** 1 to 86400 (default 300): the lease; the sandbox is destroyed when it ends. */
+  timeoutSeconds?: number;
+  /** At most 32 string members. */
+  labels?: Record<string, string>;
+  /** Added to every command's environment; at most 32 members. */
+  env?: Record<string, string>;
+  /** "jail" (default) or "auto"; "vm" is refused (Unavailable) for now. */
+  isolation?: "jail" | "vm" | "auto";
+  /** Retries when no answer came (default 3); never a second sandbox (Idempotency-Key). */
+  retries?: number;
+}
+
+export interface ListFilter {
+  /** One label at most: { student: "ada" }. */
+  labels?: Record<string, string>;
+  /** Only running sandboxes (default true). */
+  live?: boolean;
+}
+
+export interface ExecOptions {
+  /** The directory it starts in (default /work). */
+  cwd?: string;
+  /** Added to the sandbox's environment for this command. */
+  env?: Record<string, string>;
+  /** Its input (a string is sent as UTF-8); default none. */
+  stdin?: string | Uint8Array;
+  /** Its wall-clock limit, 1 to 3,600,000 (default 60,000; never past the lease). */
+  timeoutMs?: number;
+  /** Processes at once, 1 to 4096 (default 256). */
+  pids?: number;
+  /** Stdout and stderr kept, each, 0 to 16 MiB (default 1 MiB; the rest is counted). */
+  maxOutputBytes?: number;
+}
+
+export interface Usage {
+  cpuMs: number;
+  wallMs: number;
+  peakMemoryKiB: number;
+  peakPids: number;
+}
+
+/** The verdicts of docs/run-result.md. */
+export type RunStatus =
+  | "ok"
+  | "nonzero_exit"
+  | "signaled"
+  | "timeout"
+  | "memory_limit"
+  | "error"
+  | (string & {});
+
+/** One command's verdict (docs/run-result.md) and its output. */
+export interface ExecResult {
+  /** Its exit status, or null when a signal ended it. */
+  exitCode: number | null;
+  /** The signal that ended it, or null. */
+  signal: number | null;
+  /** The CPU or wall limit ended it (and everything it started). */
+  timedOut: boolean;
+  status: RunStatus;
+  /** The first limit it hit ("cpu", "wall", "memory", "pids", "fsize", "disk", "output", "seccomp"), or null. */
+  limit: string | null;
+  stdout: string;
+  stderr: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  /** Every byte it wrote, kept or not. */
+  stdoutBytes: number;
+  stderrBytes: number;
+  usage: Usage;
+  execId: number;
+  limitsHit: string[];
+  message: string | null;
+  /** The sandbox's lease ended during it. */
+  leaseEnded: boolean;
+  /** The server's document as it came. */
+  raw: Record<string, unknown>;
+}
+
+export interface FileEntry {
+  name: string;
+  type: "file" | "dir" | "link" | "other";
+  size: number;
+  mode: number;
+  mtimeMs: number;
+}
+
+/** The server's document of a sandbox (docs/api.md, "Sandboxes"), as it comes. */
+export interface SandboxInfo {
+  id: number;
+  state: "running" | "deleted" | "expired" | "lost" | "failed" | (string & {});
+  isolation: string;
+  image: string;
+  vcpu: number;
+  memory_mib: number;
+  disk_mib: number;
+  network: string;
+  timeout_seconds: number;
+  labels: Record<string, string>;
+  env: Record<string, string>;
+  created_ms: number;
+  started_ms: number | null;
+  ended_ms: number | null;
+  end_reason: string | null;
+  lease_end_ms: number | null;
+  usage: { execs: number; cpu_ms: number; gib_seconds: number };
+  /** A create replayed with the same Idempotency-Key. */
+  existing?: boolean;
+  [member: string]: unknown;
+}
+
+/** A sandbox's files: under /work and /tmp. */
+export interface Files {
+  /** Write a file (its parents are made); resolves to its size. */
+  write(path: string, data: string | Uint8Array | ArrayBuffer | ArrayBufferView, options?: { executable?: boolean }): Promise<number>;
+  /** A file's bytes. */
+  read(path: string): Promise<Uint8Array>;
+  /** A file's text (UTF-8 unless told). */
+  readText(path: string, encoding?: string): Promise<string>;
+  /** A directory's entries (default /work). */
+  list(dir?: string): Promise<FileEntry[]>;
+  /** Whether a file is there (NotFound is false; other errors reject). */
+  exists(path: string): Promise<boolean>;
+  /** Every regular file under a local directory, written below remoteDir; resolves to how many (Node only). */
+  upload(localDir: string, remoteDir: string): Promise<number>;
+}
+
+/** A throwaway sandbox on the server, alive until killed or its lease ends. */
+export declare class Sandbox {
+  private constructor();
+  readonly id: number;
+  readonly files: Files;
+  /** The sandbox's document as last answered (by create, connect, getInfo or kill). */
+  readonly info: SandboxInfo;
+
+  /** Create a sandbox; retried only when no answer came, never making two. */
+  static create(options?: CreateOptions): Promise<Sandbox>;
+  /** A sandbox made elsewhere (another process), by its id. */
+  static connect(id: number | string, options?: ConnectionOptions): Promise<Sandbox>;
+  /** The course's sandboxes (newest first), by one label if given. */
+  static list(filter?: ListFilter, options?: ConnectionOptions): Promise<SandboxInfo[]>;
+
+  /**
+   * Run one command and wait for its verdict: an argv array, or one string
+   * run as `sh -c`. Past timeoutMs it is killed with everything it started.
+   */
+  exec(cmd: readonly string[] | string, options?: ExecOptions): Promise<ExecResult>;
+  /** State, labels, lease end, usage so far, asked now. */
+  getInfo(): Promise<SandboxInfo>;
+  /** Destroy the sandbox now (one already ended is left as it is). */
+  kill(): Promise<void>;
+  /** The same as kill(). */
+  close(): Promise<void>;
+  /** `await using`: kill on leaving the block; a server's refusal is not thrown. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** An answer of the server that is not a success (or no answer at all). */
+export declare class ProctorError extends Error {
+  constructor(status: number, code: string, message: string, retryAfter?: number | null, cause?: unknown);
+  /** The HTTP status; 0 when no answer came. */
+  readonly status: number;
+  /** The server's stable code ("not_found", "capacity", ...; "connection_failed" when no answer came). */
+  readonly code: string;
+  /** Seconds, from Retry-After; null without one. */
+  readonly retryAfter: number | null;
+}
+/** No such sandbox or file in the token's course (or it ended). */
+export declare class NotFound extends ProctorError {}
+/** The request was refused as it is: a member, a path, a query. */
+export declare class InvalidInput extends ProctorError {}
+/** No token, or not a valid one. */
+export declare class Unauthorized extends ProctorError {}
+/** The token's scope is too small. */
+export declare class Forbidden extends ProctorError {}
+/** No room for a sandbox now; retryAfter says when to try again. */
+export declare class Capacity extends ProctorError {}
+/** The course's daily CPU cap is spent. */
+export declare class BudgetExceeded extends ProctorError {}
+/** The server cannot do it now (its store, or the sandbox's host). */
+export declare class Unavailable extends ProctorError {}
+/** No answer came from the server (refused, reset, or timed out). */
+export declare class ConnectionFailed extends ProctorError {}

@@ -1,0 +1,492 @@
+// Sandboxes on a Proctor server: create, exec, files, leases.
+//
+// An ES module on the platform's `fetch`, with no dependencies. The routes
+// are those of docs/api.md, "Sandboxes"; every error the server answers
+// rejects with a ProctorError carrying its stable code. The Python client
+// (clients/python) is the reference: same verbs, same defaults, same retries.
+// Only upload() needs Node (node:fs), and imports it when called, so the
+// rest also runs wherever fetch does.
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+// An exec's request waits this much longer than the command's own limit:
+// the server answers when the command ended, and never holds it past that.
+const EXEC_SLACK_MS = 60_000;
+
+// Node (18.18+, 20.4+) defines Symbol.asyncDispose as this registered
+// symbol; where the runtime has none, the method is still callable by it.
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for("nodejs.asyncDispose");
+
+// ---- errors ----
+
+/** An answer of the server that is not a success (or no answer at all). */
+export class ProctorError extends Error {
+  /**
+   * @param {number} status the HTTP status (0 when no answer came)
+   * @param {string} code the stable error code of docs/api.md
+   * @param {string} message the server's words (for people; may change)
+   * @param {number|null} [retryAfter] seconds, from Retry-After
+   * @param {unknown} [cause]
+   */
+  constructor(status, code, message, retryAfter = null, cause = undefined) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = new.target.name;
+    this.status = status;
+    this.code = code;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** No such sandbox or file in the token's course (or it ended). */
+export class NotFound extends ProctorError {}
+/** The request was refused as it is: a member, a path, a query. */
+export class InvalidInput extends ProctorError {}
+/** No token, or not a valid one. */
+export class Unauthorized extends ProctorError {}
+/** The token's scope is too small. */
+export class Forbidden extends ProctorError {}
+/** No room for a sandbox now; `retryAfter` says when to try again. */
+export class Capacity extends ProctorError {}
+/** The course's daily CPU cap is spent. */
+export class BudgetExceeded extends ProctorError {}
+/** The server cannot do it now (its store, or the sandbox's host). */
+export class Unavailable extends ProctorError {}
+/** No answer came from the server (refused, reset, or timed out). */
+export class ConnectionFailed extends ProctorError {}
+
+// The server's stable codes (docs/api.md, "Errors"); any other code is a
+// plain ProctorError that still carries it.
+const BY_CODE = {
+  not_found: NotFound,
+  invalid_input: InvalidInput,
+  invalid_request: InvalidInput,
+  too_large: InvalidInput,
+  unauthorized: Unauthorized,
+  forbidden: Forbidden,
+  capacity: Capacity,
+  budget_exceeded: BudgetExceeded,
+  unavailable: Unavailable,
+};
+
+function retryAfterOf(header) {
+  if (header == null || header === "") return null;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return seconds;
+  const when = Date.parse(header); // the HTTP-date form
+  return Number.isNaN(when) ? null : Math.max(0, (when - Date.now()) / 1000);
+}
+
+async function errorOf(res) {
+  let code = "unknown";
+  let message = res.statusText || `HTTP ${res.status}`;
+  try {
+    const doc = JSON.parse(await res.text());
+    if (typeof doc?.error?.code === "string") code = doc.error.code;
+    if (typeof doc?.error?.message === "string") message = doc.error.message;
+  } catch {
+    // Not our JSON (a proxy's page, a cut body): the status says enough.
+  }
+  const Cls = Object.hasOwn(BY_CODE, code) ? BY_CODE[code] : ProctorError;
+  return new Cls(res.status, code, message, retryAfterOf(res.headers.get("retry-after")));
+}
+
+// ---- bytes ----
+
+const utf8 = new TextEncoder();
+
+function bytesOf(data, what) {
+  if (typeof data === "string") return utf8.encode(data);
+  if (data instanceof Uint8Array) return data;
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  throw new TypeError(`${what} must be a string or bytes (Uint8Array), not ${typeof data}`);
+}
+
+function toBase64(bytes) {
+  if (globalThis.Buffer) {
+    return globalThis.Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+  }
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(s);
+}
+
+function fromBase64(text) {
+  if (!text) return new Uint8Array(0);
+  if (globalThis.Buffer) {
+    // A copy: a small Buffer is a view of Node's shared pool.
+    return new Uint8Array(globalThis.Buffer.from(text, "base64"));
+  }
+  const s = atob(text);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+// ---- options ----
+
+// A misspelt option would otherwise be ignored without a word.
+function checkOptions(opts, allowed, where) {
+  if (opts == null) return {};
+  if (typeof opts !== "object") throw new TypeError(`${where}: options must be an object`);
+  for (const key of Object.keys(opts)) {
+    if (!allowed.includes(key)) {
+      throw new TypeError(`${where}: unknown option '${key}' (known: ${allowed.join(", ")})`);
+    }
+  }
+  return opts;
+}
+
+const CONNECTION = ["server", "token"];
+
+function envOf(name) {
+  return globalThis.process?.env?.[name] || undefined;
+}
+
+function stringMap(map, what) {
+  const out = {};
+  for (const [k, v] of Object.entries(map)) {
+    if (typeof v !== "string") throw new TypeError(`${what}.${k} must be a string`);
+    out[k] = v;
+  }
+  return out;
+}
+
+// ---- the HTTP client ----
+
+class Client {
+  constructor(server, token) {
+    server = server || envOf("PROCTOR_SERVER");
+    token = token || envOf("PROCTOR_TOKEN");
+    if (!server) throw new TypeError("no server: pass { server } or set PROCTOR_SERVER");
+    if (!token) throw new TypeError("no token: pass { token } or set PROCTOR_TOKEN");
+    this.server = String(server).replace(/\/+$/, "");
+    this.token = String(token);
+  }
+
+  async call(method, path, { body, query, timeoutMs = DEFAULT_TIMEOUT_MS, idempotencyKey } = {}) {
+    let url = this.server + path;
+    if (query) url += "?" + new URLSearchParams(query).toString();
+    const headers = { Authorization: `Bearer ${this.token}`, Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (idempotencyKey) headers["Idempotency-Key"] = idempotencyKey;
+    let res;
+    let text;
+    try {
+      res = await fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      if (!res.ok) throw await errorOf(res);
+      text = await res.text();
+    } catch (err) {
+      if (err instanceof ProctorError) throw err;
+      const why =
+        err?.name === "TimeoutError"
+          ? `no answer within ${timeoutMs} ms`
+          : err?.cause?.message || err?.message || String(err);
+      throw new ConnectionFailed(0, "connection_failed", `${method} ${url}: ${why}`, null, err);
+    }
+    if (!text) return null;
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ProctorError(res.status, "unknown", `${method} ${url}: the answer is not JSON`);
+    }
+  }
+}
+
+async function uuid() {
+  if (globalThis.crypto?.randomUUID) return globalThis.crypto.randomUUID();
+  return (await import("node:crypto")).randomUUID(); // Node 18 without the global
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---- results ----
+
+function usageOf(u) {
+  u = u || {};
+  return {
+    cpuMs: u.cpu_ms ?? 0,
+    wallMs: u.wall_ms ?? 0,
+    peakMemoryKiB: u.peak_memory_kib ?? 0,
+    peakPids: u.peak_pids ?? 0,
+  };
+}
+
+/** One command's verdict (docs/run-result.md) and its output. */
+function execResultOf(d) {
+  return {
+    exitCode: d.exit_code ?? null,
+    signal: d.signal ?? null,
+    timedOut: Boolean(d.timed_out),
+    status: d.status ?? "",
+    limit: d.limit ?? null,
+    stdout: d.stdout ?? "",
+    stderr: d.stderr ?? "",
+    stdoutTruncated: Boolean(d.stdout_truncated),
+    stderrTruncated: Boolean(d.stderr_truncated),
+    stdoutBytes: Number(d.stdout_bytes ?? 0),
+    stderrBytes: Number(d.stderr_bytes ?? 0),
+    usage: usageOf(d.usage),
+    execId: Number(d.exec_id ?? 0),
+    limitsHit: Array.isArray(d.limits_hit) ? [...d.limits_hit] : [],
+    message: d.message ?? null,
+    leaseEnded: Boolean(d.lease_ended),
+    raw: d,
+  };
+}
+
+// ---- files ----
+
+/** A sandbox's files: under /work and /tmp. */
+class Files {
+  #call;
+
+  /** @param {(method: string, rest: string, opts?: object) => Promise<any>} call */
+  constructor(call) {
+    this.#call = call;
+  }
+
+  /** Write a file (its parents are made); resolves to its size. */
+  async write(path, data, options) {
+    const { executable = false } = checkOptions(options, ["executable"], "files.write");
+    const bytes = bytesOf(data, "data");
+    const body = { path, executable: Boolean(executable) };
+    if (bytes.length) body.content_base64 = toBase64(bytes);
+    else body.content = "";
+    const r = await this.#call("PUT", "/files", { body });
+    return Number(r.size);
+  }
+
+  /** A file's bytes. */
+  async read(path) {
+    const r = await this.#call("GET", "/files", { query: { path } });
+    return fromBase64(r?.content_base64);
+  }
+
+  /** A file's text (UTF-8 unless told). */
+  async readText(path, encoding = "utf-8") {
+    return new TextDecoder(encoding).decode(await this.read(path));
+  }
+
+  /** A directory's entries. */
+  async list(dir = "/work") {
+    const r = await this.#call("GET", "/list", { query: { path: dir } });
+    return (r?.entries ?? []).map((e) => ({
+      name: e.name,
+      type: e.type,
+      size: Number(e.size),
+      mode: Number(e.mode),
+      mtimeMs: Number(e.mtime_ms),
+    }));
+  }
+
+  /** Whether a file is there (a directory is not a file: that rejects). */
+  async exists(path) {
+    try {
+      await this.read(path);
+      return true;
+    } catch (err) {
+      if (err instanceof NotFound) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Write every regular file under localDir below remoteDir (symlinks and
+   * special files skipped, execute bits kept); resolves to how many.
+   */
+  async upload(localDir, remoteDir) {
+    const fs = await import("node:fs/promises");
+    const nodePath = await import("node:path");
+    const base = String(remoteDir).replace(/\/+$/, "");
+    let n = 0;
+    // Top-down as Python's os.walk: a directory's files, then its
+    // subdirectories, each in name order; a symlink to a directory is not
+    // followed.
+    const walk = async (dir, rel) => {
+      const entries = await fs.readdir(dir, { withFileTypes: true });
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const e of entries) {
+        if (!e.isFile()) continue;
+        const src = nodePath.join(dir, e.name);
+        const st = await fs.lstat(src);
+        if (!st.isFile()) continue;
+        await this.write(`${base}/${rel}${e.name}`, await fs.readFile(src), {
+          executable: (st.mode & 0o111) !== 0,
+        });
+        n++;
+      }
+      for (const e of entries) {
+        if (e.isDirectory()) await walk(nodePath.join(dir, e.name), `${rel}${e.name}/`);
+      }
+    };
+    await walk(String(localDir), "");
+    return n;
+  }
+}
+
+// ---- sandboxes ----
+
+const CREATE_OPTIONS = [
+  "image",
+  "vcpu",
+  "memoryMiB",
+  "diskMiB",
+  "network",
+  "timeoutSeconds",
+  "labels",
+  "env",
+  "isolation",
+  "retries",
+  ...CONNECTION,
+];
+
+const EXEC_OPTIONS = ["cwd", "env", "stdin", "timeoutMs", "pids", "maxOutputBytes"];
+
+function sandboxId(id) {
+  const s = String(id);
+  if (!/^[0-9]{1,15}$/.test(s)) throw new TypeError(`not a sandbox id: ${s}`);
+  return Number(s);
+}
+
+/**
+ * A throwaway sandbox on the server, alive until killed or its lease ends.
+ *
+ * `await using sbx = await Sandbox.create(...)` kills it on leaving the
+ * block where the runtime has `await using`; elsewhere call kill() (or its
+ * alias close()) in a `finally`. Nothing outlives its lease either way.
+ */
+export class Sandbox {
+  #client;
+  #info;
+
+  /** @private Use Sandbox.create() or Sandbox.connect(). */
+  constructor(client, info) {
+    if (!(client instanceof Client)) {
+      throw new TypeError("use Sandbox.create() or Sandbox.connect()");
+    }
+    this.#client = client;
+    this.#info = info;
+    this.id = Number(info.id);
+    this.files = new Files((method, rest, opts) => this.#call(method, rest, opts));
+  }
+
+  /**
+   * Create a sandbox. Retried only when no answer came, with the same
+   * Idempotency-Key, so a retry never makes a second sandbox.
+   */
+  static async create(options = {}) {
+    const o = checkOptions(options, CREATE_OPTIONS, "Sandbox.create");
+    const client = new Client(o.server, o.token);
+    const body = {};
+    // Only what was given: the server's documented defaults hold otherwise.
+    if (o.image) body.image = o.image;
+    if (o.isolation !== undefined) body.isolation = o.isolation;
+    if (o.vcpu !== undefined) body.vcpu = o.vcpu;
+    if (o.memoryMiB !== undefined) body.memory_mib = o.memoryMiB;
+    if (o.diskMiB !== undefined) body.disk_mib = o.diskMiB;
+    if (o.network !== undefined) body.network = o.network;
+    if (o.timeoutSeconds !== undefined) body.timeout_seconds = o.timeoutSeconds;
+    if (o.labels) body.labels = stringMap(o.labels, "labels");
+    if (o.env) body.env = stringMap(o.env, "env");
+    const retries = o.retries ?? 3;
+    const idempotencyKey = await uuid();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return new Sandbox(client, await client.call("POST", "/v1/sandboxes", { body, idempotencyKey }));
+      } catch (err) {
+        if (!(err instanceof ConnectionFailed) || attempt >= retries) throw err;
+        await sleep(200 * (attempt + 1));
+      }
+    }
+  }
+
+  /** A sandbox made elsewhere (another process), by its id. */
+  static async connect(id, options = {}) {
+    const o = checkOptions(options, CONNECTION, "Sandbox.connect");
+    const client = new Client(o.server, o.token);
+    return new Sandbox(client, await client.call("GET", `/v1/sandboxes/${sandboxId(id)}`));
+  }
+
+  /** The course's sandboxes (newest first), by one label if given. */
+  static async list(filter = {}, options = {}) {
+    const f = checkOptions(filter, ["labels", "live"], "Sandbox.list");
+    const o = checkOptions(options, CONNECTION, "Sandbox.list");
+    const client = new Client(o.server, o.token);
+    const query = { live: f.live === false ? "0" : "1" };
+    if (f.labels) {
+      const pairs = Object.entries(f.labels);
+      if (pairs.length > 1) throw new RangeError("Sandbox.list: by one label at most");
+      if (pairs.length === 1) query.label = `${pairs[0][0]}:${pairs[0][1]}`;
+    }
+    return (await client.call("GET", "/v1/sandboxes", { query })).sandboxes;
+  }
+
+  /** The sandbox's document as last answered (by create, connect, getInfo or kill). */
+  get info() {
+    return this.#info;
+  }
+
+  /** State, labels, lease end, usage so far (the API's document), asked now. */
+  async getInfo() {
+    this.#info = await this.#call("GET", "");
+    return this.#info;
+  }
+
+  /** Destroy the sandbox now (a sandbox already ended is left as it is). */
+  async kill() {
+    this.#info = await this.#call("DELETE", "");
+  }
+
+  /** The same as kill(). */
+  async close() {
+    await this.kill();
+  }
+
+  /** `await using`: kill on leaving the block; a server's refusal is not thrown. */
+  async [asyncDispose]() {
+    try {
+      await this.kill();
+    } catch (err) {
+      if (!(err instanceof ProctorError)) throw err;
+    }
+  }
+
+  /**
+   * Run one command and wait for its verdict.
+   *
+   * `cmd` is an argv array (what grading loops should use: a file name a
+   * student chose cannot inject shell syntax) or one string run as
+   * `sh -c`. A command past `timeoutMs` is killed with everything it
+   * started, and the result says `timedOut`. Anything else as `cmd` is
+   * sent as it is, for the server to refuse with InvalidInput.
+   */
+  async exec(cmd, options) {
+    const o = checkOptions(options, EXEC_OPTIONS, "exec");
+    const timeoutMs = o.timeoutMs ?? 60_000;
+    const body = { timeout_ms: timeoutMs };
+    if (typeof cmd === "string") body.command = cmd;
+    else if (Array.isArray(cmd)) body.argv = [...cmd];
+    else body.argv = cmd ?? null;
+    if (o.cwd != null) body.cwd = o.cwd;
+    if (o.env) body.env = stringMap(o.env, "env");
+    if (o.stdin != null) {
+      const bytes = bytesOf(o.stdin, "stdin");
+      if (bytes.length) body.stdin_base64 = toBase64(bytes); // empty input is no input
+    }
+    if (o.pids != null) body.pids = o.pids;
+    if (o.maxOutputBytes != null) body.max_output_bytes = o.maxOutputBytes;
+    const timeout = (Number.isFinite(timeoutMs) ? timeoutMs : DEFAULT_TIMEOUT_MS) + EXEC_SLACK_MS;
+    return execResultOf(await this.#call("POST", "/exec", { body, timeoutMs: timeout }));
+  }
+
+  #call(method, rest, opts) {
+    return this.#client.call(method, `/v1/sandboxes/${this.id}${rest}`, opts);
+  }
+}

@@ -1,0 +1,471 @@
+// The JavaScript client (clients/js) against a real `proctor serve` holding
+// real jail sandboxes, on a SQLite store in a temporary directory.
+//
+// Run by meson (tests/meson.build) with PROCTOR set to the built proctor;
+// imports the client from the source tree; needs root (sandboxes), else
+// exits 77 (skipped). Node's test runner reports each test; the last line is
+// "N passed, N failed".
+
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { after, test } from "node:test";
+
+import {
+  Capacity,
+  ConnectionFailed,
+  InvalidInput,
+  NotFound,
+  ProctorError,
+  Sandbox,
+  Unauthorized,
+} from "../../clients/js/src/index.js";
+
+const PROCTOR = process.env.PROCTOR || "proctor";
+const SLOTS = 3;
+
+if (process.getuid() !== 0) {
+  console.error("test_js_client: needs root (sandboxes)");
+  process.exit(77);
+}
+
+// Counted here for the closing line; node's runner reports each test too.
+let passed = 0;
+let failed = 1; // the setup, until the server answers
+
+// Written last, after the runner's own report (and after a failed setup's).
+process.on("exit", () => {
+  fs.writeSync(1, `${passed} passed, ${failed} failed\n`);
+  if (failed) process.exitCode = 1;
+});
+
+// ---- the server: proctor serve --workers 0 on a fresh store, two courses ----
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "proctor-jsclient."));
+const db = `sqlite:${dir}/service.db`;
+const errPath = path.join(dir, "serve.err");
+
+function token(course) {
+  const out = execFileSync(
+    PROCTOR,
+    ["admin", "token", "--db", db, "--course", course, "--scope", "instructor"],
+    { encoding: "utf8" },
+  ).trim();
+  assert.match(out, /^prt_/);
+  return out;
+}
+
+const tokens = { cs101: token("cs101"), other: token("other") };
+const errFd = fs.openSync(errPath, "w");
+const serve = spawn(
+  PROCTOR,
+  ["serve", "--listen", "127.0.0.1:0", "--db", db, "--workers", "0", "--slots", String(SLOTS)],
+  { stdio: ["ignore", "ignore", errFd] },
+);
+let serveExit = null;
+const serveExited = new Promise((resolve) =>
+  serve.on("exit", (code, signal) => resolve((serveExit = { code, signal }))),
+);
+
+const url = await (async () => {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const m = /listening on 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(errPath, "utf8"));
+    if (m) return `http://127.0.0.1:${m[1]}`;
+    if (serveExit || Date.now() > deadline) {
+      throw new Error("proctor serve did not start: " + fs.readFileSync(errPath, "utf8"));
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+})();
+
+/** The pids of serve's children: its sandbox keepers. */
+function keepers() {
+  const kids = [];
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(")") + 1).trim().split(/\s+/);
+    if (Number(fields[1]) === serve.pid) kids.push(Number(pid));
+  }
+  return kids;
+}
+
+failed = 0;
+
+const cs101 = { server: url, token: tokens.cs101 };
+const made = []; // every sandbox a test made, killed at the end if a test did not
+
+async function sbx(opts = {}) {
+  const s = await Sandbox.create({ ...cs101, ...opts });
+  made.push(s);
+  return s;
+}
+
+// Each test's sandboxes are killed when it ends, passed or not, so that one
+// failure does not hold the slots the next test needs.
+function check(name, fn) {
+  test(name, async (t) => {
+    const first = made.length;
+    try {
+      await fn(t);
+      passed++;
+    } catch (err) {
+      failed++;
+      throw err;
+    } finally {
+      for (const s of made.slice(first)) {
+        if (s.info.state === "running") await s.kill().catch(() => {});
+      }
+    }
+  });
+}
+
+// ---- the tests ----
+
+check("create, write, exec, read, list and kill", async () => {
+  const s = await sbx({ labels: { student: "ada" }, env: { GREETING: "hi" }, memoryMiB: 256 });
+  const info = await s.getInfo();
+  assert.equal(info.state, "running");
+  assert.deepEqual(info.labels, { student: "ada" });
+  assert.equal(info.memory_mib, 256);
+  assert.equal(await s.files.write("/work/sub/hello.py", "print(6 * 7)\n"), 13);
+  let r = await s.exec(["python3", "sub/hello.py"]);
+  assert.deepEqual([r.status, r.exitCode, r.stdout, r.stderr], ["ok", 0, "42\n", ""]);
+  assert.equal(r.timedOut, false);
+  assert.equal(r.signal, null);
+  assert.equal(r.limit, null);
+  assert.ok(r.execId > 0);
+  assert.equal(typeof r.usage.cpuMs, "number");
+  assert.ok(r.usage.wallMs >= 0 && r.usage.peakMemoryKiB > 0, JSON.stringify(r.usage));
+  // The exit status passes through.
+  r = await s.exec("exit 3");
+  assert.deepEqual([r.status, r.exitCode], ["nonzero_exit", 3]);
+  // A file written by a command is read back, and listed.
+  await s.exec(["sh", "-c", "printf 'x%.0s' $(seq 1 5000) > /work/out.txt"]);
+  assert.equal(await s.files.readText("/work/out.txt"), "x".repeat(5000));
+  const names = Object.fromEntries((await s.files.list("/work")).map((e) => [e.name, e]));
+  assert.equal(names["out.txt"].type, "file");
+  assert.equal(names["out.txt"].size, 5000);
+  assert.equal(typeof names["out.txt"].mtimeMs, "number");
+  assert.equal(names.sub.type, "dir");
+  assert.equal(await s.files.exists("/work/out.txt"), true);
+  assert.equal(await s.files.exists("/work/nothing-here"), false);
+  // An executable file runs.
+  await s.files.write("/work/run.sh", "#!/bin/sh\necho ran\n", { executable: true });
+  assert.equal((await s.exec(["/work/run.sh"])).stdout, "ran\n");
+  const sid = s.id;
+  await s.kill();
+  assert.equal(s.info.state, "deleted");
+  // Killed: a second client sees it so, and exec says NotFound.
+  const gone = await Sandbox.connect(sid, cs101);
+  assert.equal((await gone.getInfo()).state, "deleted");
+  await assert.rejects(gone.exec(["true"]), NotFound);
+});
+
+check("binary bytes cross intact both ways", async () => {
+  const s = await sbx();
+  const blob = new Uint8Array(256 * 40).map((_, i) => i & 0xff);
+  assert.equal(await s.files.write("/tmp/blob.bin", blob), blob.length);
+  const back = await s.files.read("/tmp/blob.bin");
+  assert.ok(back instanceof Uint8Array);
+  assert.deepEqual(back, blob);
+  // The bytes the sandbox sees are the same: checksummed inside.
+  const sum = await s.exec(["sh", "-c", "od -An -tu1 -v /tmp/blob.bin | tr -s ' ' '\\n' | grep -c ."]);
+  assert.equal(sum.stdout.trim(), String(blob.length));
+  // A file made inside with every byte value comes back intact too.
+  await s.exec(["sh", "-c", "i=0; while [ $i -lt 256 ]; do printf \"\\\\$(printf %o $i)\"; i=$((i+1)); done > /work/all.bin"]);
+  assert.deepEqual(await s.files.read("/work/all.bin"), blob.subarray(0, 256));
+  // An empty file is a file.
+  assert.equal(await s.files.write("/work/empty", new Uint8Array(0)), 0);
+  assert.equal((await s.files.read("/work/empty")).length, 0);
+  await s.kill();
+});
+
+check("exec: stdin, cwd, env, and the sandbox's env", async () => {
+  const s = await sbx({ env: { GREETING: "hi" } });
+  let r = await s.exec(["cat"], { stdin: "from stdin ✓" });
+  assert.equal(r.stdout, "from stdin ✓");
+  r = await s.exec(["od", "-An", "-tx1"], { stdin: new Uint8Array([0, 1, 0xfe, 0xff]) });
+  assert.equal(r.stdout.trim(), "00 01 fe ff");
+  r = await s.exec(["cat"]); // no stdin: end of input at once
+  assert.deepEqual([r.exitCode, r.stdout], [0, ""]);
+  await s.files.write("/work/sub/deeper/x", "x");
+  r = await s.exec("echo $GREETING; pwd", { cwd: "/work/sub" });
+  assert.equal(r.stdout, "hi\n/work/sub\n");
+  r = await s.exec(["pwd"], { cwd: "/work/sub/deeper" });
+  assert.equal(r.stdout, "/work/sub/deeper\n");
+  r = await s.exec(["sh", "-c", 'echo "$GREETING $EXTRA"'], { env: { EXTRA: "there", GREETING: "hello" } });
+  assert.equal(r.stdout, "hello there\n");
+  // The per-command env is that command's only.
+  r = await s.exec(["sh", "-c", 'echo "[$EXTRA]"']);
+  assert.equal(r.stdout, "[]\n");
+  await s.kill();
+});
+
+check("exec timeout: timedOut, and nothing it started runs on", async () => {
+  const s = await sbx();
+  const t0 = Date.now();
+  let r = await s.exec("sleep 300 & sleep 300", { timeoutMs: 500 });
+  assert.ok(Date.now() - t0 < 30_000);
+  assert.equal(r.timedOut, true);
+  assert.equal(r.status, "timeout");
+  assert.equal(r.limit, "wall");
+  assert.equal(r.exitCode, null);
+  // The background sleep is gone on the next exec.
+  r = await s.exec("cat /proc/[0-9]*/comm | grep -c '^sleep$' || true");
+  assert.equal(r.stdout.trim(), "0", JSON.stringify(r));
+  assert.equal((await s.exec(["echo", "alive"])).stdout, "alive\n");
+  await s.kill();
+});
+
+check("exec: output past the cap is counted, never silently cut", async () => {
+  const s = await sbx();
+  const r = await s.exec(["sh", "-c", "yes flood"], { maxOutputBytes: 4096, timeoutMs: 1000 });
+  assert.equal(r.stdoutTruncated, true);
+  assert.ok(new TextEncoder().encode(r.stdout).length <= 4096);
+  assert.ok(r.stdoutBytes > 4096, String(r.stdoutBytes));
+  assert.ok(r.limitsHit.length > 0);
+  await s.kill();
+});
+
+check("upload: a local tree, execute bits kept, symlinks skipped", async () => {
+  const local = fs.mkdtempSync(path.join(dir, "upload."));
+  fs.mkdirSync(path.join(local, "pkg", "inner"), { recursive: true });
+  fs.writeFileSync(path.join(local, "main.py"), "import pkg.inner.mod as m\nprint(m.X)\n");
+  fs.writeFileSync(path.join(local, "pkg", "__init__.py"), "");
+  fs.writeFileSync(path.join(local, "pkg", "inner", "__init__.py"), "");
+  fs.writeFileSync(path.join(local, "pkg", "inner", "mod.py"), "X = 'deep'\n");
+  fs.writeFileSync(path.join(local, "go.sh"), "#!/bin/sh\necho go\n", { mode: 0o755 });
+  fs.symlinkSync("/etc/passwd", path.join(local, "link"));
+  const s = await sbx();
+  assert.equal(await s.files.upload(local, "/work/submission/"), 5);
+  let r = await s.exec(["python3", "main.py"], { cwd: "/work/submission" });
+  assert.equal(r.stdout, "deep\n", JSON.stringify(r));
+  r = await s.exec(["./go.sh"], { cwd: "/work/submission" });
+  assert.equal(r.stdout, "go\n");
+  assert.equal(await s.files.exists("/work/submission/link"), false);
+  await s.kill();
+});
+
+check("await using (or its method) kills the sandbox", async (t) => {
+  assert.equal(typeof Symbol.asyncDispose, "symbol", "Symbol.asyncDispose (node >= 18.18)");
+  let block = null;
+  try {
+    const AsyncFunction = (async () => {}).constructor;
+    block = new AsyncFunction("make", "out", "await using s = await make(); out.s = s; throw new Error('boom');");
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+  }
+  let s;
+  if (block) {
+    const out = {};
+    await assert.rejects(block(() => sbx(), out), /boom/);
+    s = out.s;
+  } else {
+    // No `await using` syntax here (node < 24): do what it does.
+    t.diagnostic(`no 'await using' in node ${process.version}: calling [Symbol.asyncDispose]() as it would`);
+    s = await sbx();
+    try {
+      assert.equal((await s.exec(["true"])).exitCode, 0);
+    } finally {
+      await s[Symbol.asyncDispose]();
+    }
+  }
+  assert.equal((await s.getInfo()).state, "deleted");
+  // Disposing of an ended sandbox never throws; close() is kill().
+  await s[Symbol.asyncDispose]();
+  const c = await sbx();
+  await c.close();
+  assert.equal((await c.getInfo()).state, "deleted");
+});
+
+check("bad input is refused with InvalidInput, missing things NotFound", async () => {
+  const s = await sbx();
+  // An argv that is not an array of strings is the server's refusal.
+  for (const cmd of [42, { 0: "ls" }, ["ls", 1], null]) {
+    await assert.rejects(s.exec(cmd), (err) => {
+      assert.ok(err instanceof InvalidInput, `${JSON.stringify(cmd)}: ${err}`);
+      assert.equal(err.status, 422);
+      assert.equal(err.code, "invalid_input");
+      assert.ok(err.message.length > 0);
+      return true;
+    });
+  }
+  await assert.rejects(s.exec(["true"], { timeoutMs: 0 }), InvalidInput);
+  // A misspelt option is the client's refusal, before any request.
+  await assert.rejects(s.exec(["true"], { timeout_ms: 5 }), TypeError);
+  await assert.rejects(Sandbox.create({ ...cs101, memoryMib: 64 }), TypeError);
+  for (const p of ["/work/../etc/passwd", "/etc/passwd", "relative/../../x"]) {
+    await assert.rejects(s.files.write(p, "x"), InvalidInput, p);
+  }
+  // A symlink the sandbox's own program planted is never followed.
+  await s.exec(["ln", "-s", "/etc/shadow", "/work/link"]);
+  await assert.rejects(s.files.read("/work/link"), InvalidInput);
+  await assert.rejects(s.files.read("/work/nothing-here"), NotFound);
+  await assert.rejects(Sandbox.create({ ...cs101, vcpu: 999 }), InvalidInput);
+  await s.kill();
+  await assert.rejects(Sandbox.connect(999999, cs101), NotFound);
+  await assert.rejects(Sandbox.connect("nope", cs101), TypeError);
+  await assert.rejects(Sandbox.create({ server: url, token: "prt_" + "0".repeat(80) }), (err) => {
+    assert.ok(err instanceof Unauthorized);
+    assert.equal(err.status, 401);
+    return true;
+  });
+});
+
+check("another course sees nothing; a second client drives the same sandbox", async () => {
+  const other = { server: url, token: tokens.other };
+  const s = await sbx({ labels: { student: "grace" } });
+  await assert.rejects(Sandbox.connect(s.id, other), (err) => {
+    assert.ok(err instanceof NotFound);
+    assert.equal(err.code, "not_found");
+    assert.equal(err.status, 404);
+    return true;
+  });
+  await s.files.write("/work/shared.txt", "shared");
+  const again = await Sandbox.connect(s.id, cs101);
+  assert.equal((await again.exec(["cat", "shared.txt"])).stdout, "shared");
+  const listed = (await Sandbox.list({}, cs101)).map((x) => x.id);
+  assert.ok(listed.includes(s.id));
+  const byLabel = await Sandbox.list({ labels: { student: "grace" } }, cs101);
+  assert.deepEqual(byLabel.map((x) => x.id), [s.id]);
+  assert.ok(!(await Sandbox.list({}, other)).map((x) => x.id).includes(s.id));
+  await assert.rejects(Sandbox.list({ labels: { a: "1", b: "2" } }, cs101), RangeError);
+  await s.kill();
+  assert.ok(!(await Sandbox.list({}, cs101)).map((x) => x.id).includes(s.id));
+  assert.ok((await Sandbox.list({ live: false }, cs101)).map((x) => x.id).includes(s.id));
+});
+
+check("server and token from PROCTOR_SERVER and PROCTOR_TOKEN", async () => {
+  const saved = [process.env.PROCTOR_SERVER, process.env.PROCTOR_TOKEN];
+  process.env.PROCTOR_SERVER = url + "/";
+  process.env.PROCTOR_TOKEN = tokens.cs101;
+  try {
+    const s = await Sandbox.create();
+    made.push(s);
+    assert.equal((await s.exec(["echo", "env"])).stdout, "env\n");
+    await s.kill();
+    delete process.env.PROCTOR_TOKEN;
+    await assert.rejects(Sandbox.create(), TypeError);
+  } finally {
+    for (const [k, v] of [["PROCTOR_SERVER", saved[0]], ["PROCTOR_TOKEN", saved[1]]]) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+});
+
+check("more creates than slots is Capacity with Retry-After", async () => {
+  const held = [];
+  try {
+    for (let i = 0; i < SLOTS; i++) held.push(await sbx());
+    await assert.rejects(sbx(), (err) => {
+      assert.ok(err instanceof Capacity, String(err));
+      assert.equal(err.status, 429);
+      assert.equal(err.code, "capacity");
+      assert.ok(err.retryAfter > 0, String(err.retryAfter));
+      return true;
+    });
+  } finally {
+    for (const s of held) await s.kill();
+  }
+  // The slots are free again.
+  const s = await sbx();
+  assert.equal((await s.exec(["true"])).exitCode, 0);
+  await s.kill();
+});
+
+check("create is retried only when no answer came, never making two", async () => {
+  // A proxy that forwards every request but, the first time, drops the
+  // connection after the server answered: the client saw no answer.
+  const keys = [];
+  let requests = 0;
+  const proxy = http.createServer(async (req, res) => {
+    requests++;
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const headers = { ...req.headers };
+    delete headers.host;
+    delete headers.connection;
+    if (req.headers["idempotency-key"]) keys.push(req.headers["idempotency-key"]);
+    const answer = await fetch(url + req.url, {
+      method: req.method,
+      headers,
+      body: chunks.length ? Buffer.concat(chunks) : undefined,
+    });
+    const body = Buffer.from(await answer.arrayBuffer());
+    if (requests === 1) {
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(answer.status, Object.fromEntries(answer.headers));
+    res.end(body);
+  });
+  await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
+  const via = { server: `http://127.0.0.1:${proxy.address().port}`, token: tokens.cs101 };
+  try {
+    const s = await sbx({ ...via, labels: { retry: "once" } });
+    assert.equal(requests, 2);
+    assert.equal(keys.length, 2);
+    assert.equal(keys[0], keys[1]);
+    assert.match(keys[0], /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(s.info.existing, true);
+    assert.deepEqual((await Sandbox.list({ labels: { retry: "once" } }, cs101)).map((x) => x.id), [s.id]);
+    await s.kill();
+    // A refusal is an answer: not retried.
+    requests = 10;
+    await assert.rejects(Sandbox.create({ ...via, vcpu: 999 }), InvalidInput);
+    assert.equal(requests, 11);
+  } finally {
+    proxy.closeAllConnections?.();
+    await new Promise((r) => proxy.close(r));
+  }
+  // Nobody there: ConnectionFailed after the retries, status 0.
+  const closed = http.createServer();
+  await new Promise((r) => closed.listen(0, "127.0.0.1", r));
+  const port = closed.address().port;
+  await new Promise((r) => closed.close(r));
+  await assert.rejects(
+    Sandbox.create({ server: `http://127.0.0.1:${port}`, token: tokens.cs101, retries: 1 }),
+    (err) => {
+      assert.ok(err instanceof ConnectionFailed && err instanceof ProctorError, String(err));
+      assert.equal(err.status, 0);
+      assert.equal(err.code, "connection_failed");
+      return true;
+    },
+  );
+});
+
+// ---- the end: nothing left running, serve stops cleanly, the closing line ----
+
+after(async () => {
+  // Every sandbox was killed: its keeper is reaped within a second.
+  const deadline = Date.now() + 10_000;
+  while (keepers().length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  const left = keepers();
+  if (left.length) {
+    console.log(`keepers left running after the tests: ${left.join(" ")}`);
+    failed++;
+  }
+  serve.kill("SIGTERM");
+  const timer = setTimeout(() => serve.kill("SIGKILL"), 60_000);
+  const { code, signal } = await serveExited;
+  clearTimeout(timer);
+  fs.closeSync(errFd);
+  if (code !== 0) {
+    console.log(`proctor serve exited ${code ?? signal}:\n${fs.readFileSync(errPath, "utf8")}`);
+    failed++;
+  }
+  if (failed === 0) fs.rmSync(dir, { recursive: true, force: true });
+  else console.log(`logs kept in ${dir}`);
+  if (failed) process.exitCode = 1;
+});
