@@ -111,7 +111,9 @@ class SandboxTests(unittest.TestCase):
             # A file written by a command is read back, and listed.
             s.exec(["sh", "-c", "printf 'x%.0s' $(seq 1 5000) > /work/out.txt"])
             self.assertEqual(s.files.read("/work/out.txt"), b"x" * 5000)
-            names = {e.name: e for e in s.files.list("/work")}
+            listing = s.files.list("/work")
+            self.assertFalse(listing.truncated)
+            names = {e.name: e for e in listing}
             self.assertEqual(names["out.txt"].type, "file")
             self.assertEqual(names["out.txt"].size, 5000)
             self.assertEqual(names["sub"].type, "dir")

@@ -148,7 +148,8 @@ export interface Files {
   /** A file's text (UTF-8 unless told). */
   readText(path: string, encoding?: string): Promise<string>;
   /** A directory's entries (default /work). */
-  list(dir?: string): Promise<FileEntry[]>;
+  /** The entries, with `truncated` true when the server cut the listing. */
+  list(dir?: string): Promise<FileEntry[] & { truncated: boolean }>;
   /** Whether a file is there (NotFound is false; other errors reject). */
   exists(path: string): Promise<boolean>;
   /** Every regular file under a local directory, written below remoteDir; resolves to how many (Node only). */

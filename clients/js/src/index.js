@@ -277,13 +277,16 @@ class Files {
   /** A directory's entries. */
   async list(dir = "/work") {
     const r = await this.#call("GET", "/list", { query: { path: dir } });
-    return (r?.entries ?? []).map((e) => ({
+    const entries = (r?.entries ?? []).map((e) => ({
       name: e.name,
       type: e.type,
       size: Number(e.size),
       mode: Number(e.mode),
       mtimeMs: Number(e.mtime_ms),
     }));
+    // A listing the server cut (10,000 entries) says so: never silently short.
+    entries.truncated = Boolean(r?.truncated);
+    return entries;
   }
 
   /** Whether a file is there (a directory is not a file: that rejects). */

@@ -22,6 +22,7 @@ __all__ = [
     "Sandbox",
     "ExecResult",
     "FileEntry",
+    "Listing",
     "ProctorError",
     "NotFound",
     "InvalidInput",
@@ -149,6 +150,13 @@ class FileEntry:
     mtime_ms: int
 
 
+class Listing(List[FileEntry]):
+    """A directory's entries; `truncated` when the server cut the listing
+    (at 10,000 entries): never silently short."""
+
+    truncated: bool = False
+
+
 class _Client:
     def __init__(self, server: Optional[str], token: Optional[str],
                  timeout: float = 60.0) -> None:
@@ -224,10 +232,12 @@ class _Files:
     def read_text(self, path: str, encoding: str = "utf-8") -> str:
         return self.read(path).decode(encoding)
 
-    def list(self, path: str = "/work") -> List[FileEntry]:
+    def list(self, path: str = "/work") -> Listing:
         r = self._sbx._c.call("GET", self._sbx._path("/list"), query={"path": path})
-        return [FileEntry(e["name"], e["type"], int(e["size"]), int(e["mode"]),
-                          int(e["mtime_ms"])) for e in r.get("entries", [])]
+        out = Listing(FileEntry(e["name"], e["type"], int(e["size"]), int(e["mode"]),
+                                int(e["mtime_ms"])) for e in r.get("entries", []))
+        out.truncated = bool(r.get("truncated"))
+        return out
 
     def exists(self, path: str) -> bool:
         try:
