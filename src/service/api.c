@@ -198,7 +198,9 @@ static void hold_release(void *state)
 {
 	struct gate_state *gs = state;
 
-	if (gs->hold.open && gs->hold.fd >= 0)
+	if (gs->hold.open && !gs->hold.done && gs->hold.adopt)
+		sandbox_adopt_exec(&gs->hold); /* the command still runs */
+	else if (gs->hold.open && gs->hold.fd >= 0)
 		close(gs->hold.fd);
 	gs->hold.open = false;
 }
@@ -304,6 +306,7 @@ void api_sandbox_duties(struct api *a, struct store *st)
 
 	if (!a->sandboxes)
 		return;
+	sandbox_orphans_collect(st);
 	sbx_host_reap(a->sandboxes, st);
 	/* A keeper ends its own sandbox at its lease; one that could not
 	 * (killed, its host gone) is ended here a minute later. */

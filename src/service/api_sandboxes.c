@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,7 +34,7 @@
 /* Bounds of an exec. */
 #define ARGV_MAX	  4096
 #define EXEC_TIMEOUT_MS	  (3600 * 1000)
-#define OUTPUT_MAX	  (16u << 20)
+#define OUTPUT_MAX	  (1u << 20) /* the keeper's own cap */
 #define OUTPUT_DEFAULT	  (1u << 20)
 #define EXEC_FIRST_MS	  20 /* most execs answer within this: no suspension */
 #define EXEC_STEP_MAX_MS  50
@@ -41,6 +42,8 @@
 #define SANDBOXES_SHOWN 1000
 /* A call to a keeper that is not an exec answers within this. */
 #define KEEPER_TIMEOUT_S 30
+
+static void keeper_refusal(int fd, struct err *e);
 
 static json_t *ms_or_null(int64_t ms)
 {
@@ -329,7 +332,9 @@ static int keeper_call(const struct store_sandbox *s, json_t *head, const void *
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	int rc = sbx_send(fd, head, data, len, e);
-	if (rc == 0)
+	if (rc < 0)
+		keeper_refusal(fd, e);
+	else
 		rc = sbx_recv(fd, &answer, ret_data, ret_len, max_out, e);
 	close(fd);
 	if (rc == 0 && (rc = sbx_error_of(answer, e)) < 0 && ret_data) {
@@ -344,9 +349,21 @@ static int keeper_call(const struct store_sandbox *s, json_t *head, const void *
 	return 0;
 }
 
-/* A keeper that cannot be reached: its sandbox is lost (its keeper died
- * and the reaper has not told yet). */
-static void keeper_gone(struct call *c, const struct store_sandbox *s, const struct err *ke)
+/* Whether a failed call found no keeper at all: then it died (its reaper
+ * has not told yet) or was never there. */
+static bool keeper_missing(const struct err *ke)
+{
+	return ke->errnum == ECONNREFUSED || ke->errnum == ENOENT;
+}
+
+/*
+ * Answer a keeper call that failed.  A refusal of the keeper's (a path, a
+ * file too large) keeps its kind.  No keeper: the sandbox is lost, and
+ * recorded so.  A keeper that did not answer in time is busy (it takes one
+ * call at a time, and an exec may run for long): 503, the sandbox as it is.
+ */
+static void answer_keeper_failure(struct call *c, const struct store_sandbox *s,
+				  const struct err *ke)
 {
 	struct err e;
 
@@ -354,8 +371,31 @@ static void keeper_gone(struct call *c, const struct store_sandbox *s, const str
 		answer_err(c->rs, ke);
 		return;
 	}
-	store_sandbox_end(c->st, s->sandbox_id, "lost", ke->msg, &e);
-	answer_fail(c->rs, ERR_NOT_FOUND, "sandbox %lld is lost: %s", (long long)s->sandbox_id, ke->msg);
+	if (keeper_missing(ke)) {
+		store_sandbox_end(c->st, s->sandbox_id, "lost", ke->msg, &e);
+		sbx_host_kill(c->a->sandboxes, s->sandbox_id);
+		answer_fail(c->rs, ERR_NOT_FOUND, "sandbox %lld is lost: %s",
+			    (long long)s->sandbox_id, ke->msg);
+		return;
+	}
+	answer_fail(c->rs, ERR_UNAVAILABLE,
+		    "sandbox %lld did not answer (it takes one call at a time): %s; retry",
+		    (long long)s->sandbox_id, ke->msg);
+}
+
+/* After a send that failed, the keeper may have answered already (it
+ * refuses a frame too large before reading its data): its answer is the
+ * error, when there is one. */
+static void keeper_refusal(int fd, struct err *e)
+{
+	json_t *answer = NULL;
+	struct err ke;
+	struct timeval tv = {.tv_sec = 1};
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (sbx_recv(fd, &answer, NULL, NULL, 0, &ke) == 0 && sbx_error_of(answer, &ke) < 0)
+		*e = ke;
+	json_decref(answer);
 }
 
 /* DELETE /v1/sandboxes/{id} */
@@ -368,7 +408,9 @@ void delete_sandbox(struct call *c)
 
 	if (own_sandbox(c, &s) < 0)
 		goto out;
-	if (!live(&s)) {
+	/* One still being created is ended too: its create then finds it
+	 * ended and kills the keeper it started. */
+	if (!live(&s) && strcmp(s.state, "creating") != 0) {
 		answer_json(c->rs, 200, sandbox_doc(&s));
 		goto out;
 	}
@@ -379,7 +421,7 @@ void delete_sandbox(struct call *c)
 	/* A keeper busy in an exec answers after it: killing it destroys its
 	 * sandbox as cleanly (docs/sandbox-keeper.md). */
 	json_t *head = json_pack("{s:s}", "op", "destroy");
-	if (c->a->sandboxes && strcmp(s.host_key, sbx_host_key(c->a->sandboxes)) == 0) {
+	if (live(&s) && c->a->sandboxes && strcmp(s.host_key, sbx_host_key(c->a->sandboxes)) == 0) {
 		int fd = -1;
 		if (sbx_connect(s.socket, &fd, &e) == 0) {
 			struct timeval tv = {.tv_usec = 200000};
@@ -389,6 +431,8 @@ void delete_sandbox(struct call *c)
 			    sbx_recv(fd, &answer, NULL, NULL, 0, &e) < 0)
 				sbx_host_kill(c->a->sandboxes, s.sandbox_id);
 			close(fd);
+		} else {
+			sbx_host_kill(c->a->sandboxes, s.sandbox_id);
 		}
 	}
 	json_decref(head);
@@ -416,10 +460,14 @@ static json_t *exec_argv(const json_t *doc, struct err *e)
 		return err_setk(e, ERR_INPUT, 0, "give exactly one of 'argv' and 'command'"),
 		       NULL;
 	if (cmd) {
-		const char *s;
-		if (jsonreq_string(doc, "command", true, 64 * 1024, &s, e) < 0)
-			return NULL;
-		return json_pack("[s, s, s]", "/bin/sh", "-c", s);
+		/* A script: newlines and tabs are its own, only NUL is not. */
+		if (!json_is_string(cmd) || json_string_length(cmd) < 1 ||
+		    json_string_length(cmd) > 64 * 1024 ||
+		    strlen(json_string_value(cmd)) != json_string_length(cmd))
+			return err_setk(e, ERR_INPUT, 0,
+					"'command' must be a string of 1 to 65536 bytes without NUL"),
+			       NULL;
+		return json_pack("[s, s, s]", "/bin/sh", "-c", json_string_value(cmd));
 	}
 	if (!json_is_array(argv) || json_array_size(argv) < 1 ||
 	    json_array_size(argv) > ARGV_MAX)
@@ -454,6 +502,42 @@ static bool hit(const json_t *hits, const char *name)
 	return false;
 }
 
+/* Record an exec's end from the keeper's answer `doc` (NULL: no answer,
+ * an error) with what the budget counts: the memory the sandbox holds for
+ * the time the command ran. */
+static void record_exec(struct store *st, int64_t exec_id, const json_t *doc, int64_t memory_mib)
+{
+	struct store_exec_result r = {.status = "error", .exit_code = -1};
+	struct err e;
+	char *hits_text = NULL;
+
+	if (doc) {
+		json_t *hits = json_object_get(doc, "limits_hit");
+		hits_text = json_is_array(hits) ? json_dumps(hits, JSON_COMPACT) : NULL;
+		json_t *code = json_object_get(doc, "exit_code");
+		r = (struct store_exec_result){
+		    .status = json_string_value(json_object_get(doc, "status")),
+		    .exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1,
+		    .signal = (int)json_integer_value(json_object_get(doc, "signal")),
+		    .limits_hit_json = hits_text,
+		    .timed_out = hit(hits, "cpu") || hit(hits, "wall"),
+		    .cpu_ms = json_integer_value(json_object_get(doc, "cpu_ms")),
+		    .wall_ms = json_integer_value(json_object_get(doc, "wall_ms")),
+		    .peak_memory_kib = json_integer_value(json_object_get(doc, "peak_memory_kib")),
+		    .peak_pids = json_integer_value(json_object_get(doc, "peak_pids")),
+		    .stdout_bytes = json_integer_value(json_object_get(doc, "stdout_bytes")),
+		    .stderr_bytes = json_integer_value(json_object_get(doc, "stderr_bytes")),
+		};
+		r.gib_seconds = (double)memory_mib / 1024 * (double)r.wall_ms / 1000;
+		if (!r.status)
+			r.status = "error";
+	}
+	/* A record that fails leaves the exec `running` until its sandbox
+	 * ends (then `unknown`): the answer still goes to the client. */
+	store_exec_end(st, exec_id, &r, &e);
+	free(hits_text);
+}
+
 /* The keeper's answer to an exec, made the API's answer and recorded. */
 static void finish_exec(struct call *c, int fd, int64_t sandbox_id, int64_t exec_id,
 			int64_t memory_mib)
@@ -463,50 +547,89 @@ static void finish_exec(struct call *c, int fd, int64_t sandbox_id, int64_t exec
 
 	if (sbx_recv(fd, &doc, NULL, NULL, 0, &e) < 0 || sbx_error_of(doc, &e) < 0) {
 		json_decref(doc);
-		struct store_exec_result none = {.status = "error"};
+		record_exec(c->st, exec_id, NULL, memory_mib);
+		/* Ended while the command ran (deleted, its lease): say so. */
+		struct store_sandbox s = {0};
 		struct err e2;
-		store_exec_end(c->st, exec_id, &none, &e2);
-		if (e.kind == ERR_INTERNAL)
-			store_sandbox_end(c->st, sandbox_id, "lost", e.msg, &e2);
-		answer_err(c->rs, &e);
+		if (store_sandbox_get(c->st, sandbox_id, &s, &e2) == 0 && !live(&s))
+			answer_fail(c->rs, ERR_NOT_FOUND, "sandbox %lld was %s while the command ran",
+				    (long long)sandbox_id, s.state);
+		else if (keeper_missing(&e) || e.kind != ERR_INTERNAL)
+			answer_keeper_failure(c, &s, &e);
+		else
+			answer_err(c->rs, &e);
+		store_sandbox_clear(&s);
 		return;
 	}
+	record_exec(c->st, exec_id, doc, memory_mib);
 	json_t *hits = json_object_get(doc, "limits_hit");
-	bool timed_out = hit(hits, "cpu") || hit(hits, "wall");
-	int64_t cpu = json_integer_value(json_object_get(doc, "cpu_ms"));
-	int64_t wall = json_integer_value(json_object_get(doc, "wall_ms"));
-	char *hits_text = json_dumps(hits ? hits : json_array(), JSON_COMPACT);
-	struct store_exec_result r = {
-	    .status = json_string_value(json_object_get(doc, "status")),
-	    .exit_code = json_is_integer(json_object_get(doc, "exit_code"))
-			     ? (int)json_integer_value(json_object_get(doc, "exit_code"))
-			     : -1,
-	    .signal = (int)json_integer_value(json_object_get(doc, "signal")),
-	    .limits_hit_json = hits_text,
-	    .timed_out = timed_out,
-	    .cpu_ms = cpu,
-	    .wall_ms = wall,
-	    .peak_memory_kib = json_integer_value(json_object_get(doc, "peak_memory_kib")),
-	    .peak_pids = json_integer_value(json_object_get(doc, "peak_pids")),
-	    .stdout_bytes = json_integer_value(json_object_get(doc, "stdout_bytes")),
-	    .stderr_bytes = json_integer_value(json_object_get(doc, "stderr_bytes")),
-	    /* What the course's budget counts: the memory the sandbox holds
-	     * for the time the exec ran. */
-	    .gib_seconds = (double)memory_mib / 1024 * (double)wall / 1000,
-	};
-	store_exec_end(c->st, exec_id, &r, &e);
-	free(hits_text);
 	const char *limit = first_limit(hits);
 	json_object_set_new(doc, "exec_id", json_integer(exec_id));
-	json_object_set_new(doc, "timed_out", json_boolean(timed_out));
+	json_object_set_new(doc, "timed_out", json_boolean(hit(hits, "cpu") || hit(hits, "wall")));
 	json_object_set_new(doc, "limit", limit ? json_string(limit) : json_null());
 	json_object_set_new(
 	    doc, "usage",
-	    json_pack("{s:I, s:I, s:O, s:O}", "cpu_ms", (json_int_t)cpu, "wall_ms",
-		      (json_int_t)wall, "peak_memory_kib", json_object_get(doc, "peak_memory_kib"),
-		      "peak_pids", json_object_get(doc, "peak_pids")));
+	    json_pack("{s:O, s:O, s:O, s:O}", "cpu_ms", json_object_get(doc, "cpu_ms"), "wall_ms",
+		      json_object_get(doc, "wall_ms"), "peak_memory_kib",
+		      json_object_get(doc, "peak_memory_kib"), "peak_pids",
+		      json_object_get(doc, "peak_pids")));
 	metrics_count(c->a->metrics, "sandbox_execs", 1);
 	answer_json(c->rs, 200, doc);
+}
+
+/* ---- execs whose client left ---- */
+
+/*
+ * A request that waited for an exec and ended first (its client went, the
+ * server stops) hands its keeper connection here: the command still runs,
+ * and its end is recorded and charged to the course when it comes, by
+ * serve's background loop.
+ */
+struct orphan {
+	int fd;
+	int64_t exec_id, memory_mib;
+};
+static pthread_mutex_t orphans_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct orphan *orphans;
+static size_t n_orphans, cap_orphans;
+
+void sandbox_adopt_exec(const struct call_hold *h)
+{
+	pthread_mutex_lock(&orphans_lock);
+	if (n_orphans == cap_orphans) {
+		size_t cap = cap_orphans ? cap_orphans * 2 : 16;
+		struct orphan *o = realloc(orphans, cap * sizeof(*o));
+		if (!o) {
+			pthread_mutex_unlock(&orphans_lock);
+			close(h->fd); /* recorded `unknown` when the sandbox ends */
+			return;
+		}
+		orphans = o;
+		cap_orphans = cap;
+	}
+	orphans[n_orphans++] = (struct orphan){h->fd, h->exec_id, h->memory_mib};
+	pthread_mutex_unlock(&orphans_lock);
+}
+
+void sandbox_orphans_collect(struct store *st)
+{
+	pthread_mutex_lock(&orphans_lock);
+	for (size_t i = 0; i < n_orphans;) {
+		struct pollfd p = {.fd = orphans[i].fd, .events = POLLIN};
+		if (poll(&p, 1, 0) <= 0) {
+			i++;
+			continue;
+		}
+		json_t *doc = NULL;
+		struct err e;
+		bool ok = sbx_recv(orphans[i].fd, &doc, NULL, NULL, 0, &e) == 0 &&
+			  sbx_error_of(doc, &e) == 0;
+		record_exec(st, orphans[i].exec_id, ok ? doc : NULL, orphans[i].memory_mib);
+		json_decref(doc);
+		close(orphans[i].fd);
+		orphans[i] = orphans[--n_orphans];
+	}
+	pthread_mutex_unlock(&orphans_lock);
 }
 
 /* Wait for an exec's answer on the hold's descriptor: answered now, or
@@ -518,6 +641,7 @@ static void wait_exec(struct call *c)
 
 	if (poll(&p, 1, 0) > 0) {
 		finish_exec(c, h->fd, h->sandbox_id, h->exec_id, h->memory_mib);
+		h->done = true;
 		return;
 	}
 	if (c->rq->last_call) {
@@ -560,18 +684,30 @@ void post_sandbox_exec(struct call *c)
 	    jsonreq_int(doc, "pids", false, 1, 4096, &pids, &e) < 0 ||
 	    jsonreq_int(doc, "max_output_bytes", false, 0, OUTPUT_MAX, &out_max, &e) < 0 ||
 	    string_map(doc, "env", &env, &e) < 0 ||
-	    jsonreq_string(doc, "stdin", false, SIZE_MAX, &stdin_text, &e) < 0 ||
+	    (json_object_get(doc, "stdin") && !json_is_string(json_object_get(doc, "stdin")) &&
+	     err_setk(&e, ERR_INPUT, 0, "'stdin' must be a string (any text)") < 0) ||
 	    (json_object_get(doc, "stdin_base64") &&
 	     body_archive(c->a, doc, "stdin_base64", &stdin_data, &stdin_len, &e) < 0)) {
 		answer_member(c->rs, &e);
 		goto out;
 	}
+	stdin_text = json_string_value(json_object_get(doc, "stdin"));
 	if (stdin_text && stdin_data) {
 		answer_fail(c->rs, ERR_INPUT, "give at most one of 'stdin' and 'stdin_base64'");
 		goto out;
 	}
 	if (live_sandbox(c, &s) < 0)
 		goto out;
+	/* Sandbox commands count toward the course's daily CPU cap. */
+	struct policy_verdict v;
+	if ((rc = policy_budget_check(c->st, c->who->course_id, &v, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		goto out;
+	}
+	if (v.refusal != POLICY_ALLOWED) {
+		answer_fail(c->rs, policy_refusal_kind(v.refusal), "%s", v.message);
+		goto out;
+	}
 	argv_text = json_dumps(argv, JSON_COMPACT);
 	if (!argv_text || (rc = store_exec_begin(c->st, s.sandbox_id, argv_text, cwd, &exec_id, &e)) < 0) {
 		if (!argv_text)
@@ -586,14 +722,16 @@ void post_sandbox_exec(struct call *c)
 			 "max_output_bytes", (json_int_t)out_max, "has_stdin",
 			 stdin_text || stdin_data);
 	const void *in = stdin_data ? stdin_data : stdin_text;
-	size_t in_len = stdin_data ? stdin_len : stdin_text ? strlen(stdin_text) : 0;
+	size_t in_len = stdin_data	? stdin_len
+			: stdin_text	? json_string_length(json_object_get(doc, "stdin"))
+					: 0;
 	if (!head || sbx_connect(s.socket, &fd, &e) < 0 || sbx_send(fd, head, in, in_len, &e) < 0) {
-		struct store_exec_result none = {.status = "error"};
-		struct err e2;
-		store_exec_end(c->st, exec_id, &none, &e2);
 		if (!head)
 			err_set(&e, ENOMEM, "exec");
-		keeper_gone(c, &s, &e);
+		else if (fd >= 0)
+			keeper_refusal(fd, &e);
+		record_exec(c->st, exec_id, NULL, s.memory_mib);
+		answer_keeper_failure(c, &s, &e);
 		goto out;
 	}
 	struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -603,6 +741,7 @@ void post_sandbox_exec(struct call *c)
 	}
 	/* Longer: the request waits suspended; the hold keeps the socket. */
 	*c->hold = (struct call_hold){.open = true,
+				      .adopt = c->a->sandboxes != NULL,
 				      .fd = fd,
 				      .sandbox_id = s.sandbox_id,
 				      .exec_id = exec_id,
@@ -672,7 +811,7 @@ void put_sandbox_file(struct call *c)
 	const void *bytes = data ? data : text;
 	size_t n = data ? len : text ? json_string_length(json_object_get(doc, "content")) : 0;
 	if (keeper_call(&s, head, bytes, n, 0, &answer, NULL, NULL, &e) < 0) {
-		keeper_gone(c, &s, &e);
+		answer_keeper_failure(c, &s, &e);
 		goto out;
 	}
 	answer_json(c->rs, 200, json_incref(answer));
@@ -698,7 +837,7 @@ void get_sandbox_file(struct call *c)
 		goto out;
 	head = json_pack("{s:s, s:s}", "op", "read", "path", path);
 	if (keeper_call(&s, head, NULL, 0, c->a->c.max_upload, &answer, &data, &len, &e) < 0) {
-		keeper_gone(c, &s, &e);
+		answer_keeper_failure(c, &s, &e);
 		goto out;
 	}
 	char *b64 = base64_of(data, len);
@@ -728,7 +867,7 @@ void list_sandbox_dir(struct call *c)
 		goto out;
 	head = json_pack("{s:s, s:s}", "op", "list", "path", path);
 	if (keeper_call(&s, head, NULL, 0, 0, &answer, NULL, NULL, &e) < 0) {
-		keeper_gone(c, &s, &e);
+		answer_keeper_failure(c, &s, &e);
 		goto out;
 	}
 	answer_json(c->rs, 200, json_incref(answer));

@@ -45,6 +45,8 @@ struct api {
  */
 struct call_hold {
 	bool open;
+	bool done;  /* answered: nothing left to wait for */
+	bool adopt; /* unanswered at the end: handed to sandbox_adopt_exec() */
 	int fd;
 	unsigned polls;
 	int64_t sandbox_id, exec_id, memory_mib;
@@ -80,6 +82,11 @@ handler_fn post_submission_regrade, post_assignment_regrade, get_regrade;
 handler_fn post_token, list_tokens, delete_token, get_budget, put_budget;
 handler_fn post_sandbox, get_sandbox, list_sandboxes, delete_sandbox, post_sandbox_exec,
     put_sandbox_file, get_sandbox_file, list_sandbox_dir;
+
+/* An exec whose request ended before its answer (api.c's hold_release):
+ * recorded when it comes, by sandbox_orphans_collect() (api_sandboxes.c). */
+void sandbox_adopt_exec(const struct call_hold *h);
+void sandbox_orphans_collect(struct store *st);
 
 /* ---- answers (api_answer.c) ---- */
 

@@ -77,9 +77,7 @@ int sbx_host_new(const char *exe, const char *state_dir, unsigned slots, struct 
 	snprintf(service, sizeof(service), "%s/service", real);
 	snprintf(h->dir, sizeof(h->dir), "%s/service/sbx", real);
 	if (make_dir(service, 0700, e) < 0 || make_dir(h->dir, 0700, e) < 0 ||
-	    chmod(h->dir, 0700) < 0) {
-		if (!e->msg[0])
-			err_set(e, errno, "chmod %s", h->dir);
+	    (chmod(h->dir, 0700) < 0 && err_set(e, errno, "chmod %s", h->dir) < 0)) {
 		free(h);
 		return -1;
 	}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -261,6 +262,11 @@ int sbx_connect(const char *path, int *ret_fd, struct err *e)
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return err_set(e, errno, "sandbox socket");
+	/* Bounded sends (and the connect, which a full backlog would hold):
+	 * a keeper busy with one call never holds the caller's thread long.
+	 * The caller sets its own receive timeout. */
+	struct timeval tv = {.tv_sec = SBX_SEND_TIMEOUT_S};
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	int rc;
 	while ((rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0 && errno == EINTR)
 		;

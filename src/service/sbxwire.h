@@ -31,6 +31,8 @@
 #define SBX_HEAD_MAX   (16u << 20)
 /* JSON nesting deeper than this is refused before jansson parses it. */
 #define SBX_HEAD_DEPTH 16
+/* A connection's sends (and its connect) give up after this long. */
+#define SBX_SEND_TIMEOUT_S 10
 
 /* Send one frame: `head` (a JSON object) and len bytes of data (data may
  * be NULL when len is 0).  SIGPIPE is never raised: a peer gone is EPIPE.

@@ -180,6 +180,8 @@ static int do_background_duties(struct background *b, const struct serve_options
 			api_observe_phases(b->api, pt[i].queued_ms, pt[i].started_ms,
 					   pt[i].sandbox_ready_ms, pt[i].finished_ms);
 	} while (n == 256);
+	/* Before the callbacks, which return early while any is in flight. */
+	api_sandbox_duties(b->api, b->st);
 	if (b->callbacks) {
 		struct callback_stats cs;
 		int rc = callback_pump(b->callbacks, b->st, TICK_MS, sig_fd, &cs, &e);
@@ -189,7 +191,6 @@ static int do_background_duties(struct background *b, const struct serve_options
 		if (callback_in_flight(b->callbacks))
 			return 0;
 	}
-	api_sandbox_duties(b->api, b->st);
 	return TICK_MS;
 broken:
 	service_log("serve", "%s", e.msg);

@@ -230,6 +230,44 @@ class SandboxTests(unittest.TestCase):
             h.kill()
 
 
+class ExecEdgeTests(unittest.TestCase):
+
+    def test_text_stdin_and_scripts_keep_their_newlines(self) -> None:
+        with sbx() as s:
+            r = s._c.call("POST", s._path("/exec"), {"argv": ["cat"], "stdin": "1\n2\t3\n"})
+            self.assertEqual(r["stdout"], "1\n2\t3\n")
+            self.assertEqual(s.exec("echo a\necho b").stdout, "a\nb\n")
+
+    def test_a_client_that_leaves_still_has_its_exec_recorded(self) -> None:
+        with sbx() as s:
+            with self.assertRaises(Exception):
+                s._c.call("POST", s._path("/exec"), {"argv": ["sleep", "2"]}, timeout=0.5)
+            deadline = time.time() + 20
+            while s.get_info()["usage"]["execs"] < 1 and time.time() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(s.get_info()["usage"]["execs"], 1)
+
+    def test_delete_during_an_exec_ends_it(self) -> None:
+        import threading
+        s = sbx()
+        got: dict = {}
+
+        def run() -> None:
+            try:
+                got["r"] = s.exec(["sleep", "30"], timeout_ms=60_000)
+            except Exception as err:  # the answer of an exec cut by a delete
+                got["err"] = err
+
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(1.0)
+        s.kill()
+        t.join(60)
+        self.assertFalse(t.is_alive())
+        self.assertIsInstance(got.get("err"), NotFound, got)
+        self.assertEqual(s.get_info()["state"], "deleted")
+
+
 class CommandLineTests(unittest.TestCase):
     """proctor sandbox run|exec|ls|kill, the same server."""
 
