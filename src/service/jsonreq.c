@@ -132,3 +132,17 @@ int jsonreq_int(const json_t *obj, const char *key, bool required, int64_t lo, i
 {
 	return jsonreq_int_at(obj, "", key, required, lo, hi, ret, e);
 }
+
+int jsonreq_bool(const json_t *obj, const char *key, bool def, bool *ret, struct err *e)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	if (!v || json_is_null(v)) {
+		*ret = def;
+		return 0;
+	}
+	if (!json_is_boolean(v))
+		return err_setk(e, ERR_INPUT, 0, "'%s' must be true or false", key);
+	*ret = json_is_true(v);
+	return 0;
+}

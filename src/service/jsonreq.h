@@ -51,4 +51,7 @@ int jsonreq_int(const json_t *obj, const char *key, bool required, int64_t lo, i
 int jsonreq_int_at(const json_t *obj, const char *prefix, const char *key, bool required,
 		   int64_t lo, int64_t hi, int64_t *ret, struct err *e);
 
+/* A boolean member; absent or null: def. */
+int jsonreq_bool(const json_t *obj, const char *key, bool def, bool *ret, struct err *e);
+
 #endif

@@ -167,21 +167,6 @@ static bool hex_ok(const char *s, size_t n)
 	return s[n] == '\0';
 }
 
-/* A boolean member; absent or null: def. */
-static int member_bool(const json_t *obj, const char *key, bool def, bool *ret, struct err *e)
-{
-	const json_t *v = json_object_get(obj, key);
-
-	if (!v || json_is_null(v)) {
-		*ret = def;
-		return 0;
-	}
-	if (!json_is_boolean(v))
-		return err_setk(e, ERR_INPUT, 0, "'%s' must be true or false", key);
-	*ret = json_is_true(v);
-	return 0;
-}
-
 /* The `path` member, and the path below the writable tree it names: a path
  * sandbox_path_rel() refuses (not below /work or /tmp, "." or "..") is
  * the caller's, ERR_INPUT (docs/sandbox-keeper.md). */
@@ -402,7 +387,7 @@ static int op_exec(struct keeper *k, int fd, const json_t *head, const void *dat
 	    jsonreq_int(head, "timeout_ms", false, 1, 86400000, &timeout_ms, e) < 0 ||
 	    jsonreq_int(head, "pids", false, 1, 65536, &pids, e) < 0 ||
 	    jsonreq_int(head, "max_output_bytes", false, 0, OUTPUT_MAX, &out_max, e) < 0 ||
-	    member_bool(head, "has_stdin", false, &has_stdin, e) < 0)
+	    jsonreq_bool(head, "has_stdin", false, &has_stdin, e) < 0)
 		goto out;
 	if (!has_stdin && len > 0) {
 		err_setk(e, ERR_INPUT, 0, "data came with an exec whose has_stdin is false");
@@ -477,7 +462,7 @@ static int op_write(struct keeper *k, int fd, const json_t *head, const void *da
 
 	if (jsonreq_only(head, members, e) < 0 ||
 	    member_path(head, &path, rel, sizeof(rel), e) < 0 ||
-	    member_bool(head, "executable", false, &exec, e) < 0 ||
+	    jsonreq_bool(head, "executable", false, &exec, e) < 0 ||
 	    temp_name(name, sizeof(name), "w-", e) < 0)
 		return -1;
 	/* The bytes go through a file of root's in a directory of root's, and

@@ -1,0 +1,24 @@
+/* What the sandbox API's two handler files share (api_sandboxes.c, api_sandbox_exec.c). */
+#ifndef PROCTOR_SERVICE_API_SANDBOXES_H
+#define PROCTOR_SERVICE_API_SANDBOXES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "service/handler.h"
+
+/* Whether the store says a sandbox runs. */
+bool live(const struct store_sandbox *s);
+/* A live sandbox of the caller held on this host into *s (cleared by the
+ * caller); else an answer and -1. */
+int live_sandbox(struct call *c, struct store_sandbox *s);
+/* An object of at most 32 string members, or absent ({}): its text. */
+int string_map(const json_t *doc, const char *key, char **ret, struct err *e);
+/* Whether a failed keeper call found no keeper at all. */
+bool keeper_missing(const struct err *ke);
+/* Answer a keeper call that failed (docs/sandbox-keeper.md). */
+void answer_keeper_failure(struct call *c, const struct store_sandbox *s, const struct err *ke);
+/* After a send that failed: the keeper's own refusal, when it sent one. */
+void keeper_refusal(int fd, struct err *e);
+
+#endif
