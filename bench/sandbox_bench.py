@@ -40,11 +40,9 @@ import platform
 import random
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Dict, List, Optional
@@ -52,7 +50,9 @@ from typing import Any, Dict, List, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "clients"))
 
+import proctorserve  # noqa: E402
 from proctor_client import Capacity, ProctorError, Sandbox  # noqa: E402
 
 LOCK = "/tmp/proctor-itest.lock"
@@ -129,36 +129,17 @@ def hold_lock() -> Optional[int]:
     return fd
 
 
-class Server:
-    """proctor serve --workers 0 on loopback, a fresh SQLite store."""
+class Server(proctorserve.Server):
+    """proctor serve --workers 0 on loopback, a fresh SQLite store
+    (tests/clients/proctorserve.py), one course "bench"."""
 
     def __init__(self, proctor: str, slots: int) -> None:
-        self.dir = tempfile.mkdtemp(prefix="proctor-sandbox-bench.")
-        self.db = f"sqlite:{self.dir}/service.db"
-        r = subprocess.run([proctor, "admin", "token", "--db", self.db, "--course", "bench",
-                            "--scope", "instructor"], capture_output=True, text=True)
-        if r.returncode != 0 or not r.stdout.startswith("prt_"):
-            raise CannotMeasure(f"proctor admin token: {r.stderr.strip()}")
-        self.token = r.stdout.strip()
-        self.err_path = os.path.join(self.dir, "serve.err")
-        self.err = open(self.err_path, "w")
-        self.proc = subprocess.Popen(
-            [proctor, "serve", "--listen", "127.0.0.1:0", "--db", self.db, "--workers", "0",
-             "--slots", str(slots)], stdout=subprocess.DEVNULL, stderr=self.err)
-        deadline = time.monotonic() + 60
-        while True:
-            with open(self.err_path) as f:
-                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                self.url = f"http://127.0.0.1:{m.group(1)}"
-                return
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise CannotMeasure("proctor serve did not start: " + self.log())
-
-    def log(self) -> str:
-        with open(self.err_path) as f:
-            return f.read()
+        try:
+            super().__init__(proctor, courses=("bench",), slots=slots,
+                             prefix="proctor-sandbox-bench.")
+        except (RuntimeError, subprocess.CalledProcessError, AssertionError) as err:
+            raise CannotMeasure(str(err)) from None
+        self.token = self.tokens["bench"]
 
     def create(self) -> Sandbox:
         return Sandbox.create(server=self.url, token=self.token, timeout_seconds=600)
@@ -181,17 +162,6 @@ class Server:
             out.append(pid)
             todo.extend(children.get(pid, []))
         return out
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.err.close()
-        return rc
 
 
 def memory_kib(pids: List[int]) -> Dict[str, int]:

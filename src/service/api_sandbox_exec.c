@@ -271,15 +271,8 @@ void post_sandbox_exec(struct call *c)
 	if (live_sandbox(c, &s) < 0)
 		goto out;
 	/* Sandbox commands count toward the course's daily CPU cap. */
-	struct policy_verdict v;
-	if ((rc = policy_budget_check(c->st, c->who->course_id, &v, &e)) < 0) {
-		answer_store(c->rs, rc, &e);
+	if (within_budget(c) < 0)
 		goto out;
-	}
-	if (v.refusal != POLICY_ALLOWED) {
-		answer_fail(c->rs, policy_refusal_kind(v.refusal), "%s", v.message);
-		goto out;
-	}
 	argv_text = json_dumps(argv, JSON_COMPACT);
 	if (!argv_text || (rc = store_exec_begin(c->st, s.sandbox_id, argv_text, cwd, &exec_id, &e)) < 0) {
 		if (!argv_text)

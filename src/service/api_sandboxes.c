@@ -128,6 +128,19 @@ int string_map(const json_t *doc, const char *key, char **ret, struct err *e)
 	return *ret ? 0 : err_set(e, ENOMEM, "%s", key);
 }
 
+int within_budget(struct call *c)
+{
+	struct policy_verdict v;
+	struct err e;
+	int rc = policy_budget_check(c->st, c->who->course_id, &v, &e);
+
+	if (rc < 0)
+		return answer_store(c->rs, rc, &e), -1;
+	if (v.refusal != POLICY_ALLOWED)
+		return answer_fail(c->rs, policy_refusal_kind(v.refusal), "%s", v.message), -1;
+	return 0;
+}
+
 /* POST /v1/sandboxes */
 void post_sandbox(struct call *c)
 {
@@ -178,15 +191,8 @@ void post_sandbox(struct call *c)
 		answer_fail(c->rs, ERR_INPUT, "'isolation' must be \"jail\", \"vm\" or \"auto\"");
 		goto out;
 	}
-	struct policy_verdict v;
-	if ((rc = policy_budget_check(c->st, c->who->course_id, &v, &e)) < 0) {
-		answer_store(c->rs, rc, &e);
+	if (within_budget(c) < 0)
 		goto out;
-	}
-	if (v.refusal != POLICY_ALLOWED) {
-		answer_fail(c->rs, policy_refusal_kind(v.refusal), "%s", v.message);
-		goto out;
-	}
 	struct store_sandbox_in in = {.course_id = c->who->course_id,
 				      .token_id = c->who->token_id,
 				      .isolation = "jail",

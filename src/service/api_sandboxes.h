@@ -14,6 +14,9 @@ bool live(const struct store_sandbox *s);
 int live_sandbox(struct call *c, struct store_sandbox *s);
 /* An object of at most 32 string members, or absent ({}): its text. */
 int string_map(const json_t *doc, const char *key, char **ret, struct err *e);
+/* The course's daily CPU cap not spent (sandboxes and their commands count
+ * toward it); else an answer (403 budget_exceeded) and -1. */
+int within_budget(struct call *c);
 /* Whether a failed keeper call found no keeper at all. */
 bool keeper_missing(const struct err *ke);
 /* Answer a keeper call that failed (docs/sandbox-keeper.md). */

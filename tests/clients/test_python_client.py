@@ -7,78 +7,19 @@ summary and, last, "N passed, N failed".
 """
 
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-from proctor_client import (Capacity, ExecResult, InvalidInput, NotFound, Sandbox,
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proctorserve import Server  # noqa: E402
+from proctor_client import (Capacity, ExecResult, InvalidInput, NotFound, Sandbox,  # noqa: E402
                             Unauthorized)
 
 PROCTOR = os.environ.get("PROCTOR", "proctor")
 SLOTS = 3
-
-
-class Server:
-    """proctor serve --workers 0 on a fresh SQLite store, with two courses."""
-
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="proctor-pyclient.")
-        self.db = f"sqlite:{self.dir}/service.db"
-        self.tokens = {c: self._token(c) for c in ("cs101", "other")}
-        self.err_path = os.path.join(self.dir, "serve.err")
-        self.err = open(self.err_path, "w")
-        self.proc = subprocess.Popen(
-            [PROCTOR, "serve", "--listen", "127.0.0.1:0", "--db", self.db, "--workers", "0",
-             "--slots", str(SLOTS)],
-            stdout=subprocess.DEVNULL, stderr=self.err)
-        deadline = time.time() + 60
-        while True:
-            with open(self.err_path) as f:
-                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                self.url = f"http://127.0.0.1:{m.group(1)}"
-                break
-            if self.proc.poll() is not None or time.time() > deadline:
-                with open(self.err_path) as f:
-                    raise RuntimeError("proctor serve did not start: " + f.read())
-            time.sleep(0.05)
-
-    def _token(self, course: str) -> str:
-        out = subprocess.run([PROCTOR, "admin", "token", "--db", self.db, "--course", course,
-                              "--scope", "instructor"], check=True, capture_output=True,
-                             text=True).stdout.strip()
-        assert out.startswith("prt_"), out
-        return out
-
-    def keepers(self) -> list:
-        """The pids of serve's children: its sandbox keepers."""
-        kids = []
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == self.proc.pid:
-                kids.append(int(pid))
-        return kids
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.err.close()
-        return rc
 
 
 S: Server
@@ -305,19 +246,15 @@ def main() -> int:
     if os.geteuid() != 0:
         print("test_python_client: needs root (sandboxes)", file=sys.stderr)
         return 77
-    S = Server()
+    S = Server(PROCTOR, courses=("cs101", "other"), slots=SLOTS, prefix="proctor-pyclient.")
     try:
         result = unittest.main(exit=False, verbosity=2).result
     finally:
         # Every sandbox was killed: its keeper is reaped within a second.
-        deadline = time.time() + 10
-        while S.keepers() and time.time() < deadline:
-            time.sleep(0.2)
-        left = S.keepers()
+        left = S.wait_no_keepers()
         rc = S.stop()
-        with open(S.err_path) as f:
-            log = f.read()
-        shutil.rmtree(S.dir, ignore_errors=True)
+        log = S.log()
+        S.remove()
     failed = len(result.failures) + len(result.errors)
     if left:
         print(f"keepers left running after the tests: {left}")

@@ -9,16 +9,15 @@ summary and, last, "N passed, N failed".
 
 import csv
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
-from proctor_client import Sandbox
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proctorserve import Server  # noqa: E402
+from proctor_client import Sandbox  # noqa: E402
 
 PROCTOR = os.environ.get("PROCTOR", "proctor")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -30,78 +29,21 @@ SLOTS = 2
 JOBS = 4
 
 
-class Server:
-    """proctor serve --workers 0 on a fresh SQLite store, one course."""
-
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="proctor-sdk.")
-        self.db = f"sqlite:{self.dir}/service.db"
-        self.token = subprocess.run(
-            [PROCTOR, "admin", "token", "--db", self.db, "--course", "cs101",
-             "--scope", "instructor"], check=True, capture_output=True, text=True).stdout.strip()
-        assert self.token.startswith("prt_"), self.token
-        self.err_path = os.path.join(self.dir, "serve.err")
-        self.err = open(self.err_path, "w")
-        self.proc = subprocess.Popen(
-            [PROCTOR, "serve", "--listen", "127.0.0.1:0", "--db", self.db, "--workers", "0",
-             "--slots", str(SLOTS)],
-            stdout=subprocess.DEVNULL, stderr=self.err)
-        deadline = time.time() + 60
-        while True:
-            with open(self.err_path) as f:
-                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", f.read())
-            if m:
-                self.url = f"http://127.0.0.1:{m.group(1)}"
-                break
-            if self.proc.poll() is not None or time.time() > deadline:
-                with open(self.err_path) as f:
-                    raise RuntimeError("proctor serve did not start: " + f.read())
-            time.sleep(0.05)
-
-    def keepers(self) -> list:
-        """The pids of serve's children: its sandbox keepers."""
-        kids = []
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == self.proc.pid:
-                kids.append(int(pid))
-        return kids
-
-    def stop(self) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.err.close()
-        return rc
-
-
 S: Server
 
 
 def run_loop(*args: str, token: str = "") -> subprocess.CompletedProcess:
-    env = dict(os.environ, PROCTOR_SERVER=S.url, PROCTOR_TOKEN=token or S.token)
+    env = dict(os.environ, PROCTOR_SERVER=S.url, PROCTOR_TOKEN=token or S.tokens["cs101"])
     return subprocess.run([sys.executable, LOOP, "-j", str(JOBS), *args], env=env,
                           capture_output=True, text=True, timeout=300)
 
 
 def live_sandboxes() -> list:
-    return Sandbox.list(server=S.url, token=S.token)
+    return Sandbox.list(server=S.url, token=S.tokens["cs101"])
 
 
 def wait_no_keepers() -> list:
-    deadline = time.time() + 10
-    while S.keepers() and time.time() < deadline:
-        time.sleep(0.1)
-    return S.keepers()
+    return S.wait_no_keepers()
 
 
 class PythonLoopTests(unittest.TestCase):
@@ -197,15 +139,14 @@ def main() -> int:
     if os.geteuid() != 0:
         print("test_sdk_examples: needs root (sandboxes)", file=sys.stderr)
         return 77
-    S = Server()
+    S = Server(PROCTOR, slots=SLOTS, prefix="proctor-sdk.")
     try:
         result = unittest.main(exit=False, verbosity=2).result
     finally:
         left = wait_no_keepers()
         rc = S.stop()
-        with open(S.err_path) as f:
-            log = f.read()
-        shutil.rmtree(S.dir, ignore_errors=True)
+        log = S.log()
+        S.remove()
     failed = len(result.failures) + len(result.errors)
     if left:
         print(f"keepers left running after the tests: {left}")
