@@ -86,6 +86,8 @@ static const struct route {
      NEEDS_STORE},
     {"GET", "/v1/sandboxes/#/list", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, list_sandbox_dir,
      NEEDS_STORE},
+    {"GET", "/v1/sandboxes/#/execs", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, list_sandbox_execs,
+     NEEDS_STORE},
 };
 
 /* What the gate leaves for the handler (http_request.state), and what a

@@ -145,7 +145,7 @@ int query_after(struct call *c, int64_t *ret)
 	/* Digits only, at most INT64_MAX (strtoll took "+5", " 5" and
 	 * saturated a number too large without a word). */
 	if (parse_u64(after, strlen(after), &u) < 0 || u > INT64_MAX)
-		return answer_fail(c->rs, ERR_USAGE, "after: not a submission id"), -1;
+		return answer_fail(c->rs, ERR_USAGE, "after: '%.40s' is not an id", after), -1;
 	*ret = (int64_t)u;
 	return 0;
 }

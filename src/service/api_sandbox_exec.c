@@ -325,3 +325,67 @@ out:
 	store_sandbox_clear(&s);
 }
 
+
+/* Execs listed in one page. */
+#define EXECS_SHOWN 500
+
+static json_t *json_of_text(const char *text)
+{
+	json_t *v = text && *text ? json_loads(text, 0, NULL) : NULL;
+	return v ? v : json_null();
+}
+
+/* GET /v1/sandboxes/{id}/execs?after=ID: its commands, oldest first, a page. */
+void list_sandbox_execs(struct call *c)
+{
+	struct store_sandbox s = {0};
+	struct store_exec_row *rows = NULL;
+	int64_t after;
+	size_t n = 0;
+	struct err e;
+	int rc;
+
+	if (query_after(c, &after) < 0)
+		return;
+	/* Any sandbox of the caller's, live or ended: the record stays. */
+	rc = store_sandbox_get(c->st, c->id, &s, &e);
+	if (rc == 0 && s.course_id != c->who->course_id)
+		rc = not_this_course(&e, "sandbox", c->id);
+	store_sandbox_clear(&s);
+	if (rc == 0 && !(rows = calloc(EXECS_SHOWN, sizeof(*rows))))
+		rc = err_set(&e, ENOMEM, "execs");
+	if (rc == 0)
+		rc = store_exec_list(c->st, c->id, after, rows, EXECS_SHOWN, &n, &e);
+	if (rc < 0) {
+		answer_store(c->rs, rc, &e);
+		free(rows);
+		return;
+	}
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct store_exec_row *r = &rows[i];
+		json_array_append_new(
+		    list,
+		    json_pack("{s:I, s:s, s:o, s:s?, s:s?, s:o, s:o, s:o, s:b, s:I, s:I, s:I, s:I, "
+			      "s:I, s:I, s:f, s:I, s:o}",
+			      "exec_id", (json_int_t)r->exec_id, "state", r->state, "argv",
+			      json_of_text(r->argv_json), "cwd", r->cwd[0] ? r->cwd : NULL, "status",
+			      r->status[0] ? r->status : NULL, "exit_code",
+			      r->exit_code >= 0 ? json_integer(r->exit_code) : json_null(), "signal",
+			      r->signal > 0 ? json_integer(r->signal) : json_null(), "limits_hit",
+			      json_of_text(r->limits_hit_json), "timed_out", r->timed_out,
+			      "cpu_ms", (json_int_t)r->cpu_ms, "wall_ms", (json_int_t)r->wall_ms,
+			      "peak_memory_kib", (json_int_t)r->peak_memory_kib, "peak_pids",
+			      (json_int_t)r->peak_pids, "stdout_bytes", (json_int_t)r->stdout_bytes,
+			      "stderr_bytes", (json_int_t)r->stderr_bytes, "gib_seconds",
+			      r->gib_seconds, "started_ms", (json_int_t)r->started_ms, "ended_ms",
+			      r->ended_ms > 0 ? json_integer(r->ended_ms) : json_null()));
+	}
+	int64_t last = n ? rows[n - 1].exec_id : 0;
+	for (size_t i = 0; i < n; i++)
+		store_exec_row_clear(&rows[i]);
+	free(rows);
+	answer_json(c->rs, 200,
+		    json_pack("{s:I, s:o, s:o}", "sandbox_id", (json_int_t)c->id, "execs", list,
+			      "next_after", n == EXECS_SHOWN ? json_integer(last) : json_null()));
+}

@@ -162,6 +162,11 @@ check("create, write, exec, read, list and kill", async () => {
   // An executable file runs.
   await s.files.write("/work/run.sh", "#!/bin/sh\necho ran\n", { executable: true });
   assert.equal((await s.exec(["/work/run.sh"])).stdout, "ran\n");
+  // Every command is on record, with its verdict.
+  const execs = await s.execs();
+  assert.equal(execs.length, 4);
+  assert.deepEqual(execs.at(-1).argv, ["/work/run.sh"]);
+  assert.equal(execs.at(-1).status, "ok");
   const sid = s.id;
   await s.kill();
   assert.equal(s.info.state, "deleted");

@@ -63,7 +63,15 @@ class SandboxTests(unittest.TestCase):
             s.files.write("/tmp/blob.bin", blob)
             self.assertEqual(s.files.read("/tmp/blob.bin"), blob)
             sid = s.id
-        # Killed: exec and read say so.
+            # Every command is on record, with its verdict and usage.
+            execs = s.execs()
+            self.assertEqual(len(execs), 4)
+            self.assertEqual(execs[0]["argv"], ["python3", "sub/hello.py"])
+            self.assertEqual((execs[0]["state"], execs[0]["status"], execs[0]["exit_code"]),
+                             ("done", "ok", 0))
+        # Killed: exec and read say so; its record stays.
+        self.assertEqual(len(Sandbox.connect(sid, server=S.url,
+                                             token=S.tokens["cs101"]).execs()), len(execs))
         gone = Sandbox.connect(sid, server=S.url, token=S.tokens["cs101"])
         self.assertEqual(gone.get_info()["state"], "deleted")
         with self.assertRaises(NotFound):

@@ -179,6 +179,8 @@ export declare class Sandbox {
   /** State, labels, lease end, usage so far, asked now. */
   getInfo(): Promise<SandboxInfo>;
   /** Destroy the sandbox now (one already ended is left as it is). */
+  /** Every command run in the sandbox, oldest first (the API's documents). */
+  execs(): Promise<Array<Record<string, unknown>>>;
   kill(): Promise<void>;
   /** The same as kill(). */
   close(): Promise<void>;

@@ -442,6 +442,18 @@ export class Sandbox {
     return this.#info;
   }
 
+  /** Every command run in the sandbox, oldest first: argv, verdict, usage
+   * (not the output), as the API's documents. */
+  async execs() {
+    const out = [];
+    for (let after = 0; ; ) {
+      const r = await this.#call("GET", "/execs", { query: { after: String(after) } });
+      out.push(...r.execs);
+      if (r.next_after == null) return out;
+      after = r.next_after;
+    }
+  }
+
   /** Destroy the sandbox now (a sandbox already ended is left as it is). */
   async kill() {
     this.#info = await this.#call("DELETE", "");

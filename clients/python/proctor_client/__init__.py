@@ -334,6 +334,18 @@ class Sandbox:
         self._info = self._c.call("GET", self._path(""))
         return self._info
 
+    def execs(self) -> List[Dict[str, Any]]:
+        """Every command run in the sandbox, oldest first: argv, verdict,
+        usage (not the output)."""
+        out: List[Dict[str, Any]] = []
+        after = 0
+        while True:
+            r = self._c.call("GET", self._path("/execs"), query={"after": str(after)})
+            out.extend(r["execs"])
+            if r.get("next_after") is None:
+                return out
+            after = int(r["next_after"])
+
     def kill(self) -> None:
         """Destroy the sandbox now (a sandbox already ended is left as it is)."""
         self._info = self._c.call("DELETE", self._path(""))
