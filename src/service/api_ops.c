@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "service/handler.h"
+#include "service/sbxhost.h"
 
 /* GET /healthz: the process answers (no store: a database down is /readyz's). */
 void get_healthz(struct call *c)
@@ -25,7 +26,11 @@ void get_readyz(struct call *c)
 /* GET /metrics: Prometheus text (metrics.h). */
 void get_metrics(struct call *c)
 {
-	char *text = metrics_render(c->a->metrics, c->st);
+	struct metrics_gauge g[] = {
+	    {"sandboxes_live", "Sandboxes this server's host holds now.",
+	     c->a->sandboxes ? (double)sbx_host_live(c->a->sandboxes) : 0},
+	};
+	char *text = metrics_render(c->a->metrics, c->st, g, sizeof(g) / sizeof(g[0]));
 
 	if (!text) {
 		answer_fail(c->rs, ERR_INTERNAL, "out of memory");

@@ -224,6 +224,7 @@ void post_sandbox(struct call *c)
 		if (rc < 0) {
 			store_sandbox_end(c->st, id, "failed", e.msg, &e2);
 			if (e.kind == ERR_BUSY) {
+				metrics_count(c->a->metrics, "sandbox_creates_refused_capacity", 1);
 				answer_fail(c->rs, ERR_CAPACITY,
 					    "no room for a sandbox on this host now (%u slots, "
 					    "every one taken); retry later",

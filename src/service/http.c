@@ -52,6 +52,11 @@ struct pending {
 	max_align_t state[(HTTP_REQUEST_STATE + sizeof(max_align_t) - 1) / sizeof(max_align_t)];
 	uint64_t first_ns; /* the handler's first call */
 	void (*state_end)(void *state); /* http_response.state_end, sticky */
+	/* The gate's refusal, sent once the body is read and dropped (a
+	 * refusal sent mid-body makes some clients fail writing the rest
+	 * instead of reading the answer); `drained` counts what was dropped. */
+	struct http_response *refusal;
+	uint64_t drained;
 	struct http_server *server;
 	/* Suspended, waiting to be called again (the server's timer list). */
 	struct MHD_Connection *conn;
@@ -386,8 +391,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 						  .conn = c,
 						  .state = p->state};
 			struct http_response rs = {.status = 500};
-			if (s->gate(s->ctx, &hq, &rs, &max) != 0)
-				return send_response(c, &rs, NULL);
+			if (s->gate(s->ctx, &hq, &rs, &max) != 0) {
+				/* Nothing of the body is kept: it is read and
+				 * dropped, up to max_body, then answered. */
+				if ((p->refusal = malloc(sizeof(rs))))
+					*p->refusal = rs;
+				else
+					return send_response(c, &rs, NULL);
+				return MHD_YES;
+			}
 			http_response_clear(&rs);
 			if (max > s->limits.max_body)
 				max = s->limits.max_body;
@@ -402,6 +414,21 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		}
 		dynbuf_init(&p->body, max);
 		return MHD_YES;
+	}
+	if (p->refusal) {
+		size_t n = *upload_data_size;
+		p->drained += n;
+		*upload_data_size = 0;
+		/* A piece of body: dropped, more may come.  Its end (a call
+		 * with none), or more than any body may be, is answered (a
+		 * flood of body is then cut by the close that follows). */
+		if (n > 0 && p->drained <= s->limits.max_body)
+			return MHD_YES;
+		struct http_response *rs = p->refusal;
+		p->refusal = NULL;
+		enum MHD_Result r = send_response(c, rs, NULL);
+		free(rs);
+		return r;
 	}
 	if (*upload_data_size > 0) {
 		/* Past the cap the buffer drops what it held and every later
@@ -506,6 +533,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (p) {
+		if (p->refusal) {
+			http_response_clear(p->refusal);
+			free(p->refusal);
+		}
 		if (p->state_end)
 			p->state_end(p->state);
 		dynbuf_free(&p->body);

@@ -182,13 +182,17 @@ static int render_store(struct store *st, struct dynbuf *t, struct err *e)
 	return 0;
 }
 
-char *metrics_render(struct metrics *m, struct store *st)
+char *metrics_render(struct metrics *m, struct store *st, const struct metrics_gauge *g,
+			  size_t n)
 {
 	struct dynbuf t;
 	struct err e;
 
 	dynbuf_init(&t, METRICS_MAX);
 	render_memory(m, &t);
+	for (size_t i = 0; i < n; i++)
+		dynbuf_addf(&t, "# HELP proctor_%s %s\n# TYPE proctor_%s gauge\nproctor_%s %g\n",
+			    g[i].name, g[i].help, g[i].name, g[i].name, g[i].value);
 	if (!st || render_store(st, &t, &e) < 0)
 		dynbuf_adds(&t, "# store: unreadable\n");
 	return dynbuf_take(&t, NULL);

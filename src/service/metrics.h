@@ -2,6 +2,7 @@
 #ifndef PROCTOR_SERVICE_METRICS_H
 #define PROCTOR_SERVICE_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -19,11 +20,19 @@ struct metrics *metrics_new(void);
 void metrics_free(struct metrics *m);
 /* Add n to counter `name` (proctor_NAME_total); at most 32 names. */
 void metrics_count(struct metrics *m, const char *name, uint64_t n);
+/* A value read at each scrape (live sandboxes): proctor_NAME, a gauge. */
+struct metrics_gauge {
+	const char *name;
+	const char *help;
+	double value;
+};
+/* The exposition text, malloc'd, with the n gauges g; `st` NULL or
+ * unreadable leaves the store's part out with a comment saying so.  NULL
+ * when out of memory. */
+char *metrics_render(struct metrics *m, struct store *st, const struct metrics_gauge *g,
+		     size_t n);
 /* The phases of a job that finished (ms since the epoch; 0 when unknown). */
 void metrics_observe_phases(struct metrics *m, int64_t queued_ms, int64_t started_ms,
 			    int64_t ready_ms, int64_t finished_ms);
-/* The exposition text, malloc'd; `st` NULL or unreadable leaves the store's
- * part out with a comment saying so.  NULL when out of memory. */
-char *metrics_render(struct metrics *m, struct store *st);
 
 #endif

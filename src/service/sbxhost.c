@@ -213,8 +213,17 @@ void sbx_host_kill(struct sbx_host *h, int64_t id)
 
 size_t sbx_host_live(struct sbx_host *h)
 {
+	size_t n = 0;
+
 	pthread_mutex_lock(&h->lock);
-	size_t n = h->n;
+	/* A keeper that exited and is not reaped yet is not live: looked at
+	 * without reaping it (WNOWAIT), which stays the reaper's. */
+	for (size_t i = 0; i < h->n; i++) {
+		siginfo_t si = {0};
+		if (waitid(P_PID, (id_t)h->keepers[i].pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == 0)
+			n++;
+	}
 	pthread_mutex_unlock(&h->lock);
 	return n;
 }

@@ -38,7 +38,7 @@ int sbx_host_spawn(struct sbx_host *h, int64_t id, json_t *create, pid_t *ret_pi
 		   size_t socket_len, struct err *e);
 /* SIGKILL the keeper of sandbox `id` if this host spawned it and it runs. */
 void sbx_host_kill(struct sbx_host *h, int64_t id);
-/* How many keepers run. */
+/* How many keepers run (exited ones not reaped yet left out). */
 size_t sbx_host_live(struct sbx_host *h);
 /*
  * Reap the keepers that ended and record each end in the store (exit 10:

@@ -152,6 +152,18 @@ class SandboxTests(unittest.TestCase):
             with self.assertRaises(Capacity) as cm:
                 sbx()
             self.assertGreater(cm.exception.retry_after or 0, 0)
+            # The gauge counts running keepers: the refused one's, and an
+            # earlier test's killed ones, are gone within moments.
+            import urllib.request
+            deadline = time.time() + 10
+            while True:
+                with urllib.request.urlopen(S.url + "/metrics", timeout=30) as r:
+                    text = r.read().decode()
+                if f"proctor_sandboxes_live {SLOTS}\n" in text or time.time() > deadline:
+                    break
+                time.sleep(0.2)
+            self.assertIn(f"proctor_sandboxes_live {SLOTS}\n", text)
+            self.assertRegex(text, r"proctor_sandbox_creates_refused_capacity_total [1-9]")
         finally:
             for s in held:
                 s.kill()
