@@ -57,6 +57,27 @@ int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	bool sock = true;
+
+	while (len > 0) {
+		ssize_t n = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
+		if (n < 0 && sock && errno == ENOTSOCK) {
+			sock = false;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int write_file_at(int dirfd, const char *path, const char *value, struct err *e)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);

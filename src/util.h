@@ -41,6 +41,10 @@ unsigned cpus_available(void);
 
 /* Write all of buf, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
+/* write_all() for a socket: send() with MSG_NOSIGNAL (a peer gone is
+ * EPIPE, never a SIGPIPE, which a threaded server or a supervisor must not
+ * take), write() on anything else. */
+int send_all(int fd, const void *buf, size_t len);
 
 /* Write a short string to a (sysfs/cgroup) file relative to dirfd. */
 int write_file_at(int dirfd, const char *path, const char *value, struct err *e);

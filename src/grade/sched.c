@@ -146,22 +146,6 @@ static int recv_full(int fd, void *buf, size_t len)
 	return 1;
 }
 
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* A worker: run what the owner hands out until it closes the socket. */
 static void worker_main(struct sched *s, int fd, pid_t owner) __attribute__((noreturn));
 static void worker_main(struct sched *s, int fd, pid_t owner)

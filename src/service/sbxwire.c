@@ -35,29 +35,6 @@ static uint64_t get_be(const unsigned char *p, size_t n)
 	return v;
 }
 
-/* All of buf; send() with MSG_NOSIGNAL on a socket (a peer gone is EPIPE,
- * never a SIGPIPE in a threaded server), write() on anything else. */
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	bool sock = true;
-
-	while (len > 0) {
-		ssize_t n = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
-		if (n < 0 && sock && errno == ENOTSOCK) {
-			sock = false;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Up to len bytes; *got says how many came before EOF.  -1 with errno on
  * an error (EAGAIN: the socket's receive timeout). */
 static int recv_all(int fd, void *buf, size_t len, size_t *got)
