@@ -5,6 +5,7 @@
 #include "service/handler.h"
 #include "service/jsonreq.h"
 #include "service/policy.h"
+#include "service/views.h"
 
 /* Tokens listed at most. */
 #define TOKENS_SHOWN 1000
@@ -66,8 +67,7 @@ void list_tokens(struct call *c)
 				    (json_int_t)rows[i].token_id, "scope",
 				    store_scope_name(rows[i].scope), "prefix", rows[i].prefix,
 				    "created_ms", (json_int_t)rows[i].created_ms, "revoked_ms",
-				    rows[i].revoked_ms ? json_integer(rows[i].revoked_ms)
-						       : json_null()));
+				    view_ms(rows[i].revoked_ms)));
 	free(rows);
 	answer_json(c->rs, 200, json_pack("{s:o}", "tokens", list));
 }

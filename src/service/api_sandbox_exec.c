@@ -11,6 +11,7 @@
 #include "service/policy.h"
 #include "service/sbxhost.h"
 #include "service/sbxwire.h"
+#include "service/views.h"
 
 /* Bounds of an exec. */
 #define ARGV_MAX	 4096
@@ -379,7 +380,7 @@ void list_sandbox_execs(struct call *c)
 			      (json_int_t)r->peak_pids, "stdout_bytes", (json_int_t)r->stdout_bytes,
 			      "stderr_bytes", (json_int_t)r->stderr_bytes, "gib_seconds",
 			      r->gib_seconds, "started_ms", (json_int_t)r->started_ms, "ended_ms",
-			      r->ended_ms > 0 ? json_integer(r->ended_ms) : json_null()));
+			      view_ms(r->ended_ms)));
 	}
 	int64_t last = n ? rows[n - 1].exec_id : 0;
 	for (size_t i = 0; i < n; i++)

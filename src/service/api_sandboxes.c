@@ -15,6 +15,7 @@
 #include "service/policy.h"
 #include "service/sbxhost.h"
 #include "service/sbxwire.h"
+#include "service/views.h"
 #include "service/api_sandboxes.h"
 
 /*
@@ -37,11 +38,6 @@
 /* A call to a keeper that is not an exec answers within this. */
 #define KEEPER_TIMEOUT_S 30
 
-static json_t *ms_or_null(int64_t ms)
-{
-	return ms > 0 ? json_integer(ms) : json_null();
-}
-
 static json_t *json_text_or_empty(const char *text)
 {
 	json_t *v = text ? json_loads(text, 0, NULL) : NULL;
@@ -57,8 +53,8 @@ static json_t *sandbox_doc(const struct store_sandbox *s)
 			 "disk_mib", s->disk_mib, "network", "none", "timeout_seconds",
 			 (json_int_t)s->timeout_s, "labels", json_text_or_empty(s->labels_json),
 			 "env", json_text_or_empty(s->env_json), "created_ms",
-			 (json_int_t)s->created_ms, "started_ms", ms_or_null(s->started_ms),
-			 "ended_ms", ms_or_null(s->ended_ms), "end_reason",
+			 (json_int_t)s->created_ms, "started_ms", view_ms(s->started_ms),
+			 "ended_ms", view_ms(s->ended_ms), "end_reason",
 			 s->end_reason[0] ? json_string(s->end_reason) : json_null(),
 			 "lease_end_ms", (json_int_t)s->lease_end_ms, "usage", "execs",
 			 (json_int_t)s->execs, "cpu_ms", (json_int_t)s->cpu_ms, "gib_seconds",

@@ -109,7 +109,7 @@ json_t *view_score(double s)
 	return isnan(s) ? json_null() : json_real(s);
 }
 
-static json_t *ms_or_null(int64_t ms)
+json_t *view_ms(int64_t ms)
 {
 	return ms > 0 ? json_integer(ms) : json_null();
 }
@@ -132,7 +132,7 @@ static json_t *service_fields(struct store *st, const struct store_submission_vi
 			    json_pack("{s:i, s:s, s:s, s:I, s:o, s:s}", "attempt", at[i].attempt,
 				      "worker", at[i].worker, "host", at[i].host, "started_ms",
 				      (json_int_t)at[i].started_ms, "ended_ms",
-				      ms_or_null(at[i].ended_ms), "outcome", at[i].outcome));
+				      view_ms(at[i].ended_ms), "outcome", at[i].outcome));
 	return json_pack(
 	    "{s:I, s:I, s:I, s:s?, s:s, s:I, s:s, s:b, s:s?, s:i, s:i, s:o, s:{s:o, s:o, s:o, s:o, "
 	    "s:o, s:o}}",
@@ -141,10 +141,10 @@ static json_t *service_fields(struct store *st, const struct store_submission_vi
 	    "submission_sha256", v->sha256, "received_ms", (json_int_t)v->received_ms, "state",
 	    store_job_state_name(j->state), "not_gradable", j->not_gradable, "error",
 	    j->error[0] ? j->error : NULL, "attempt", j->attempt, "max_attempts", j->max_attempts,
-	    "attempts", attempts, "times", "received_ms", ms_or_null(j->received_ms), "queued_ms",
-	    ms_or_null(j->queued_ms), "started_ms", ms_or_null(j->started_ms), "sandbox_ready_ms",
-	    ms_or_null(j->sandbox_ready_ms), "finished_ms", ms_or_null(j->finished_ms),
-	    "delivered_ms", ms_or_null(j->delivered_ms));
+	    "attempts", attempts, "times", "received_ms", view_ms(j->received_ms), "queued_ms",
+	    view_ms(j->queued_ms), "started_ms", view_ms(j->started_ms), "sandbox_ready_ms",
+	    view_ms(j->sandbox_ready_ms), "finished_ms", view_ms(j->finished_ms),
+	    "delivered_ms", view_ms(j->delivered_ms));
 }
 
 /* The result as `viewer` may see it under the policy of its assignment, as

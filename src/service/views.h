@@ -30,6 +30,8 @@ bool view_finished(const struct store_submission_view *v);
 
 /* A score as JSON: null for none (NaN). */
 json_t *view_score(double s);
+/* A time in ms as JSON: null for none (0). */
+json_t *view_ms(int64_t ms);
 
 /* One result of a submission's history (GET /v1/submissions/{id}/results);
  * `prev` is the one before it, or NULL. */
