@@ -10,6 +10,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import unittest
 from typing import Dict, List, Sequence
 
 
@@ -84,3 +85,26 @@ class Server:
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run_suite(server: "Server") -> int:
+    """Run the calling test module's unittest cases against `server`, stop
+    it, and print the closing line "N passed, N failed": a keeper still
+    running after the tests (every sandbox was killed) and a server that
+    does not exit 0 on SIGTERM count as failures.  The exit status."""
+    try:
+        result = unittest.main(exit=False, verbosity=2).result
+    finally:
+        left = server.wait_no_keepers()
+        rc = server.stop()
+        log = server.log()
+        server.remove()
+    failed = len(result.failures) + len(result.errors)
+    if left:
+        print(f"keepers left running after the tests: {left}")
+        failed += 1
+    if rc != 0:
+        print(f"proctor serve exited {rc}:\n{log}")
+        failed += 1
+    print(f"{result.testsRun - failed} passed, {failed} failed")
+    return 0 if failed == 0 else 1

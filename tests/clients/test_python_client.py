@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proctorserve import Server  # noqa: E402
+from proctorserve import Server, run_suite  # noqa: E402
 from proctor_client import (Capacity, ExecResult, InvalidInput, NotFound, Sandbox,  # noqa: E402
                             Unauthorized)
 
@@ -267,22 +267,7 @@ def main() -> int:
         print("test_python_client: needs root (sandboxes)", file=sys.stderr)
         return 77
     S = Server(PROCTOR, courses=("cs101", "other"), slots=SLOTS, prefix="proctor-pyclient.")
-    try:
-        result = unittest.main(exit=False, verbosity=2).result
-    finally:
-        # Every sandbox was killed: its keeper is reaped within a second.
-        left = S.wait_no_keepers()
-        rc = S.stop()
-        log = S.log()
-        S.remove()
-    failed = len(result.failures) + len(result.errors)
-    if left:
-        print(f"keepers left running after the tests: {left}")
-    if rc != 0:
-        print(f"proctor serve exited {rc}:\n{log}")
-        failed += 1
-    print(f"{result.testsRun - failed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return run_suite(S)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proctorserve import Server  # noqa: E402
+from proctorserve import Server, run_suite  # noqa: E402
 from proctor_client import Sandbox  # noqa: E402
 
 PROCTOR = os.environ.get("PROCTOR", "proctor")
@@ -140,22 +140,7 @@ def main() -> int:
         print("test_sdk_examples: needs root (sandboxes)", file=sys.stderr)
         return 77
     S = Server(PROCTOR, slots=SLOTS, prefix="proctor-sdk.")
-    try:
-        result = unittest.main(exit=False, verbosity=2).result
-    finally:
-        left = wait_no_keepers()
-        rc = S.stop()
-        log = S.log()
-        S.remove()
-    failed = len(result.failures) + len(result.errors)
-    if left:
-        print(f"keepers left running after the tests: {left}")
-        failed += 1
-    if rc != 0:
-        print(f"proctor serve exited {rc}:\n{log}")
-        failed += 1
-    print(f"{result.testsRun - failed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return run_suite(S)
 
 
 if __name__ == "__main__":
