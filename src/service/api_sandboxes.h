@@ -1,4 +1,4 @@
-/* What the sandbox API's two handler files share (api_sandboxes.c, api_sandbox_exec.c). */
+/* What the sandbox API's handler files share (api_sandboxes.c, api_sandbox_exec.c, api_sandbox_files.c). */
 #ifndef PROCTOR_SERVICE_API_SANDBOXES_H
 #define PROCTOR_SERVICE_API_SANDBOXES_H
 
@@ -21,6 +21,12 @@ int within_budget(struct call *c);
 bool keeper_missing(const struct err *ke);
 /* Answer a keeper call that failed (docs/sandbox-keeper.md). */
 void answer_keeper_failure(struct call *c, const struct store_sandbox *s, const struct err *ke);
+/* One call to the keeper that answers at once (not an exec): head (its
+ * secret added) and data out, the answer and up to max_out bytes of data
+ * back (ret_data NULL: none taken).  -1 with the keeper's refusal, or why
+ * it could not be reached, in e. */
+int keeper_call(const struct store_sandbox *s, json_t *head, const void *data, size_t len,
+		size_t max_out, json_t **ret, void **ret_data, size_t *ret_len, struct err *e);
 /* After a send that failed: the keeper's own refusal, when it sent one. */
 void keeper_refusal(int fd, struct err *e);
 

@@ -1,0 +1,159 @@
+/* The API's sandbox files: write, read, list (docs/api.md, "Sandboxes"; docs/sandbox-keeper.md). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "service/api_sandboxes.h"
+#include "service/handler.h"
+#include "service/jsonreq.h"
+#include "service/sbxwire.h"
+
+/* A call to a keeper that is not an exec answers within this. */
+#define KEEPER_TIMEOUT_S 30
+
+/* One call to the keeper that answers at once (not an exec). */
+int keeper_call(const struct store_sandbox *s, json_t *head, const void *data, size_t len,
+		size_t max_out, json_t **ret, void **ret_data, size_t *ret_len, struct err *e)
+{
+	int fd = -1;
+	json_t *answer = NULL;
+
+	json_object_set_new(head, "secret", json_string(s->secret));
+	if (sbx_connect(s->socket, &fd, e) < 0)
+		return -1;
+	struct timeval tv = {.tv_sec = KEEPER_TIMEOUT_S};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	int rc = sbx_send(fd, head, data, len, e);
+	if (rc < 0)
+		keeper_refusal(fd, e);
+	else
+		rc = sbx_recv(fd, &answer, ret_data, ret_len, max_out, e);
+	close(fd);
+	if (rc == 0 && (rc = sbx_error_of(answer, e)) < 0 && ret_data) {
+		free(*ret_data);
+		*ret_data = NULL;
+	}
+	if (rc < 0) {
+		json_decref(answer);
+		return -1;
+	}
+	*ret = answer;
+	return 0;
+}
+
+/* The `path` query parameter; else a 400 and NULL. */
+static const char *query_path(struct call *c)
+{
+	const char *path = http_request_query(c->rq, "path");
+
+	if (!path || !*path || strlen(path) > 4096)
+		return answer_fail(c->rs, ERR_USAGE, "path: the query parameter is required"), NULL;
+	return path;
+}
+
+/* PUT /v1/sandboxes/{id}/files: {"path", "content" | "content_base64", "executable"} */
+void put_sandbox_file(struct call *c)
+{
+	static const char *const allowed[] = {"path", "content", "content_base64", "executable",
+					      NULL};
+	struct store_sandbox s = {0};
+	json_t *doc = NULL, *head = NULL, *answer = NULL;
+	const char *path, *text = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	struct err e;
+
+	if (body_json(c, 0, &doc) < 0)
+		return;
+	bool executable = false;
+	if (jsonreq_only(doc, allowed, &e) < 0 ||
+	    jsonreq_string(doc, "path", true, 4096, &path, &e) < 0 ||
+	    jsonreq_bool(doc, "executable", false, &executable, &e) < 0 ||
+	    (json_object_get(doc, "content") && !json_is_string(json_object_get(doc, "content")) &&
+	     err_setk(&e, ERR_INPUT, 0, "'content' must be a string") < 0) ||
+	    (json_object_get(doc, "content_base64") &&
+	     body_archive(c->a, doc, "content_base64", &data, &len, &e) < 0)) {
+		answer_member(c->rs, &e);
+		goto out;
+	}
+	text = json_string_value(json_object_get(doc, "content"));
+	if (!json_object_get(doc, "content") == !json_object_get(doc, "content_base64")) {
+		answer_fail(c->rs, ERR_INPUT, "give exactly one of 'content' and 'content_base64'");
+		goto out;
+	}
+	if (live_sandbox(c, &s) < 0)
+		goto out;
+	head = json_pack("{s:s, s:s, s:b}", "op", "write", "path", path, "executable", executable);
+	const void *bytes = data ? data : text;
+	size_t n = data ? len : text ? json_string_length(json_object_get(doc, "content")) : 0;
+	if (keeper_call(&s, head, bytes, n, 0, &answer, NULL, NULL, &e) < 0) {
+		answer_keeper_failure(c, &s, &e);
+		goto out;
+	}
+	answer_json(c->rs, 200, json_incref(answer));
+out:
+	json_decref(answer);
+	json_decref(head);
+	json_decref(doc);
+	free(data);
+	store_sandbox_clear(&s);
+}
+
+/* GET /v1/sandboxes/{id}/files?path=P: {"path", "size", "mode", "content_base64"} */
+void get_sandbox_file(struct call *c)
+{
+	struct store_sandbox s = {0};
+	json_t *head = NULL, *answer = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	const char *path = query_path(c);
+	struct err e;
+
+	if (!path || live_sandbox(c, &s) < 0)
+		goto out;
+	head = json_pack("{s:s, s:s}", "op", "read", "path", path);
+	if (keeper_call(&s, head, NULL, 0, c->a->c.max_upload, &answer, &data, &len, &e) < 0) {
+		answer_keeper_failure(c, &s, &e);
+		goto out;
+	}
+	char *b64 = base64_of(data, len);
+	if (!b64) {
+		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
+		goto out;
+	}
+	json_object_set_new(answer, "content_base64", json_string(b64));
+	free(b64);
+	answer_json(c->rs, 200, json_incref(answer));
+out:
+	json_decref(answer);
+	json_decref(head);
+	free(data);
+	store_sandbox_clear(&s);
+}
+
+/* GET /v1/sandboxes/{id}/list?path=D */
+void list_sandbox_dir(struct call *c)
+{
+	struct store_sandbox s = {0};
+	json_t *head = NULL, *answer = NULL;
+	const char *path = query_path(c);
+	struct err e;
+
+	if (!path || live_sandbox(c, &s) < 0)
+		goto out;
+	head = json_pack("{s:s, s:s}", "op", "list", "path", path);
+	if (keeper_call(&s, head, NULL, 0, 0, &answer, NULL, NULL, &e) < 0) {
+		answer_keeper_failure(c, &s, &e);
+		goto out;
+	}
+	answer_json(c->rs, 200, json_incref(answer));
+out:
+	json_decref(answer);
+	json_decref(head);
+	store_sandbox_clear(&s);
+}

@@ -1,0 +1,70 @@
+/* What the sandbox keeper's files share (keeper.c: the process and exec; keeper_files.c: files). */
+#ifndef PROCTOR_SERVICE_KEEPER_H
+#define PROCTOR_SERVICE_KEEPER_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "image/image.h"
+#include "sandbox.h"
+
+/* Exit statuses: serve records a sandbox's end from them (the doc's table). */
+#define KEEPER_EXIT_DESTROYED 0
+#define KEEPER_EXIT_LEASE     10
+#define KEEPER_EXIT_CREATE    11
+
+#define SECRET_LEN     64
+#define ENV_MAX	       256	  /* variables of the create's env, and of an exec's */
+#define ENV_VALUE_MAX  32768	  /* bytes of one value */
+#define ARGV_MAX       4096	  /* arguments of one exec */
+#define ARGV_BYTES_MAX (1u << 20) /* their bytes in all */
+#define OUTPUT_MAX     (1u << 20) /* kept per stream of an exec's output */
+#define LEASE_MS_MAX   (7ull * 86400000ull)
+#define PATH_ARG_MAX   4095
+/* A call that stalls mid-frame (a caller that died holding the
+ * connection) must not hold the sandbox's only thread for long. */
+#define IO_TIMEOUT_S 30
+
+struct keeper_options {
+	const char *state_dir;
+	const char *socket;
+	unsigned parent;
+	unsigned ready_fd;
+};
+
+struct keeper {
+	int64_t id;
+	char secret[SECRET_LEN + 1];
+	unsigned vcpu;
+	uint64_t memory_bytes, disk_bytes;
+	uint64_t lease_end_ms; /* monotonic_ms() */
+	char **env;	       /* "NAME=VALUE" of the create, added to every exec's */
+	size_t n_env;
+	struct image_info img; /* the sandbox's system tree: lives as long as it */
+	const struct sandbox_ops *ops;
+	struct sandbox *sb;
+	char dir[PATH_MAX]; /* DIR/service/sbx: the socket and the transfers' temporary files */
+	int dir_fd;
+	const char *socket;
+	int listen_fd;
+	bool destroy_asked;
+};
+
+/* The `path` member, and the path below the writable tree it names (a
+ * path sandbox_path_rel() refuses is ERR_INPUT). */
+int member_path(const json_t *head, const char **ret, char *rel, size_t rel_len, struct err *e);
+/* A temporary file name below k->dir, for one transfer. */
+int temp_name(char *buf, size_t cap, const char *prefix, struct err *e);
+/* Send `answer` (NULL: out of memory) and `data`, and drop the answer. */
+int send_answer(int fd, json_t *answer, const void *data, size_t len, struct err *e);
+
+/* The calls on files (keeper_files.c): one frame in, the answer out. */
+typedef int keeper_op(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		      struct err *e);
+keeper_op op_write, op_read, op_list;
+
+#endif
