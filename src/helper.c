@@ -186,6 +186,8 @@ static int intake(void)
 	rules.max_bytes = (uint64_t)max_bytes;
 	rules.max_entries = (uint64_t)max_entries;
 	rules.max_expanded = (uint64_t)max_expanded;
+	/* An upload of a tree (the sandbox API's), not a submission. */
+	rules.as_is = json_is_true(json_object_get(req, "as_is"));
 	/* intake_submission() fails only for our own reasons; a submission
 	 * it refuses is res.rejected. */
 	if (intake_submission(4, 3, &rules, &res, &e) < 0) {

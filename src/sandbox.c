@@ -103,10 +103,25 @@ int sandbox_select(const char *name, bool have_image, const struct sandbox_ops *
 			"no isolation backend works on this host (run 'proctor doctor')");
 }
 
+/* Top-level names that are the system's, never the writable tree's: the
+ * system tree, what the jail builds itself (etc, dev, proc, var with its
+ * /var/tmp link), and the kernel's. */
+static bool system_top(const char *name, size_t n)
+{
+	static const char *const tops[] = {"usr",    "etc",  "bin", "sbin", "lib", "lib32", "lib64",
+					   "libx32", "proc", "dev", "sys",  "var", "run",   NULL};
+
+	for (size_t i = 0; tops[i]; i++)
+		if (strlen(tops[i]) == n && strncmp(name, tops[i], n) == 0)
+			return true;
+	return false;
+}
+
 int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err *e)
 {
 	const char *rest;
 	const char *top = "work";
+	size_t top_len = 4;
 
 	if (strcmp(sandbox_path, "/work") == 0 || strcmp(sandbox_path, "/work/") == 0 ||
 	    strcmp(sandbox_path, "/tmp") == 0 || strcmp(sandbox_path, "/tmp/") == 0) {
@@ -114,16 +129,33 @@ int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err
 		snprintf(buf, len, "%s", sandbox_path[1] == 'w' ? "work" : "tmp");
 		return 0;
 	}
-	if (strncmp(sandbox_path, "/work/", 6) == 0)
+	if (strncmp(sandbox_path, "/work/", 6) == 0) {
 		rest = sandbox_path + 6;
-	else if (strncmp(sandbox_path, "/tmp/", 5) == 0) {
+	} else if (strncmp(sandbox_path, "/tmp/", 5) == 0) {
 		rest = sandbox_path + 5;
 		top = "tmp";
-	} else if (sandbox_path[0] == '/')
-		return err_setk(e, ERR_USAGE, 0, "sandbox path '%s' is not below /work or /tmp",
-				sandbox_path);
-	else
+		top_len = 3;
+	} else if (sandbox_path[0] == '/') {
+		/* Any other top-level directory that is not the system's
+		 * lives in the tree's "root" (/grader/x is root/grader/x). */
+		while (*sandbox_path == '/' && sandbox_path[1] == '/')
+			sandbox_path++;
+		size_t n = strcspn(sandbox_path + 1, "/");
+		if (n == 0)
+			return err_setk(e, ERR_USAGE, 0,
+					"sandbox path '/' is the system's root: name a file "
+					"below /work, /tmp or a directory of your own");
+		if (system_top(sandbox_path + 1, n))
+			return err_setk(e, ERR_USAGE, 0,
+					"sandbox path '%s' is in the system directory /%.*s, "
+					"which is read-only",
+					sandbox_path, (int)n, sandbox_path + 1);
+		rest = sandbox_path + 1;
+		top = SANDBOX_TREE_ROOT;
+		top_len = strlen(SANDBOX_TREE_ROOT);
+	} else {
 		rest = sandbox_path;
+	}
 	if (rest[0] == '\0')
 		return err_setk(e, ERR_USAGE, 0, "sandbox path '%s' names no file", sandbox_path);
 	for (const char *p = rest; *p;) {
@@ -136,7 +168,10 @@ int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err
 		while (*p == '/')
 			p++;
 	}
-	if ((size_t)snprintf(buf, len, "%s/%s", top, rest) >= len)
+	size_t rest_len = strlen(rest);
+	while (rest_len > 0 && rest[rest_len - 1] == '/')
+		rest_len--; /* "/grader/" is the directory /grader */
+	if ((size_t)snprintf(buf, len, "%.*s/%.*s", (int)top_len, top, (int)rest_len, rest) >= len)
 		return err_setk(e, ERR_USAGE, ENAMETOOLONG, "sandbox path '%s'", sandbox_path);
 	return 0;
 }

@@ -198,6 +198,12 @@ struct sandbox_ops {
 	 * sandbox_path_rel()'s ERR_USAGE for a path it refuses. */
 	int (*list)(struct sandbox *sb, const char *sandbox_path, struct sandbox_dirent **ret,
 		    size_t *ret_n, struct err *e);
+	/* Optional (NULL: the backend cannot).  Remove the entry sandbox_path
+	 * of the writable tree: a file, a link (never followed), an empty
+	 * directory, or with `recursive` a whole tree.  ERR_NOT_FOUND when it
+	 * is not there, ERR_INPUT for a link on the way, a directory not empty
+	 * or the top of the tree, sandbox_path_rel()'s ERR_USAGE. */
+	int (*remove)(struct sandbox *sb, const char *sandbox_path, bool recursive, struct err *e);
 	/* Kill, unmount, remove, release.  Accepts NULL. */
 	void (*destroy)(struct sandbox *sb);
 	/* What an assignment's time limits are multiplied by on this backend
@@ -276,9 +282,21 @@ void sandbox_pool_drain(void);
 void sandbox_pool_fill(void);
 
 /*
+ * Where the writable tree keeps the program's own top-level directories:
+ * /grader/x is SANDBOX_TREE_ROOT "/grader/x" in the tree, and the jail
+ * binds each directory there at /NAME when it builds a run's root
+ * (jail/mount.c).  The microVM backend has none yet (ERR_UNAVAILABLE).
+ */
+#define SANDBOX_TREE_ROOT "root"
+
+/*
  * Map a path as the program sees it to one relative to the writable tree:
- * "a/b" and "/work/a/b" -> "work/a/b", "/tmp/x" -> "tmp/x".  Anything else,
- * a "." or ".." component or an empty path is refused, naming the path.
+ * "a/b" and "/work/a/b" -> "work/a/b", "/tmp/x" -> "tmp/x", and any other
+ * absolute path outside the system's directories (/usr, /etc, /bin,
+ * /sbin, /lib*, /proc, /dev, /sys, /var, /run) below SANDBOX_TREE_ROOT:
+ * "/grader/t.py" -> "root/grader/t.py".  A system directory, "/", a "."
+ * or ".." component or an empty path is refused (ERR_USAGE), naming the
+ * path; trailing slashes are dropped.
  */
 int sandbox_path_rel(const char *sandbox_path, char *buf, size_t len, struct err *e);
 

@@ -274,6 +274,8 @@ static int check_name(struct intake *in, const char *raw, char *out)
 
 static bool matches(const struct intake_rules *rules, const char *path)
 {
+	if (rules->as_is)
+		return true;
 	for (size_t i = 0; i < rules->n_globs; i++)
 		if (fnmatch(rules->globs[i], path, FNM_PATHNAME) == 0)
 			return true;
@@ -288,6 +290,8 @@ static bool may_match_below(const struct intake_rules *rules, const char *dir)
 	char prefix[PATH_LEN_MAX + 1];
 	size_t k = 1;
 
+	if (rules->as_is)
+		return true;
 	for (const char *s = dir; *s; s++)
 		k += *s == '/';
 	for (size_t i = 0; i < rules->n_globs; i++) {
@@ -312,6 +316,8 @@ static bool may_match_below(const struct intake_rules *rules, const char *dir)
  * directory is laid out as the assignment expects, and is not stripped. */
 static bool glob_names_dir(const struct intake_rules *rules, const char *top, size_t len)
 {
+	if (rules->as_is)
+		return true; /* nothing is stripped */
 	for (size_t i = 0; i < rules->n_globs; i++)
 		if (strncmp(rules->globs[i], top, len) == 0 && rules->globs[i][len] == '/')
 			return true;

@@ -392,3 +392,43 @@ int files_list(int scratch_fd, const char *rel, const char *shown, struct sandbo
 	*ret_n = n;
 	return more ? 1 : 0;
 }
+
+int files_remove(int scratch_fd, const char *rel, const char *shown, bool recursive, struct err *e)
+{
+	char parent[PATH_MAX];
+	const char *slash = strrchr(rel, '/');
+	struct stat st;
+
+	if (!slash)
+		return err_setk(e, ERR_INPUT, 0, "'%s' is the top of the writable tree", shown);
+	if ((size_t)(slash - rel) >= sizeof(parent))
+		return err_setk(e, ERR_INPUT, ENAMETOOLONG, "'%s'", shown);
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - rel), rel);
+	/* The parent is reached without a link on the way, and the entry
+	 * itself is removed, never followed: a link the program planted goes,
+	 * its target stays. */
+	_cleanup_close_ int dir = open_beneath(scratch_fd, parent, O_RDONLY | O_DIRECTORY, 0);
+	if (dir < 0)
+		return err_setk(e, errno == ENOENT ? ERR_NOT_FOUND : ERR_INPUT, errno,
+				errno == ENOENT ? "'%s' is not there"
+						: "'%s': a link or a file is on the way",
+				shown);
+	if (fstatat(dir, slash + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return err_setk(e, errno == ENOENT ? ERR_NOT_FOUND : ERR_INTERNAL, errno,
+				"'%s' is not there", shown);
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlinkat(dir, slash + 1, 0) < 0)
+			return err_set(e, errno, "remove '%s'", shown);
+		return 0;
+	}
+	if (recursive) {
+		if (rm_tree_at(dir, slash + 1, e) < 0)
+			return err_wrap(e, "'%s'", shown);
+		return 0;
+	}
+	if (unlinkat(dir, slash + 1, AT_REMOVEDIR) < 0)
+		return err_setk(
+		    e, errno == ENOTEMPTY || errno == EEXIST ? ERR_INPUT : ERR_INTERNAL, errno,
+		    "'%s' is a directory that is not empty (remove it recursively)", shown);
+	return 0;
+}

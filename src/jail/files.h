@@ -65,4 +65,13 @@ struct sandbox_dirent;
 int files_list(int scratch_fd, const char *rel, const char *shown, struct sandbox_dirent **ret,
 	       size_t *ret_n, struct err *e);
 
+/*
+ * Remove the entry `rel` below scratch_fd (sandbox_ops.remove): a file, a
+ * symlink (itself, never its target), a special file, an empty directory,
+ * or with `recursive` a whole tree (nothing below it followed).  Its
+ * parent is opened with open_beneath(); a link on the way is ERR_INPUT, a
+ * path not there ERR_NOT_FOUND, a top of the tree ("work") ERR_INPUT.
+ */
+int files_remove(int scratch_fd, const char *rel, const char *shown, bool recursive, struct err *e);
+
 #endif

@@ -82,6 +82,7 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -121,6 +122,9 @@ struct jail {
 	struct slot slot;
 	struct cgroup_slot cg;
 	int scratch_fd;
+	/* A put made a new top-level directory (jail_put) since the last run
+	 * started: the ready init's root lacks it. */
+	bool tops_changed;
 	uint64_t run_files_uncharged; /* bytes of the tree not charged to the run's group */
 	char scratch[PATH_MAX + 16];
 	char root[PATH_MAX + 16];
@@ -1189,6 +1193,13 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	int rc = -1;
 
 	j->ready = (struct launch){0};
+	if (l.pid && j->tops_changed) {
+		/* Its root was built before a top-level directory was put. */
+		launch_kill(j, &l, NULL, NULL);
+		launch_close(&l);
+		l = (struct launch){0};
+	}
+	j->tops_changed = false;
 	if (spec->privileged || (spec->peer_argv && !spec->peer_argv[0])) {
 		err_set(e, spec->privileged ? 0 : EINVAL, "%s",
 			spec->privileged ? "the jail never runs a program as root (--privileged is "
@@ -1464,6 +1475,17 @@ static int jail_put(struct sandbox *sb, const char *host_path, const char *sandb
 		o = (struct put_owner){0, 0, 0755, 0755, true, false, harness_uid};
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
+	/* A new directory of the program's own at the top (/grader) is bound
+	 * when a run's root is built: a run's init started before it must
+	 * not be the one to run. */
+	char top[PATH_MAX];
+	size_t n = strlen(SANDBOX_TREE_ROOT);
+	struct stat st;
+	if (strncmp(rel, SANDBOX_TREE_ROOT "/", n + 1) == 0) {
+		snprintf(top, sizeof(top), "%.*s", (int)(n + 1 + strcspn(rel + n + 1, "/")), rel);
+		if (fstatat(j->scratch_fd, top, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			j->tops_changed = true;
+	}
 	return files_put(j->scratch_fd, host_path, rel, &o, e);
 }
 
@@ -1476,6 +1498,16 @@ static int jail_get(struct sandbox *sb, const char *sandbox_path, const char *ho
 	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
 	return files_get(sb, j->scratch_fd, rel, sandbox_path, host_path, j->opts.disk_bytes, e);
+}
+
+static int jail_remove(struct sandbox *sb, const char *sandbox_path, bool recursive, struct err *e)
+{
+	struct jail *j = (struct jail *)sb;
+	char rel[PATH_MAX];
+
+	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
+		return -1;
+	return files_remove(j->scratch_fd, rel, sandbox_path, recursive, e);
 }
 
 static int jail_list(struct sandbox *sb, const char *sandbox_path, struct sandbox_dirent **ret,
@@ -1542,6 +1574,7 @@ const struct sandbox_ops jail_ops = {
     .run = jail_run,
     .get = jail_get,
     .list = jail_list,
+    .remove = jail_remove,
     .destroy = jail_destroy,
     .time_factor = jail_time_factor,
     .pool_hint = jail_pool_hint,

@@ -1,6 +1,7 @@
 /* The jail's mounts: the sandbox's fresh root, built inside its mount namespace. */
 #include "jail/mount.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "sandbox.h"
 #include "scratch.h"
 #include "util.h"
 
@@ -177,6 +179,64 @@ static int build_dev(const struct mount_plan *p, const char *root, struct err *e
 	return 0;
 }
 
+/*
+ * The program's own top-level directories (/grader, /workspace: put there
+ * through the sandbox API, sandbox_path_rel()): each directory in the
+ * tree's SANDBOX_TREE_ROOT is bound read-write at /NAME.  Only the
+ * supervisor writes that directory (the program never sees it whole), and
+ * sandbox_path_rel() never names a system directory there; a name the
+ * root already has is skipped all the same, and only real directories are
+ * bound.  Called before the root is frozen read-only.
+ */
+#define OWN_TOPS_MAX 64
+
+static int bind_own_tops(const struct mount_plan *p, const char *root, struct err *e)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	struct dirent *de;
+	unsigned n = 0;
+	int rc = 0;
+
+	if (join(src, sizeof(src), p->scratch_dir, SANDBOX_TREE_ROOT, e) < 0)
+		return -1;
+	int fd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : err_set(e, errno, "open '%s'", src);
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return err_set(e, errno, "read '%s'", src);
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		struct stat st;
+		if (de->d_name[0] == '.' || fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (++n > OWN_TOPS_MAX) {
+			rc =
+			    err_set(e, 0, "more than %d top-level directories of the program's own",
+				    OWN_TOPS_MAX);
+			break;
+		}
+		if (join(src, sizeof(src), p->scratch_dir, SANDBOX_TREE_ROOT, e) < 0 ||
+		    strlen(src) + strlen(de->d_name) + 2 > sizeof(src) ||
+		    join(dst, sizeof(dst), root, de->d_name, e) < 0) {
+			rc = err_set(e, ENAMETOOLONG, "'%s'", de->d_name);
+			break;
+		}
+		strcat(strcat(src, "/"), de->d_name);
+		if (mkdir(dst, 0755) < 0) {
+			if (errno == EEXIST)
+				continue; /* the system's own name: never shadowed */
+			rc = err_set(e, errno, "mkdir '%s'", dst);
+			break;
+		}
+		rc = bind_rw(src, dst, e);
+	}
+	closedir(d);
+	return rc;
+}
+
 int mount_build_root(const struct mount_plan *p, struct err *e)
 {
 	char src[PATH_MAX], dst[PATH_MAX];
@@ -219,6 +279,8 @@ int mount_build_root(const struct mount_plan *p, struct err *e)
 		return err_set(e, errno, "mkdir /var");
 	if (join(dst, sizeof(dst), root, "var/tmp", e) < 0 || symlink("/tmp", dst) < 0)
 		return err_set(e, errno, "symlink /var/tmp");
+	if (bind_own_tops(p, root, e) < 0)
+		return err_wrap(e, "the program's own directories");
 
 	/* SECURITY: a proc of the new pid namespace: host processes are not in
 	 * it, and hidepid=invisible hides processes of other uids (the root
@@ -266,7 +328,10 @@ int mount_scratch(const char *dir, unsigned long long bytes, uid_t uid, gid_t gi
 		const char *name;
 		mode_t mode;
 		bool own;
-	} subdirs[] = {{"work", 01777, false}, {"tmp", 01777, false}, {"shm", 01777, false}};
+	} subdirs[] = {{"work", 01777, false},
+		       {"tmp", 01777, false},
+		       {"shm", 01777, false},
+		       {SANDBOX_TREE_ROOT, 0755, false}};
 	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
 		if (join(path, sizeof(path), dir, subdirs[i].name, e) < 0)
 			return -1;

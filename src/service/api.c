@@ -1,4 +1,5 @@
-/* The service's HTTP API (api.h, docs/api.md): the route table and the gate; handlers live by resource in api_*.c. */
+/* The service's HTTP API (api.h, docs/api.md): the route table and the gate; handlers live by
+ * resource in api_*.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,18 @@ static const struct route {
     {"GET", "/v1/sandboxes/#/files", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, get_sandbox_file,
      NEEDS_STORE},
     {"GET", "/v1/sandboxes/#/list", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, list_sandbox_dir,
+     NEEDS_STORE},
+    {"DELETE", "/v1/sandboxes/#/files", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, delete_sandbox_file,
+     NEEDS_STORE},
+    {"GET", "/v1/sandboxes/#/stat", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, stat_sandbox_path,
+     NEEDS_STORE},
+    {"POST", "/v1/sandboxes/#/dirs", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, post_sandbox_dir,
+     NEEDS_STORE},
+    {"PUT", "/v1/sandboxes/#/archive", STORE_SCOPE_INSTRUCTOR, BODY_UPLOAD, put_sandbox_archive,
+     NEEDS_STORE},
+    {"GET", "/v1/sandboxes/#/archive", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, get_sandbox_archive,
+     NEEDS_STORE},
+    {"POST", "/v1/sandboxes/#/timeout", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, post_sandbox_timeout,
      NEEDS_STORE},
     {"GET", "/v1/sandboxes/#/execs", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, list_sandbox_execs,
      NEEDS_STORE},

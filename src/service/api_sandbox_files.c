@@ -1,4 +1,4 @@
-/* The API's sandbox files: write, read, list (docs/api.md, "Sandboxes"; docs/sandbox-keeper.md). */
+/* The API's sandbox files: write, read, list, stat, remove, make_dir, upload and download a tree (docs/api.md, "Sandboxes"; docs/sandbox-keeper.md). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +153,128 @@ void list_sandbox_dir(struct call *c)
 	}
 	answer_json(c->rs, 200, json_incref(answer));
 out:
+	json_decref(answer);
+	json_decref(head);
+	store_sandbox_clear(&s);
+}
+
+/* A call on one path that answers JSON: the keeper's answer is the API's. */
+static void path_call(struct call *c, json_t *head, const void *data, size_t len)
+{
+	struct store_sandbox s = {0};
+	json_t *answer = NULL;
+	struct err e;
+
+	if (!head) {
+		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
+		return;
+	}
+	if (live_sandbox(c, &s) < 0)
+		goto out;
+	if (keeper_call(&s, head, data, len, 0, &answer, NULL, NULL, &e) < 0) {
+		answer_keeper_failure(c, &s, &e);
+		goto out;
+	}
+	answer_json(c->rs, 200, json_incref(answer));
+out:
+	json_decref(answer);
+	json_decref(head);
+	store_sandbox_clear(&s);
+}
+
+/* GET /v1/sandboxes/{id}/stat?path=P: {"path", "exists", "type", "size", "mode", "mtime_ms"} */
+void stat_sandbox_path(struct call *c)
+{
+	const char *path = query_path(c);
+
+	if (path)
+		path_call(c, json_pack("{s:s, s:s}", "op", "stat", "path", path), NULL, 0);
+}
+
+/* DELETE /v1/sandboxes/{id}/files?path=P[&recursive=true] */
+void delete_sandbox_file(struct call *c)
+{
+	const char *path = query_path(c), *r = http_request_query(c->rq, "recursive");
+
+	if (!path)
+		return;
+	if (r && strcmp(r, "true") != 0 && strcmp(r, "false") != 0) {
+		answer_fail(c->rs, ERR_USAGE, "recursive: 'true' or 'false', not '%.40s'", r);
+		return;
+	}
+	path_call(c,
+		  json_pack("{s:s, s:s, s:b}", "op", "remove", "path", path, "recursive",
+			    r && strcmp(r, "true") == 0),
+		  NULL, 0);
+}
+
+/* POST /v1/sandboxes/{id}/dirs: {"path"} */
+void post_sandbox_dir(struct call *c)
+{
+	static const char *const allowed[] = {"path", NULL};
+	json_t *doc = NULL;
+	const char *path;
+	struct err e;
+
+	if (body_json(c, 0, &doc) < 0)
+		return;
+	if (jsonreq_only(doc, allowed, &e) < 0 ||
+	    jsonreq_string(doc, "path", true, 4096, &path, &e) < 0)
+		answer_member(c->rs, &e);
+	else
+		path_call(c, json_pack("{s:s, s:s}", "op", "mkdir", "path", path), NULL, 0);
+	json_decref(doc);
+}
+
+/* PUT /v1/sandboxes/{id}/archive?path=D, the body a tar, tar.gz or zip:
+ * {"path", "files", "bytes"} */
+void put_sandbox_archive(struct call *c)
+{
+	const char *path = query_path(c);
+
+	if (!path)
+		return;
+	if (c->rq->body_len == 0) {
+		answer_fail(c->rs, ERR_INPUT, "the body must be the archive (tar, tar.gz or zip)");
+		return;
+	}
+	path_call(c, json_pack("{s:s, s:s}", "op", "upload", "path", path), c->rq->body,
+		  c->rq->body_len);
+}
+
+/* GET /v1/sandboxes/{id}/archive?path=D: the directory as a gzip'd tar */
+void get_sandbox_archive(struct call *c)
+{
+	struct store_sandbox s = {0};
+	json_t *head = NULL, *answer = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	const char *path = query_path(c);
+	struct err e;
+
+	if (!path || live_sandbox(c, &s) < 0)
+		goto out;
+	head = json_pack("{s:s, s:s}", "op", "download", "path", path);
+	if (keeper_call(&s, head, NULL, 0, c->a->c.max_upload, &answer, &data, &len, &e) < 0) {
+		if (e.kind == ERR_TOO_LARGE)
+			err_wrap(&e, "the archive of '%s' is larger than this server's max upload "
+				     "(%zu bytes)",
+				 path, (size_t)c->a->c.max_upload);
+		answer_keeper_failure(c, &s, &e);
+		goto out;
+	}
+	if (len == 0) { /* pack_path() never makes an empty archive */
+		answer_fail(c->rs, ERR_INTERNAL, "sandbox %lld: an empty archive",
+			    (long long)s.sandbox_id);
+		goto out;
+	}
+	c->rs->status = 200;
+	c->rs->body = data;
+	c->rs->body_len = len;
+	c->rs->content_type = "application/gzip";
+	data = NULL;
+out:
+	free(data);
 	json_decref(answer);
 	json_decref(head);
 	store_sandbox_clear(&s);

@@ -42,7 +42,7 @@ static json_t *json_text_or_empty(const char *text)
 	return v ? v : json_object();
 }
 
-static json_t *sandbox_doc(const struct store_sandbox *s)
+json_t *sandbox_doc(const struct store_sandbox *s)
 {
 	return json_pack("{s:I, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:o, s:o, s:I, s:o, s:o, "
 			 "s:o, s:I, s:{s:I, s:f}}",
@@ -141,9 +141,9 @@ void post_sandbox(struct call *c)
 	static const char *const allowed[] = {"image",	    "isolation",       "vcpu",
 					      "memory_mib", "disk_mib",	       "network",
 					      "timeout_seconds", "labels",	       "env",
-					      NULL};
+					      "idle_timeout_seconds", NULL};
 	const char *image = "host", *isolation = "jail", *network = "none";
-	int64_t vcpu = 1, memory = 512, disk = 256, lease = 300, id = 0;
+	int64_t vcpu = 1, memory = 512, disk = 256, lease = 300, idle = 0, id = 0;
 	char *labels = NULL, *env = NULL, secret[65];
 	bool existing = false;
 	json_t *doc = NULL;
@@ -165,6 +165,7 @@ void post_sandbox(struct call *c)
 	    jsonreq_int(doc, "memory_mib", false, 16, MEMORY_MIB_MAX, &memory, &e) < 0 ||
 	    jsonreq_int(doc, "disk_mib", false, 1, DISK_MIB_MAX, &disk, &e) < 0 ||
 	    jsonreq_int(doc, "timeout_seconds", false, 1, LEASE_S_MAX, &lease, &e) < 0 ||
+	    jsonreq_int(doc, "idle_timeout_seconds", false, 0, LEASE_S_MAX, &idle, &e) < 0 ||
 	    string_map(doc, "labels", &labels, &e) < 0 || string_map(doc, "env", &env, &e) < 0) {
 		answer_member(c->rs, &e);
 		goto out;
@@ -205,11 +206,12 @@ void post_sandbox(struct call *c)
 	if (!existing) {
 		pid_t pid;
 		char socket[512];
-		json_t *create = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "id",
-					   (json_int_t)id, "secret", secret, "image", image, "vcpu",
-					   (json_int_t)vcpu, "memory_mib", (json_int_t)memory,
-					   "disk_mib", (json_int_t)disk, "lease_ms",
-					   (json_int_t)(lease * 1000), "env", json_loads(env, 0, NULL));
+		json_t *create = json_pack(
+		    "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "id", (json_int_t)id, "secret",
+		    secret, "image", image, "vcpu", (json_int_t)vcpu, "memory_mib",
+		    (json_int_t)memory, "disk_mib", (json_int_t)disk, "lease_ms",
+		    (json_int_t)(lease * 1000), "idle_ms", (json_int_t)(idle * 1000), "env",
+		    json_loads(env, 0, NULL));
 		rc = create ? sbx_host_spawn(c->a->sandboxes, id, create, &pid, socket,
 					     sizeof(socket), &e)
 			    : err_set(&e, ENOMEM, "sandbox");

@@ -7,6 +7,8 @@
 
 #include "service/handler.h"
 
+/* The sandbox document of docs/api.md. */
+json_t *sandbox_doc(const struct store_sandbox *s);
 /* Whether the store says a sandbox runs. */
 bool live(const struct store_sandbox *s);
 /* A live sandbox of the caller held on this host into *s (cleared by the

@@ -81,7 +81,8 @@ handler_fn post_assignment, get_assignment, get_policy, put_policy, get_extensio
 handler_fn post_submission_regrade, post_assignment_regrade, get_regrade;
 handler_fn post_token, list_tokens, delete_token, get_budget, put_budget;
 handler_fn post_sandbox, get_sandbox, list_sandboxes, delete_sandbox, post_sandbox_exec,
-    put_sandbox_file, get_sandbox_file, list_sandbox_dir, list_sandbox_execs;
+    put_sandbox_file, get_sandbox_file, list_sandbox_dir, list_sandbox_execs, post_sandbox_timeout,
+    stat_sandbox_path, delete_sandbox_file, post_sandbox_dir, put_sandbox_archive, get_sandbox_archive;
 
 /* An exec whose request ended before its answer (api.c's hold_release):
  * recorded when it comes, by sandbox_orphans_collect() (api_sandboxes.c). */

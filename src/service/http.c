@@ -111,6 +111,7 @@ int http_error(struct http_response *rs, unsigned status, const char *code, cons
 	free(fixed);
 	free(rs->body);
 	rs->body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	rs->body_len = 0;
 	json_decref(doc);
 	rs->status = rs->body ? status : 500;
 	rs->content_type = NULL;
@@ -121,6 +122,7 @@ int http_json(struct http_response *rs, unsigned status, char *text)
 {
 	free(rs->body);
 	rs->body = text;
+	rs->body_len = 0;
 	rs->status = text ? status : 500;
 	rs->content_type = NULL;
 	return 0;
@@ -168,6 +170,7 @@ void http_response_clear(struct http_response *rs)
 {
 	free(rs->body);
 	rs->body = NULL;
+	rs->body_len = 0;
 	headers_clear(rs);
 	if (rs->stream && rs->stream_free)
 		rs->stream_free(rs->stream_ctx);
@@ -242,7 +245,8 @@ static struct MHD_Response *body_response(struct http_response *rs, struct pendi
 		return r;
 	}
 	if (rs->body) {
-		r = MHD_create_response_from_buffer(strlen(rs->body), rs->body,
+		r = MHD_create_response_from_buffer(rs->body_len ? rs->body_len : strlen(rs->body),
+						    rs->body,
 						    MHD_RESPMEM_MUST_FREE);
 		if (r)
 			rs->body = NULL; /* libmicrohttpd frees it with the response */

@@ -86,6 +86,7 @@ typedef long (*http_stream_fn)(void *ctx, char *buf, size_t max, bool last_call,
 struct http_response {
 	unsigned status;
 	char *body;
+	size_t body_len; /* bytes of body when it is not text (0: strlen(body)) */
 	const char *content_type;
 	unsigned retry_after_s; /* sent as Retry-After when non-zero */
 	/*

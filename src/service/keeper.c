@@ -147,9 +147,9 @@ static int parse_create(struct keeper *k, const json_t *head, const char **image
 {
 	static const char *const members[] = {"op",   "id",	    "secret",	"image",
 					      "vcpu", "memory_mib", "disk_mib", "lease_ms",
-					      "env",  "max_slots",  NULL};
+					      "env",  "max_slots",  "idle_ms",	NULL};
 	const char *op, *secret;
-	int64_t id = 0, vcpu = 1, mem = 0, disk = 0, lease = 0, slots = CLI_DEFAULT_SLOTS;
+	int64_t id = 0, vcpu = 1, mem = 0, disk = 0, lease = 0, idle = 0, slots = CLI_DEFAULT_SLOTS;
 
 	if (jsonreq_only(head, members, e) < 0 || jsonreq_string(head, "op", true, 16, &op, e) < 0)
 		return -1;
@@ -163,6 +163,7 @@ static int parse_create(struct keeper *k, const json_t *head, const char **image
 	    jsonreq_int(head, "memory_mib", true, 4, 1048576, &mem, e) < 0 ||
 	    jsonreq_int(head, "disk_mib", true, 1, 1048576, &disk, e) < 0 ||
 	    jsonreq_int(head, "lease_ms", true, 1, (int64_t)LEASE_MS_MAX, &lease, e) < 0 ||
+	    jsonreq_int(head, "idle_ms", false, 0, (int64_t)LEASE_MS_MAX, &idle, e) < 0 ||
 	    jsonreq_int(head, "max_slots", false, 1, CLI_MAX_SLOTS, &slots, e) < 0 ||
 	    env_append(head, "env", &k->env, &k->n_env, e) < 0)
 		return -1;
@@ -174,6 +175,7 @@ static int parse_create(struct keeper *k, const json_t *head, const char **image
 	k->vcpu = (unsigned)vcpu;
 	k->memory_bytes = (uint64_t)mem << 20;
 	k->disk_bytes = (uint64_t)disk << 20;
+	k->idle_ms = (uint64_t)idle;
 	*max_slots = (unsigned)slots;
 	*lease_ms = (uint64_t)lease;
 	return 0;
@@ -222,6 +224,8 @@ static int create_sandbox(struct keeper *k, const struct keeper_options *o, int 
 	/* The lease runs from the request, so it never ends after the one
 	 * serve recorded when it sent it. */
 	k->lease_end_ms = monotonic_ms() + lease_ms;
+	k->state_dir = o->state_dir;
+	k->last_call_ms = monotonic_ms();
 	bool host = strcmp(image, "host") == 0;
 	if (sandbox_select("jail", !host, &k->ops, why, sizeof(why), e) < 0 ||
 	    k->ops->prepare(e) < 0)
@@ -426,13 +430,37 @@ static int op_destroy(struct keeper *k, int fd, const json_t *head, const void *
 	return send_answer(fd, json_pack("{s:b}", "ok", 1), NULL, 0, e);
 }
 
+/* set_timeout: the lease ends lease_ms from now, longer or shorter than it
+ * was (never past LEASE_MS_MAX); the answer says what is left. */
+static int op_lease(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		    struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "lease_ms", "idle_ms", NULL};
+	int64_t lease = 0, idle = (int64_t)k->idle_ms;
+
+	(void)data;
+	if (jsonreq_only(head, members, e) < 0 ||
+	    jsonreq_int(head, "lease_ms", true, 1, (int64_t)LEASE_MS_MAX, &lease, e) < 0 ||
+	    jsonreq_int(head, "idle_ms", false, 0, (int64_t)LEASE_MS_MAX, &idle, e) < 0)
+		return -1;
+	if (len > 0)
+		return err_setk(e, ERR_INPUT, 0, "a lease call takes no data");
+	k->lease_end_ms = monotonic_ms() + (uint64_t)lease;
+	k->idle_ms = (uint64_t)idle;
+	return send_answer(fd, json_pack("{s:I,s:I}", "lease_ms", (json_int_t)lease, "idle_ms",
+					 (json_int_t)idle),
+			   NULL, 0, e);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
 		  struct err *e);
 } ops[] = {
     {"exec", op_exec}, {"write", op_write},	{"read", op_read},
-    {"list", op_list}, {"destroy", op_destroy},
+    {"list", op_list}, {"destroy", op_destroy}, {"lease", op_lease},
+    {"stat", op_stat}, {"remove", op_remove}, {"mkdir", op_mkdir},
+    {"upload", op_upload}, {"download", op_download},
 };
 
 /* One call: a frame in, a frame out (the answer, or the error). */
@@ -464,7 +492,7 @@ static void serve_call(struct keeper *k, int fd)
 			rc = ops[i].fn(k, fd, head, data, len, &e);
 			goto answer;
 		}
-	err_setk(&e, ERR_INPUT, 0, "unknown op (exec, write, read, list, destroy)");
+	err_setk(&e, ERR_INPUT, 0, "unknown op (exec, write, read, list, stat, remove, mkdir, upload, download, lease, destroy)");
 answer:
 	/* A failed answer (the caller gone) leaves nothing to say to anyone. */
 	if (rc < 0)
@@ -519,6 +547,7 @@ static int parse_options(int argc, char **argv, struct keeper_options *o)
 		"  0  destroyed by a destroy call\n"
 		" 10  the lease ended\n"
 		" 11  the sandbox could not be created (the error went to the ready fd)\n"
+		" 12  no call came for the idle timeout\n"
 		"  2  usage error",
 	    .max_operands = 0,
 	};
@@ -572,11 +601,21 @@ int cmd_sandbox_keeper(int argc, char **argv)
 	if (r < 0) /* the spawner is gone or gave up: nobody will ever call */
 		end(&k, KEEPER_EXIT_CREATE);
 
+	int status = KEEPER_EXIT_LEASE;
 	while (!k.destroy_asked) {
+		/* Two clocks: the lease, and (when asked for) the time since
+		 * the last call ended; a running exec is a call, so a command
+		 * is never idle. */
 		uint64_t now = monotonic_ms();
+		uint64_t idle_end = k.idle_ms ? k.last_call_ms + k.idle_ms : UINT64_MAX;
 		if (now >= k.lease_end_ms)
 			break;
-		uint64_t left = k.lease_end_ms - now;
+		if (now >= idle_end) {
+			status = KEEPER_EXIT_IDLE;
+			break;
+		}
+		uint64_t end = idle_end < k.lease_end_ms ? idle_end : k.lease_end_ms;
+		uint64_t left = end - now;
 		struct pollfd p = {.fd = k.listen_fd, .events = POLLIN};
 		int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
 		if (n <= 0)
@@ -586,9 +625,10 @@ int cmd_sandbox_keeper(int argc, char **argv)
 			continue; /* that caller's loss, not the sandbox's */
 		serve_call(&k, fd);
 		close(fd);
+		k.last_call_ms = monotonic_ms();
 	}
 	env_free(k.env, k.n_env);
 	xclose(k.dir_fd);
 	xclose(k.listen_fd);
-	end(&k, k.destroy_asked ? KEEPER_EXIT_DESTROYED : KEEPER_EXIT_LEASE);
+	end(&k, k.destroy_asked ? KEEPER_EXIT_DESTROYED : status);
 }

@@ -16,6 +16,7 @@
 #define KEEPER_EXIT_DESTROYED 0
 #define KEEPER_EXIT_LEASE     10
 #define KEEPER_EXIT_CREATE    11
+#define KEEPER_EXIT_IDLE      12
 
 #define SECRET_LEN     64
 #define ENV_MAX	       256	  /* variables of the create's env, and of an exec's */
@@ -38,10 +39,13 @@ struct keeper_options {
 
 struct keeper {
 	int64_t id;
+	const char *state_dir;
 	char secret[SECRET_LEN + 1];
 	unsigned vcpu;
 	uint64_t memory_bytes, disk_bytes;
 	uint64_t lease_end_ms; /* monotonic_ms() */
+	uint64_t idle_ms;      /* no call for this long ends the sandbox; 0: never */
+	uint64_t last_call_ms; /* monotonic_ms() at the end of the last call */
 	char **env;	       /* "NAME=VALUE" of the create, added to every exec's */
 	size_t n_env;
 	struct image_info img; /* the sandbox's system tree: lives as long as it */
@@ -65,6 +69,6 @@ int send_answer(int fd, json_t *answer, const void *data, size_t len, struct err
 /* The calls on files (keeper_files.c): one frame in, the answer out. */
 typedef int keeper_op(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
 		      struct err *e);
-keeper_op op_write, op_read, op_list;
+keeper_op op_write, op_read, op_list, op_stat, op_remove, op_mkdir, op_upload, op_download;
 
 #endif

@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "grade/unpriv.h"
 #include "service/jsonreq.h"
+#include "service/pack.h"
 #include "service/keeper.h"
 #include "util.h"
 
@@ -44,24 +47,51 @@ int op_write(struct keeper *k, int fd, const json_t *head, const void *data, siz
 			   0, e);
 }
 
-/* What list() says of rel's own entry in its parent directory: found or
- * not (a path not listed is left to get(), which says why). */
-static bool stat_entry(struct keeper *k, const char *rel, struct sandbox_dirent *ret)
+static const char *type_name(char t)
+{
+	switch (t) {
+	case 'f': return "file";
+	case 'd': return "dir";
+	case 'l': return "link";
+	default: return "other";
+	}
+}
+
+/* What list() says of `path`'s own entry in its parent directory: found or
+ * not (a path not listed is left to get(), which says why).  Sandbox paths
+ * are listed, not tree paths: /grader/x's parent is /grader.  A top of the
+ * tree (/work, /grader) has no listed parent: a directory when it lists. */
+static bool stat_entry(struct keeper *k, const char *path, struct sandbox_dirent *ret)
 {
 	char parent[PATH_MAX];
 	struct sandbox_dirent *v = NULL;
-	size_t n = 0;
+	size_t n = 0, len = strlen(path);
 	struct err ignored;
-	const char *slash = strrchr(rel, '/');
 	bool found = false;
 
-	if (!slash || !k->ops->list)
+	if (!k->ops->list || len >= sizeof(parent))
 		return false;
-	snprintf(parent, sizeof(parent), "/%.*s", (int)(slash - rel), rel);
-	if (k->ops->list(k->sb, parent, &v, &n, &ignored) < 0)
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	snprintf(parent, sizeof(parent), "%.*s", (int)len, path);
+	char *slash = strrchr(parent, '/');
+	const char *name = slash ? slash + 1 : parent;
+	if (slash == parent) {
+		/* A top: it is there if it lists. */
+		if (k->ops->list(k->sb, parent, &v, &n, &ignored) < 0)
+			return false;
+		free(v);
+		*ret = (struct sandbox_dirent){.type = 'd', .mode = 0755};
+		snprintf(ret->name, sizeof(ret->name), "%s", name);
+		return true;
+	}
+	if (slash)
+		*slash = '\0';
+	const char *dir = slash ? parent : "/work"; /* "a" is /work/a */
+	if (k->ops->list(k->sb, dir, &v, &n, &ignored) < 0)
 		return false;
 	for (size_t i = 0; i < n && !found; i++)
-		if (strcmp(v[i].name, slash + 1) == 0) {
+		if (strcmp(v[i].name, name) == 0) {
 			*ret = v[i];
 			found = true;
 		}
@@ -88,7 +118,7 @@ int op_read(struct keeper *k, int fd, const json_t *head, const void *data, size
 	/* Refused before anything is copied: a directory (the top of the tree
 	 * is one) and a file past the cap.  The sandbox runs nothing between
 	 * calls, so what the listing says still holds for the get. */
-	bool known = stat_entry(k, rel, &ent);
+	bool known = stat_entry(k, path, &ent);
 	if (!strchr(rel, '/') || (known && ent.type == 'd'))
 		return err_setk(e, ERR_INPUT, 0, "'%s' is a directory", path);
 	if (known && ent.type != 'f')
@@ -131,8 +161,6 @@ int op_list(struct keeper *k, int fd, const json_t *head, const void *data, size
 	    struct err *e)
 {
 	static const char *const members[] = {"op", "secret", "path", NULL};
-	static const char *const types[] = {
-	    ['f'] = "file", ['d'] = "dir", ['l'] = "link", ['o'] = "other"};
 	char rel[PATH_MAX];
 	struct sandbox_dirent *v = NULL;
 	size_t n = 0;
@@ -158,10 +186,8 @@ int op_list(struct keeper *k, int fd, const json_t *head, const void *data, size
 		json_array_append_new(
 		    entries,
 		    json_pack("{s:s,s:s,s:I,s:i,s:I}", "name", v[i].name, "type",
-			      types[(unsigned char)v[i].type] ? types[(unsigned char)v[i].type]
-							      : "other",
-			      "size", (json_int_t)v[i].size, "mode", (int)v[i].mode, "mtime_ms",
-			      (json_int_t)v[i].mtime_ms));
+			      type_name(v[i].type), "size", (json_int_t)v[i].size, "mode",
+			      (int)v[i].mode, "mtime_ms", (json_int_t)v[i].mtime_ms));
 	}
 	free(v);
 	return send_answer(fd,
@@ -169,4 +195,218 @@ int op_list(struct keeper *k, int fd, const json_t *head, const void *data, size
 					       "truncated", r == 1)
 				   : NULL,
 			   NULL, 0, e);
+}
+
+/* The members of a call on one path, and no data. */
+static int path_call(const json_t *head, const char *const *members, size_t len,
+		     const char **path, char *rel, size_t rel_len, struct err *e)
+{
+	if (jsonreq_only(head, members, e) < 0 || member_path(head, path, rel, rel_len, e) < 0)
+		return -1;
+	if (len > 0)
+		return err_setk(e, ERR_INPUT, 0, "this call takes no data");
+	return 0;
+}
+
+int op_stat(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+	    struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", NULL};
+	char rel[PATH_MAX];
+	struct sandbox_dirent ent;
+	const char *path;
+
+	(void)data;
+	if (path_call(head, members, len, &path, rel, sizeof(rel), e) < 0)
+		return -1;
+	if (!stat_entry(k, path, &ent))
+		return send_answer(fd, json_pack("{s:s,s:b}", "path", path, "exists", 0), NULL, 0,
+				   e);
+	return send_answer(fd,
+			   json_pack("{s:s,s:b,s:s,s:I,s:i,s:I}", "path", path, "exists", 1,
+				     "type", type_name(ent.type), "size", (json_int_t)ent.size,
+				     "mode", (int)ent.mode, "mtime_ms", (json_int_t)ent.mtime_ms),
+			   NULL, 0, e);
+}
+
+int op_remove(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+	      struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", "recursive", NULL};
+	char rel[PATH_MAX];
+	const char *path;
+	bool recursive = false;
+
+	(void)data;
+	if (path_call(head, members, len, &path, rel, sizeof(rel), e) < 0 ||
+	    jsonreq_bool(head, "recursive", false, &recursive, e) < 0)
+		return -1;
+	if (!k->ops->remove)
+		return err_setk(e, ERR_UNAVAILABLE, 0, "the %s backend cannot remove a file",
+				k->ops->name);
+	if (k->ops->remove(k->sb, path, recursive, e) < 0)
+		return e->kind == ERR_USAGE ? err_classify(e, ERR_INPUT) : -1;
+	return send_answer(fd, json_pack("{s:s,s:b}", "path", path, "removed", 1), NULL, 0, e);
+}
+
+/* A fresh directory below k->dir for one transfer, its name in `name`. */
+static int temp_dir(struct keeper *k, char *name, size_t cap, char *host, size_t host_cap,
+		    struct err *e)
+{
+	if (temp_name(name, cap, "d-", e) < 0)
+		return -1;
+	if (mkdirat(k->dir_fd, name, 0700) < 0)
+		return err_set(e, errno, "mkdir '%s/%s'", k->dir, name);
+	snprintf(host, host_cap, "%s/%s", k->dir, name);
+	return 0;
+}
+
+/* make_dir: the directory and its parents, the program's (0755); one that
+ * is there already is fine, a file in the way is ERR_INPUT.  An empty
+ * directory put there is the put rule's own mkdir -p. */
+int op_mkdir(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+	     struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", NULL};
+	char rel[PATH_MAX], name[64], host[PATH_MAX + 64];
+	const char *path;
+
+	(void)data;
+	if (path_call(head, members, len, &path, rel, sizeof(rel), e) < 0 ||
+	    temp_dir(k, name, sizeof(name), host, sizeof(host), e) < 0)
+		return -1;
+	int rc = sandbox_put(k->sb, host, path, 0, e);
+	unlinkat(k->dir_fd, name, AT_REMOVEDIR);
+	if (rc < 0)
+		return e->kind == ERR_USAGE ? err_classify(e, ERR_INPUT) : -1;
+	return send_answer(fd, json_pack("{s:s}", "path", path), NULL, 0, e);
+}
+
+/* The most entries an upload may hold: as a submission's intake counts
+ * them, before anything is written. */
+#define UPLOAD_ENTRIES_MAX 100000
+/* The unpacking helper's time. */
+#define UPLOAD_HELPER_S 120
+
+/*
+ * upload: the data is a tar (plain or gzip'd) or zip archive, unpacked at
+ * `path` (a directory, made with its parents; what is there stays unless
+ * a file of the archive replaces it).  The archive is parsed where
+ * submissions are: proctor-helper's intake (grade/intake.c), as the
+ * sandbox's own uid in its helper cgroup, never as root here.  It takes
+ * the archive as is: only regular files and directories, names checked,
+ * every link, device, FIFO, absolute name and ".." refusing the whole
+ * archive, and at most the sandbox's disk expanded (a bomb stops there).
+ * Then the tree goes in by the put rule.  A refused archive changes
+ * nothing in the sandbox.
+ */
+int op_upload(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+	      struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", NULL};
+	char rel[PATH_MAX], name[64], host[PATH_MAX + 64], helper[PATH_MAX], slots[PATH_MAX];
+	const char *path, *reason = "";
+	json_t *req = NULL, *ans = NULL;
+	char *text = NULL;
+	int rejected = 1, rc = -1;
+	struct err herr;
+
+	if (jsonreq_only(head, members, e) < 0 || member_path(head, &path, rel, sizeof(rel), e) < 0)
+		return -1;
+	if (own_program("proctor-helper", X_OK, helper, sizeof(helper), e) < 0)
+		return err_wrap(e, "unpack the archive");
+	_cleanup_close_ int mfd = memfd_create("proctor-upload", MFD_CLOEXEC);
+	if (mfd < 0 || write_all(mfd, data, len) < 0 || lseek(mfd, 0, SEEK_SET) < 0)
+		return err_set(e, errno, "hold the archive");
+	if (temp_dir(k, name, sizeof(name), host, sizeof(host), e) < 0)
+		return -1;
+	_cleanup_close_ int dest = openat(k->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	req = json_pack("{s:[], s:[], s:I, s:I, s:I, s:b}", "globs", "required", "max_bytes",
+			(json_int_t)k->disk_bytes, "max_entries", (json_int_t)UPLOAD_ENTRIES_MAX,
+			"max_expanded", (json_int_t)k->disk_bytes, "as_is", 1);
+	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	snprintf(slots, sizeof(slots), "%s/slots", k->state_dir);
+	struct unpriv_call call = {.helper = helper,
+				   .argv = (char *[]){(char *)"intake", NULL},
+				   .uid = k->sb->untrusted_uid,
+				   .stdin_fd = -1,
+				   .input = text,
+				   .fd3 = dest,
+				   .fd4 = mfd,
+				   .timeout_s = UPLOAD_HELPER_S,
+				   .hide_dir = slots};
+	int hr = 0;
+	if (dest < 0 || !text || fchown(dest, k->sb->untrusted_uid, k->sb->untrusted_uid) < 0)
+		err_set(e, errno ? errno : ENOMEM, "prepare '%s'", host);
+	else if ((hr = unpriv_run(&call, &ans, &herr)) > 0)
+		err_setk(e, ERR_INPUT, 0, "the archive cannot be read: %s", herr.msg);
+	else if (hr < 0)
+		err_set(e, 0, "the unpacking helper: %s", herr.msg);
+	else if (json_unpack(ans, "{s:b, s:s}", "rejected", &rejected, "reason", &reason) < 0)
+		err_set(e, 0, "the unpacking helper answered garbage");
+	else if (rejected)
+		err_setk(e, ERR_INPUT, 0, "the archive is refused: %s", reason);
+	else if (sandbox_put(k->sb, host, path, 0, e) < 0)
+		rc = e->kind == ERR_USAGE ? err_classify(e, ERR_INPUT) : -1;
+	else
+		rc = send_answer(
+		    fd,
+		    json_pack("{s:s,s:I,s:I}", "path", path, "files",
+			      (json_int_t)json_array_size(json_object_get(ans, "taken")), "bytes",
+			      json_integer_value(json_object_get(ans, "bytes_taken"))),
+		    NULL, 0, e);
+	struct err ignored;
+	rm_tree_at(k->dir_fd, name, &ignored);
+	json_decref(ans);
+	json_decref(req);
+	free(text);
+	return rc;
+}
+
+/*
+ * download: the directory at `path` as one gzip'd tar (pack_path(): sorted
+ * names, regular files and directories, modes 0644 or 0755), taken out by
+ * the backend's get (links and special files left out, at most the disk's
+ * size).  A file is ERR_INPUT: read takes one file.
+ */
+int op_download(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", NULL};
+	char rel[PATH_MAX], name[64], host[PATH_MAX + 64];
+	struct sandbox_dirent ent;
+	const char *path;
+	void *tar = NULL;
+	size_t n = 0;
+
+	(void)data;
+	if (path_call(head, members, len, &path, rel, sizeof(rel), e) < 0)
+		return -1;
+	if (stat_entry(k, path, &ent) && ent.type != 'd')
+		return err_setk(e, ERR_INPUT, 0,
+				"'%s' is not a directory (a download takes a directory; read "
+				"takes a file)",
+				path);
+	if (temp_name(name, sizeof(name), "g-", e) < 0)
+		return -1;
+	snprintf(host, sizeof(host), "%s/%s", k->dir, name);
+	int rc = sandbox_get(k->sb, path, host, e);
+	if (rc < 0 && e->kind == ERR_USAGE)
+		err_classify(e, ERR_INPUT);
+	struct stat st;
+	if (rc == 0 && (fstatat(k->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			!S_ISDIR(st.st_mode)))
+		rc = err_setk(e, ERR_INPUT, 0, "'%s' is not a directory", path);
+	/* The archive of a full disk is a little larger than the files. */
+	uint64_t max = k->disk_bytes + k->disk_bytes / 8 + (1u << 20);
+	if (rc == 0 && (rc = pack_path(host, max, &tar, &n, e)) < 0)
+		err_classify(e, ERR_INTERNAL);
+	struct err ignored;
+	rm_tree_at(k->dir_fd, name, &ignored);
+	unlinkat(k->dir_fd, name, 0);
+	if (rc == 0)
+		rc = send_answer(fd, json_pack("{s:s,s:I}", "path", path, "size", (json_int_t)n),
+				 tar, n, e);
+	free(tar);
+	return rc;
 }

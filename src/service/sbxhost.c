@@ -243,6 +243,10 @@ static const char *end_state(int status, const char **reason)
 		*reason = "it could not be created";
 		return "failed";
 	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 12) {
+		*reason = "the idle timeout passed with no request";
+		return "expired";
+	}
 	*reason = WIFSIGNALED(status) ? "its keeper was killed" : "its keeper failed";
 	return "lost";
 }

@@ -1620,6 +1620,22 @@ static int sink_file(void *ctx, int fd, const char *host_path, const char *rel, 
 	return send_file(k->v, &k->pp, fd, host_path, rel, mode, k->flags, e);
 }
 
+/* sandbox_path_rel(), but the guest's tree has /work and /tmp only: a
+ * directory of the program's own at the top is the jail's for now. */
+static int vm_path_rel(const char *sandbox_path, char *rel, size_t len, struct err *e)
+{
+	size_t n = strlen(SANDBOX_TREE_ROOT);
+
+	if (sandbox_path_rel(sandbox_path, rel, len, e) < 0)
+		return -1;
+	if (strncmp(rel, SANDBOX_TREE_ROOT "/", n + 1) == 0)
+		return err_setk(e, ERR_UNAVAILABLE, 0,
+				"sandbox path '%s': a microVM's writable tree is /work and /tmp "
+				"(other top-level directories are the jail's)",
+				sandbox_path);
+	return 0;
+}
+
 static int vm_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
 		  unsigned flags, struct err *e)
 {
@@ -1631,7 +1647,7 @@ static int vm_put(struct sandbox *sb, const char *host_path, const char *sandbox
 
 	if (v->dead)
 		return err_set(e, 0, "microVM: the VM is gone");
-	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
+	if (vm_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
 	if (tree_put(host_path, rel, &sink, e) == 0)
 		return pipe_drain(v, &k.pp, e) < 0 ? err_wrap(e, "put '%s'", host_path) : 0;
@@ -1784,7 +1800,7 @@ static int vm_run(struct sandbox *sb, const struct run_spec *spec, struct run_re
 		if (pipe_drain(v, &pp, e) < 0)
 			return -1;
 	} else if (spec->stdin_path &&
-		   sandbox_path_rel(spec->stdin_path, stdin_rel, sizeof(stdin_rel), e) < 0)
+		   vm_path_rel(spec->stdin_path, stdin_rel, sizeof(stdin_rel), e) < 0)
 		return -1;
 	while (spec->argv[argc])
 		argc++;
@@ -1888,7 +1904,7 @@ static int vm_get(struct sandbox *sb, const char *sandbox_path, const char *host
 
 	if (v->dead)
 		return err_set(e, 0, "microVM: the VM is gone");
-	if (sandbox_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
+	if (vm_path_rel(sandbox_path, rel, sizeof(rel), e) < 0)
 		return -1;
 	pbuf_start(&v->ob, P_GET);
 	pbuf_str(&v->ob, rel);

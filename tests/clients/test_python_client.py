@@ -7,11 +7,17 @@ summary and, last, "N passed, N failed".
 """
 
 import os
+import gzip
+import hashlib
+import io
 import signal
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proctorserve import Server, run_suite  # noqa: E402
@@ -227,6 +233,186 @@ class ExecEdgeTests(unittest.TestCase):
         self.assertFalse(t.is_alive())
         self.assertIsInstance(got.get("err"), NotFound, got)
         self.assertEqual(s.get_info()["state"], "deleted")
+
+
+class FileTreeTests(unittest.TestCase):
+    """Files anywhere outside the system's directories, trees as one tar."""
+
+    def test_a_grading_loop_writes_where_it_likes_outside_the_system(self) -> None:
+        with sbx() as s:
+            s.files.write("/workspace/submission/solution.py", "def add(a, b):\n    return a + b\n")
+            s.files.write("/grader/test_hidden.py",
+                          "import sys\nsys.path.insert(0, '/workspace/submission')\n"
+                          "import solution\nassert solution.add(2, 3) == 5\n"
+                          "open('/workspace/report.txt', 'w').write('passed')\n")
+            r = s.exec(["python3", "/grader/test_hidden.py"], cwd="/workspace/submission")
+            self.assertEqual((r.status, r.exit_code), ("ok", 0), r.stderr)
+            self.assertEqual(s.files.read("/workspace/report.txt"), b"passed")
+            self.assertEqual({e.name for e in s.files.list("/workspace")},
+                             {"submission", "report.txt"})
+            # The program sees its own directories, and the system's read-only.
+            r = s.exec("ls -d /workspace /grader && touch /usr/x /etc/x /newtop 2>&1; true")
+            self.assertIn("/grader\n/workspace\n", r.stdout)
+            self.assertEqual(r.stdout.count("Read-only file system")
+                             + r.stdout.count("Permission denied"), 3, r.stdout)
+            for bad in ("/usr/lib/x.py", "/etc/passwd", "/lib64/x", "/proc/1/x", "/",
+                        "/var/x", "/grader/../etc/x"):
+                with self.assertRaises(InvalidInput, msg=bad):
+                    s.files.write(bad, "x")
+            # A top-level directory made after the sandbox ran something is
+            # there in the next command too.
+            s.files.write("/autograder/source/run", "#!/bin/sh\necho graded\n", executable=True)
+            self.assertEqual(s.exec(["/autograder/source/run"]).stdout, "graded\n")
+
+    def test_upload_and_download_a_tree_as_one_stream(self) -> None:
+        with tempfile.TemporaryDirectory() as d, sbx() as s:
+            src = os.path.join(d, "src")
+            os.makedirs(os.path.join(src, "pkg", "deep", "er"))
+            os.makedirs(os.path.join(src, "empty"))
+            with open(os.path.join(src, "main.py"), "w") as f:
+                f.write("print('main')\n")
+            with open(os.path.join(src, "pkg", "deep", "er", "data.bin"), "wb") as f:
+                f.write(os.urandom(3 << 20))  # 3 MiB, past any small threshold
+            with open(os.path.join(src, "run.sh"), "w") as f:
+                f.write("#!/bin/sh\necho ran\n")
+            os.chmod(os.path.join(src, "run.sh"), 0o755)
+            self.assertEqual(s.files.upload(src, "/workspace/sub"), 3)
+            self.assertEqual(s.exec(["./run.sh"], cwd="/workspace/sub").stdout, "ran\n")
+            r = s.exec("cd /workspace/sub && sha256sum pkg/deep/er/data.bin && ls -a empty")
+            with open(os.path.join(src, "pkg", "deep", "er", "data.bin"), "rb") as f:
+                want = hashlib.sha256(f.read()).hexdigest()
+            self.assertIn(want, r.stdout)
+            # A second upload into the same directory adds to it.
+            os.remove(os.path.join(src, "main.py"))
+            with open(os.path.join(src, "more.txt"), "w") as f:
+                f.write("more")
+            s.files.upload(src, "/workspace/sub")
+            self.assertTrue(s.files.exists("/workspace/sub/main.py"))
+            # Download: the same bytes and modes; what the program made too.
+            s.exec("echo out > /workspace/sub/made.txt && ln -s /etc/passwd /workspace/sub/link")
+            dst = os.path.join(d, "back")
+            self.assertEqual(s.files.download("/workspace/sub", dst), 5)
+            with open(os.path.join(dst, "pkg", "deep", "er", "data.bin"), "rb") as f:
+                self.assertEqual(hashlib.sha256(f.read()).hexdigest(), want)
+            self.assertTrue(os.access(os.path.join(dst, "run.sh"), os.X_OK))
+            self.assertFalse(os.path.lexists(os.path.join(dst, "link")))
+            with open(os.path.join(dst, "made.txt")) as f:
+                self.assertEqual(f.read(), "out\n")
+            with self.assertRaises(InvalidInput):
+                s.files.download("/workspace/sub/made.txt", dst)
+            with self.assertRaises(NotFound):
+                s.files.download("/workspace/nothing", dst)
+
+    def _put_raw(self, s: Sandbox, data: bytes, path: str = "/workspace/x") -> None:
+        s._c.call("PUT", s._path("/archive"), query={"path": path}, raw=data,
+                  raw_type="application/x-tar")
+
+    def test_a_hostile_archive_is_refused_and_changes_nothing(self) -> None:
+        def tar_of(*members) -> bytes:
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as t:
+                for info, data in members:
+                    t.addfile(info, io.BytesIO(data) if data is not None else None)
+            return buf.getvalue()
+
+        def entry(name: str, kind=tarfile.REGTYPE, data: bytes = b"", link: str = ""):
+            i = tarfile.TarInfo(name)
+            i.type, i.size, i.linkname = kind, len(data) if kind == tarfile.REGTYPE else 0, link
+            return i, data if kind == tarfile.REGTYPE else None
+
+        with sbx(disk_mib=8) as s:
+            hostile = {
+                "symlink out": tar_of(entry("ok.txt", data=b"x"),
+                                      entry("evil", tarfile.SYMTYPE, link="/etc/passwd")),
+                "hard link": tar_of(entry("a", data=b"x"),
+                                    entry("b", tarfile.LNKTYPE, link="a")),
+                "dot dot": tar_of(entry("../../escape.txt", data=b"x")),
+                "absolute": tar_of(entry("/tmp/abs.txt", data=b"x")),
+                "fifo": tar_of(entry("pipe", tarfile.FIFOTYPE)),
+                "device": tar_of(entry("dev", tarfile.CHRTYPE)),
+                "not an archive": b"this is not a tar file at all" * 10,
+            }
+            for what, data in hostile.items():
+                with self.assertRaises(InvalidInput, msg=what):
+                    self._put_raw(s, data)
+            self.assertFalse(s.files.exists("/workspace/x"))
+            self.assertFalse(s.files.exists("/workspace/x/ok.txt"))
+            # A bomb: 64 MiB of zeros in a few KiB, against an 8 MiB disk.
+            raw = io.BytesIO()
+            with tarfile.open(fileobj=raw, mode="w") as t:
+                i = tarfile.TarInfo("zeros")
+                i.size = 64 << 20
+                t.addfile(i, io.BytesIO(bytes(64 << 20)))
+            bomb = gzip.compress(raw.getvalue())
+            self.assertLess(len(bomb), 1 << 20)
+            with self.assertRaises(InvalidInput):
+                self._put_raw(s, bomb)
+            self.assertFalse(s.files.exists("/workspace/x"))
+            # The sandbox still works, and nothing landed on the host.
+            self.assertEqual(s.exec(["true"]).status, "ok")
+            self.assertFalse(os.path.lexists("/escape.txt"))
+
+    def test_remove_make_dir_stat(self) -> None:
+        with sbx() as s:
+            s.files.make_dir("/workspace/a/b/c")
+            s.files.make_dir("/workspace/a/b/c")  # again: fine
+            st = s.files.stat("/workspace/a/b")
+            self.assertEqual((st.name, st.type), ("b", "dir"))
+            self.assertTrue(s.files.exists("/workspace"))
+            self.assertTrue(s.files.exists("/work"))
+            self.assertIsNone(s.files.stat("/workspace/nothing"))
+            s.files.write("/workspace/a/b/c/f.txt", "f")
+            self.assertEqual(s.files.stat("/workspace/a/b/c/f.txt").size, 1)
+            with self.assertRaises(InvalidInput):
+                s.files.make_dir("/workspace/a/b/c/f.txt/sub")
+            with self.assertRaises(InvalidInput):
+                s.files.remove("/workspace/a")  # not empty
+            # A link the program planted goes; its target stays.
+            s.exec(["ln", "-s", "/workspace/a/b/c/f.txt", "/work/link"])
+            self.assertEqual(s.files.stat("/work/link").type, "link")
+            s.files.remove("/work/link")
+            self.assertFalse(s.files.exists("/work/link"))
+            self.assertTrue(s.files.exists("/workspace/a/b/c/f.txt"))
+            # A link on the way is never followed.
+            s.exec(["ln", "-s", "/workspace/a", "/work/via"])
+            with self.assertRaises(InvalidInput):
+                s.files.remove("/work/via/b/c/f.txt")
+            s.files.remove("/workspace/a", recursive=True)
+            self.assertFalse(s.files.exists("/workspace/a"))
+            with self.assertRaises(NotFound):
+                s.files.remove("/workspace/a")
+            with self.assertRaises(InvalidInput):
+                s.files.remove("/work")
+
+
+class ClockTests(unittest.TestCase):
+    """The lease and the idle timeout, each its own clock."""
+
+    def test_set_timeout_shortens_and_extends_the_lease(self) -> None:
+        s = sbx(timeout_seconds=2)
+        s.set_timeout(300)
+        time.sleep(3)
+        self.assertEqual(s.get_info()["state"], "running")
+        s.set_timeout(1)
+        deadline = time.time() + 20
+        while s.get_info()["state"] == "running" and time.time() < deadline:
+            time.sleep(0.3)
+        self.assertEqual(s.get_info()["state"], "expired")
+        with self.assertRaises(NotFound):
+            s.set_timeout(10)
+
+    def test_idle_timeout_ends_a_sandbox_nobody_uses(self) -> None:
+        s = sbx(idle_timeout_seconds=2)
+        # A command longer than the idle timeout is not idleness.
+        r = s.exec(["sleep", "3"])
+        self.assertEqual(r.status, "ok")
+        self.assertEqual(s.exec(["true"]).status, "ok")
+        deadline = time.time() + 20
+        while s.get_info()["state"] == "running" and time.time() < deadline:
+            time.sleep(0.3)
+        info = s.get_info()
+        self.assertEqual(info["state"], "expired")
+        self.assertIn("idle", info.get("end_reason") or "")
 
 
 class CommandLineTests(unittest.TestCase):

@@ -215,14 +215,24 @@ static void test_sandbox_path_rel_maps_work_and_tmp(void **state)
 	expect_rel("/tmp/x", "tmp/x");
 	expect_rel("/work/.hidden/...", "work/.hidden/...");
 	expect_rel("tmp/x", "work/tmp/x"); /* relative is below /work */
+	/* A top-level directory of the program's own lives in the tree's root. */
+	expect_rel("/grader/t.py", "root/grader/t.py");
+	expect_rel("/workshop/x", "root/workshop/x");
+	expect_rel("/workspace/", "root/workspace");
+	expect_rel("//autograder/a", "root/autograder/a");
+	expect_rel("/library/x", "root/library/x"); /* not a lib* of the system's */
 }
 
 static void test_sandbox_path_rel_refuses_what_leaves_the_tree(void **state)
 {
 	(void)state;
-	expect_refused("/etc/passwd", "is not below /work or /tmp");
-	expect_refused("/workshop/x", "is not below /work or /tmp");
-	expect_refused("/", "is not below /work or /tmp");
+	expect_refused("/etc/passwd", "is in the system directory /etc, which is read-only");
+	expect_refused("/usr/bin/python3", "is in the system directory /usr, which is read-only");
+	expect_refused("/lib64/x", "is in the system directory /lib64, which is read-only");
+	expect_refused("/proc/1/environ", "is in the system directory /proc, which is read-only");
+	expect_refused("/var/x", "is in the system directory /var, which is read-only");
+	expect_refused("/", "is the system's root: name a file below /work, /tmp or a directory of your own");
+	expect_refused("/grader/../etc", "has a '.' or '..' component");
 	expect_refused("", "names no file");
 	expect_refused("..", "has a '.' or '..' component");
 	expect_refused("../etc", "has a '.' or '..' component");

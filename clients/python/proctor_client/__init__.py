@@ -8,8 +8,11 @@ its stable code.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
+import shutil
+import tarfile
 import time
 import urllib.error
 import urllib.parse
@@ -172,15 +175,18 @@ class _Client:
 
     def call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
              query: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None,
-             idempotency_key: Optional[str] = None) -> Any:
+             idempotency_key: Optional[str] = None, raw: Optional[bytes] = None,
+             raw_type: str = "application/octet-stream", want_bytes: bool = False) -> Any:
+        """One request: a JSON body (or `raw` bytes of `raw_type`); the JSON
+        answer (or its bytes with `want_bytes`)."""
         url = self.server + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
-        data = json.dumps(body).encode() if body is not None else None
+        data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(url, data=data, method=method)
         req.add_header("Authorization", "Bearer " + self.token)
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            req.add_header("Content-Type", raw_type if raw is not None else "application/json")
         if idempotency_key:
             req.add_header("Idempotency-Key", idempotency_key)
         try:
@@ -191,6 +197,8 @@ class _Client:
         except (urllib.error.URLError, OSError) as err:
             raise ConnectionFailed(0, "connection_failed",
                                    f"{method} {url}: {err}") from None
+        if want_bytes:
+            return text
         return json.loads(text) if text else None
 
 
@@ -208,7 +216,9 @@ def _error_of(err: urllib.error.HTTPError) -> ProctorError:
 
 
 class _Files:
-    """A sandbox's files: under /work and /tmp."""
+    """A sandbox's files: any absolute path outside the system directories
+    (/usr, /etc, /bin, /sbin, /lib*, /proc, /dev, /sys, /var, /run), relative
+    paths below /work."""
 
     def __init__(self, sbx: "Sandbox") -> None:
         self._sbx = sbx
@@ -239,28 +249,82 @@ class _Files:
         out.truncated = bool(r.get("truncated"))
         return out
 
+    def stat(self, path: str) -> Optional[FileEntry]:
+        """The entry at `path` (a link is described, never followed), or None
+        when nothing is there."""
+        r = self._sbx._c.call("GET", self._sbx._path("/stat"), query={"path": path})
+        if not r.get("exists"):
+            return None
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        return FileEntry(name, r["type"], int(r["size"]), int(r["mode"]), int(r["mtime_ms"]))
+
     def exists(self, path: str) -> bool:
-        try:
-            self.read(path)
-            return True
-        except NotFound:
-            return False
+        """Whether anything (a file, a directory, a link) is at `path`."""
+        return self.stat(path) is not None
+
+    def remove(self, path: str, recursive: bool = False) -> None:
+        """Remove a file, a link (not its target) or an empty directory; with
+        `recursive` a whole tree."""
+        self._sbx._c.call("DELETE", self._sbx._path("/files"),
+                          query={"path": path, "recursive": "true" if recursive else "false"})
+
+    def make_dir(self, path: str) -> None:
+        """Make a directory and its parents (one already there is fine)."""
+        self._sbx._c.call("POST", self._sbx._path("/dirs"), {"path": path})
 
     def upload(self, local_dir: str, remote_dir: str) -> int:
-        """Write every regular file under local_dir below remote_dir; returns
-        how many were written (modes' execute bits kept)."""
+        """Copy the tree local_dir to remote_dir (made with its parents) as
+        one tar stream; returns how many files went.  Regular files and
+        directories only (execute bits kept); a symlink or a special file
+        in local_dir is refused here, naming it, before anything is sent."""
+        buf = io.BytesIO()
         n = 0
-        for root, dirs, files in os.walk(local_dir):
-            dirs.sort()
-            for name in sorted(files):
-                src = os.path.join(root, name)
-                if not os.path.isfile(src) or os.path.islink(src):
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for root, dirs, files in os.walk(local_dir):
+                dirs.sort()
+                for name in sorted(dirs) + sorted(files):
+                    src = os.path.join(root, name)
+                    rel = os.path.relpath(src, local_dir).replace(os.sep, "/")
+                    if os.path.islink(src) or not (os.path.isfile(src) or os.path.isdir(src)):
+                        raise ValueError(f"upload: {src} is not a regular file or a "
+                                         "directory")
+                    info = tar.gettarinfo(src, arcname=rel)
+                    info.uid = info.gid = 0
+                    info.uname = info.gname = ""
+                    if info.isfile():
+                        n += 1
+                        with open(src, "rb") as f:
+                            tar.addfile(info, f)
+                    else:
+                        tar.addfile(info)
+        r = self._sbx._c.call("PUT", self._sbx._path("/archive"), query={"path": remote_dir},
+                              raw=buf.getvalue(), raw_type="application/gzip")
+        return int(r["files"])
+
+    def download(self, remote_dir: str, local_dir: str) -> int:
+        """Copy the tree remote_dir into local_dir (made if missing) as one
+        tar stream; returns how many files came.  Links and special files
+        in the sandbox are left out by the server."""
+        data = self._sbx._c.call("GET", self._sbx._path("/archive"),
+                                 query={"path": remote_dir}, want_bytes=True)
+        os.makedirs(local_dir, exist_ok=True)
+        n = 0
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            for m in tar.getmembers():
+                # The server sends names it checked; checked again here.
+                parts = m.name.split("/")
+                if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
+                    raise ProctorError(0, "bad_archive", f"download: entry {m.name!r}")
+                dst = os.path.join(local_dir, *[p for p in parts if p])
+                if m.isdir():
+                    os.makedirs(dst, exist_ok=True)
                     continue
-                rel = os.path.relpath(src, local_dir)
-                with open(src, "rb") as f:
-                    data = f.read()
-                self.write(remote_dir.rstrip("/") + "/" + rel.replace(os.sep, "/"), data,
-                           executable=os.access(src, os.X_OK))
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                src = tar.extractfile(m)
+                assert src is not None
+                with open(dst, "wb") as f:
+                    shutil.copyfileobj(src, f)
+                os.chmod(dst, 0o755 if m.mode & 0o111 else 0o644)
                 n += 1
         return n
 
@@ -285,6 +349,7 @@ class Sandbox:
                disk_mib: int = 256, network: str = "none", timeout_seconds: int = 300,
                labels: Optional[Mapping[str, str]] = None,
                env: Optional[Mapping[str, str]] = None, isolation: str = "jail",
+               idle_timeout_seconds: Optional[int] = None,
                server: Optional[str] = None, token: Optional[str] = None,
                retries: int = 3) -> "Sandbox":
         """Create a sandbox.  Retried only when no answer came, with the same
@@ -299,6 +364,8 @@ class Sandbox:
             body["labels"] = dict(labels)
         if env:
             body["env"] = dict(env)
+        if idle_timeout_seconds is not None:
+            body["idle_timeout_seconds"] = idle_timeout_seconds
         key = str(uuid.uuid4())
         for attempt in range(retries + 1):
             try:
@@ -333,6 +400,14 @@ class Sandbox:
         """State, labels, lease end, usage so far."""
         self._info = self._c.call("GET", self._path(""))
         return self._info
+
+    def set_timeout(self, seconds: int, idle_timeout_seconds: Optional[int] = None) -> None:
+        """End the lease `seconds` from now, longer or shorter than it was;
+        optionally set the idle timeout too (0: none)."""
+        body: Dict[str, Any] = {"timeout_seconds": seconds}
+        if idle_timeout_seconds is not None:
+            body["idle_timeout_seconds"] = idle_timeout_seconds
+        self._info = self._c.call("POST", self._path("/timeout"), body)
 
     def execs(self) -> List[Dict[str, Any]]:
         """Every command run in the sandbox, oldest first: argv, verdict,
