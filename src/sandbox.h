@@ -135,6 +135,15 @@ struct run_spec {
 	 * plus its idle time times the factor, so a sleep counts as long as
 	 * in the jail (docs/vm.md, "The slowdown factor"). */
 	double time_factor;
+	/* Optional (NULL: none): called with each piece of the program's
+	 * output as the supervisor reads it (stream 1 stdout, 2 stderr),
+	 * before it is kept in the result, for a caller that shows output as
+	 * it comes (the sandbox API's streamed exec).  It runs in the
+	 * supervisor's loop, so it must not block for long: limits are
+	 * checked between reads.  The jail calls it; the microVM backend does
+	 * not yet (the result holds everything all the same). */
+	void (*on_output)(void *ctx, int stream, const char *buf, size_t len);
+	void *on_output_ctx;
 };
 
 /* One entry of a directory of the writable tree (sandbox_ops.list). */

@@ -749,14 +749,17 @@ static char **build_env(char *const *extra, size_t count, const char *cwd)
 }
 
 /* Read what is available, at most `budget` chunks, so a flood cannot starve
- * the deadline checks.  Returns false at EOF. */
-static bool drain(int fd, struct capbuf *b, int budget)
+ * the deadline checks; each chunk also goes to spec->on_output (stream 1 or
+ * 2).  Returns false at EOF. */
+static bool drain(int fd, struct capbuf *b, int budget, const struct run_spec *spec, int stream)
 {
 	char buf[65536];
 
 	while (budget-- > 0) {
 		ssize_t n = read(fd, buf, sizeof(buf));
 		if (n > 0) {
+			if (spec->on_output)
+				spec->on_output(spec->on_output_ctx, stream, buf, (size_t)n);
 			capbuf_append(b, buf, (size_t)n);
 			continue;
 		}
@@ -927,9 +930,9 @@ static void supervise(struct jail *j, const struct run_spec *spec, int pidfd, in
 			cgroup_watch_fired(&j->cg);
 			check_budgets(j, &spec->limits, s);
 		}
-		if (p[0].revents && !drain(out_r, &res->out, 16))
+		if (p[0].revents && !drain(out_r, &res->out, 16, spec, 1))
 			p[0].fd = -1;
-		if (p[1].revents && !drain(err_r, &res->err, 16))
+		if (p[1].revents && !drain(err_r, &res->err, 16, spec, 2))
 			p[1].fd = -1;
 		if (p[2].revents) {
 			handle_msg(msg_r, s);
@@ -1228,9 +1231,9 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	bool out_open = true, err_open = true;
 	while ((out_open || err_open) && now_ns() < drain_end) {
 		if (out_open)
-			out_open = drain(l.out_r, &res->out, 64);
+			out_open = drain(l.out_r, &res->out, 64, spec, 1);
 		if (err_open)
-			err_open = drain(l.err_r, &res->err, 64);
+			err_open = drain(l.err_r, &res->err, 64, spec, 2);
 	}
 
 	finish_result(j, spec, &s, res);

@@ -173,7 +173,7 @@ static _Thread_local uint64_t thread_used_ms;
 /* This thread's store connection.  One idle for a while is checked first
  * (a database restarted since would fail the request with a 500) and made
  * again if it broke. */
-static struct store *thread_store(struct api *a, struct err *e)
+struct store *api_thread_store(struct api *a, struct err *e)
 {
 	struct store *st = pthread_getspecific(a->key);
 	uint64_t now = now_ns() / 1000000;
@@ -233,7 +233,7 @@ static int authenticate(struct api *a, const struct http_request *rq, const stru
 		return answer_fail(rs, ERR_UNAUTHORIZED,
 				   "an Authorization: Bearer token is required"),
 		       -1;
-	struct store *st = thread_store(a, &e);
+	struct store *st = api_thread_store(a, &e);
 	if (!st)
 		return answer_fail(rs, ERR_UNAVAILABLE, "the store is not reachable: %s", e.msg),
 		       -1;
@@ -293,7 +293,7 @@ void api_handle(void *ctx, const struct http_request *rq, struct http_response *
 	c.who = r->scope == OPEN ? NULL : &gs->who;
 	c.hold = rq->state ? &gs->hold : NULL;
 	if (r->store != NO_STORE) {
-		c.st = thread_store(a, &e);
+		c.st = api_thread_store(a, &e);
 		c.store_error = e.msg;
 		if (!c.st && r->store == NEEDS_STORE) {
 			answer_fail(rs, ERR_UNAVAILABLE, "the store is not reachable: %s", e.msg);

@@ -20,6 +20,9 @@
 #define OUTPUT_DEFAULT	 (1u << 20)
 #define EXEC_FIRST_MS	 20 /* most execs answer within this: no suspension */
 #define EXEC_STEP_MAX_MS 50
+/* A streamed exec's keepalive line after this much quiet: below the idle
+ * limits of common proxies (nginx 60 s, cloud balancers 60 s and more). */
+#define KEEPALIVE_DEFAULT_MS 15000
 
 /* ---- exec ---- */
 
@@ -78,7 +81,7 @@ static bool hit(const json_t *hits, const char *name)
 /* Record an exec's end from the keeper's answer `doc` (NULL: no answer,
  * an error) with what the budget counts: the memory the sandbox holds for
  * the time the command ran. */
-static void record_exec(struct store *st, int64_t exec_id, const json_t *doc, int64_t memory_mib)
+void record_exec(struct store *st, int64_t exec_id, const json_t *doc, int64_t memory_mib)
 {
 	struct store_exec_result r = {.status = "error", .exit_code = -1};
 	struct err e;
@@ -134,7 +137,13 @@ static void finish_exec(struct call *c, int fd, int64_t sandbox_id, int64_t exec
 		store_sandbox_clear(&s);
 		return;
 	}
-	record_exec(c->st, exec_id, doc, memory_mib);
+	answer_json(c->rs, 200, exec_result(c->a, c->st, doc, exec_id, memory_mib));
+}
+
+json_t *exec_result(struct api *a, struct store *st, json_t *doc, int64_t exec_id,
+		    int64_t memory_mib)
+{
+	record_exec(st, exec_id, doc, memory_mib);
 	json_t *hits = json_object_get(doc, "limits_hit");
 	const char *limit = first_limit(hits);
 	json_object_set_new(doc, "exec_id", json_integer(exec_id));
@@ -146,8 +155,8 @@ static void finish_exec(struct call *c, int fd, int64_t sandbox_id, int64_t exec
 		      json_object_get(doc, "wall_ms"), "peak_memory_kib",
 		      json_object_get(doc, "peak_memory_kib"), "peak_pids",
 		      json_object_get(doc, "peak_pids")));
-	metrics_count(c->a->metrics, "sandbox_execs", 1);
-	answer_json(c->rs, 200, doc);
+	metrics_count(a->metrics, "sandbox_execs", 1);
+	return doc;
 }
 
 /* ---- execs whose client left ---- */
@@ -195,8 +204,14 @@ void sandbox_orphans_collect(struct store *st)
 		}
 		json_t *doc = NULL;
 		struct err e;
-		bool ok = sbx_recv(orphans[i].fd, &doc, NULL, NULL, 0, &e) == 0 &&
-			  sbx_error_of(doc, &e) == 0;
+		bool got = sbx_recv(orphans[i].fd, &doc, NULL, NULL, 4u << 20, &e) == 0;
+		if (got && json_object_get(doc, "output")) {
+			/* A streamed exec's output nobody reads any more. */
+			json_decref(doc);
+			i++;
+			continue;
+		}
+		bool ok = got && sbx_error_of(doc, &e) == 0;
 		record_exec(st, orphans[i].exec_id, ok ? doc : NULL, orphans[i].memory_mib);
 		json_decref(doc);
 		close(orphans[i].fd);
@@ -233,7 +248,7 @@ void post_sandbox_exec(struct call *c)
 	static const char *const allowed[] = {"argv",	     "command", "cwd",
 					      "env",	     "stdin",	"stdin_base64",
 					      "timeout_ms", "pids",	"max_output_bytes",
-					      NULL};
+					      "stream",     "keepalive_ms", NULL};
 	struct store_sandbox s = {0};
 	json_t *doc = NULL, *argv = NULL, *head = NULL;
 	const char *cwd = NULL, *stdin_text = NULL;
@@ -241,6 +256,8 @@ void post_sandbox_exec(struct call *c)
 	void *stdin_data = NULL;
 	size_t stdin_len = 0;
 	int64_t timeout = 60000, pids = 256, out_max = OUTPUT_DEFAULT, exec_id;
+	int64_t keepalive = KEEPALIVE_DEFAULT_MS;
+	bool stream = false;
 	int fd = -1;
 	struct err e;
 	int rc;
@@ -256,6 +273,8 @@ void post_sandbox_exec(struct call *c)
 	    jsonreq_int(doc, "timeout_ms", false, 1, EXEC_TIMEOUT_MS, &timeout, &e) < 0 ||
 	    jsonreq_int(doc, "pids", false, 1, 4096, &pids, &e) < 0 ||
 	    jsonreq_int(doc, "max_output_bytes", false, 0, OUTPUT_MAX, &out_max, &e) < 0 ||
+	    jsonreq_bool(doc, "stream", false, &stream, &e) < 0 ||
+	    jsonreq_int(doc, "keepalive_ms", false, 100, 60000, &keepalive, &e) < 0 ||
 	    string_map(doc, "env", &env, &e) < 0 ||
 	    (json_object_get(doc, "stdin") && !json_is_string(json_object_get(doc, "stdin")) &&
 	     err_setk(&e, ERR_INPUT, 0, "'stdin' must be a string (any text)") < 0) ||
@@ -287,6 +306,10 @@ void post_sandbox_exec(struct call *c)
 			 "timeout_ms", (json_int_t)timeout, "pids", (json_int_t)pids,
 			 "max_output_bytes", (json_int_t)out_max, "has_stdin",
 			 stdin_text || stdin_data);
+	/* Only a request that can wait suspended streams (a fuzzer's cannot). */
+	stream = stream && c->hold;
+	if (head && stream)
+		json_object_set_new(head, "stream", json_true());
 	const void *in = stdin_data ? stdin_data : stdin_text;
 	size_t in_len = stdin_data	? stdin_len
 			: stdin_text	? json_string_length(json_object_get(doc, "stdin"))
@@ -298,6 +321,12 @@ void post_sandbox_exec(struct call *c)
 			keeper_refusal(fd, &e);
 		record_exec(c->st, exec_id, NULL, s.memory_mib);
 		answer_keeper_failure(c, &s, &e);
+		goto out;
+	}
+	if (stream) {
+		exec_stream_start(c, fd, s.sandbox_id, exec_id, s.memory_mib,
+				  (unsigned)keepalive);
+		fd = -1;
 		goto out;
 	}
 	struct pollfd p = {.fd = fd, .events = POLLIN};

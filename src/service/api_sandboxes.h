@@ -32,4 +32,15 @@ int keeper_call(const struct store_sandbox *s, json_t *head, const void *data, s
 /* After a send that failed: the keeper's own refusal, when it sent one. */
 void keeper_refusal(int fd, struct err *e);
 
+/* Record an exec's end from the keeper's answer `doc` (NULL: none came). */
+void record_exec(struct store *st, int64_t exec_id, const json_t *doc, int64_t memory_mib);
+/* The keeper's answer `doc` to an exec, recorded and made the API's answer
+ * (doc itself: exec_id, timed_out, limit and usage added). */
+json_t *exec_result(struct api *a, struct store *st, json_t *doc, int64_t exec_id,
+		    int64_t memory_mib);
+/* An exec whose output streams (api_sandbox_stream.c): the answer becomes
+ * the NDJSON stream of docs/api.md over the keeper connection fd (taken). */
+void exec_stream_start(struct call *c, int fd, int64_t sandbox_id, int64_t exec_id,
+		       int64_t memory_mib, unsigned keepalive_ms);
+
 #endif

@@ -52,6 +52,10 @@ struct call_hold {
 	int64_t sandbox_id, exec_id, memory_mib;
 };
 
+/* The calling thread's store connection (api.c), for what runs on an HTTP
+ * thread outside a handler's call: a streamed answer's producer. */
+struct store *api_thread_store(struct api *a, struct err *e);
+
 /* One call of a handler. */
 struct call {
 	struct api *a;

@@ -66,9 +66,14 @@ int temp_name(char *buf, size_t cap, const char *prefix, struct err *e);
 /* Send `answer` (NULL: out of memory) and `data`, and drop the answer. */
 int send_answer(int fd, json_t *answer, const void *data, size_t len, struct err *e);
 
-/* The calls on files (keeper_files.c): one frame in, the answer out. */
+/* "NAME=VALUE" strings of the object obj[key] (absent or null: none)
+ * appended to *v; env_free() frees them. */
+int env_append(const json_t *obj, const char *key, char ***v, size_t *n, struct err *e);
+void env_free(char **v, size_t n);
+
+/* The calls (keeper_exec.c, keeper_files.c): one frame in, the answer out. */
 typedef int keeper_op(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
 		      struct err *e);
-keeper_op op_write, op_read, op_list, op_stat, op_remove, op_mkdir, op_upload, op_download;
+keeper_op op_exec, op_write, op_read, op_list, op_stat, op_remove, op_mkdir, op_upload, op_download;
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "capbuf.h"
+#include "dynbuf.h"
 #include "util.h"
 
 static void put_be32(unsigned char *p, uint32_t v)
@@ -55,10 +56,10 @@ static int recv_all(int fd, void *buf, size_t len, size_t *got)
 	return 0;
 }
 
-int sbx_send(int fd, const json_t *head, const void *data, size_t len, struct err *e)
+/* The prefix and head text of a frame (the text malloc'd). */
+static int encode_head(const json_t *head, size_t len, unsigned char prefix[SBX_PREFIX_LEN],
+		       char **ret_text, size_t *ret_hlen, struct err *e)
 {
-	unsigned char prefix[SBX_PREFIX_LEN];
-
 	if (!json_is_object(head))
 		return err_set(e, EINVAL, "sandbox frame: the head is not a JSON object");
 	char *text = json_dumps(head, JSON_COMPACT);
@@ -74,6 +75,19 @@ int sbx_send(int fd, const json_t *head, const void *data, size_t len, struct er
 	memcpy(prefix, SBX_MAGIC, 4);
 	put_be32(prefix + 4, (uint32_t)hlen);
 	put_be64(prefix + 8, (uint64_t)len);
+	*ret_text = text;
+	*ret_hlen = hlen;
+	return 0;
+}
+
+int sbx_send(int fd, const json_t *head, const void *data, size_t len, struct err *e)
+{
+	unsigned char prefix[SBX_PREFIX_LEN];
+	char *text;
+	size_t hlen;
+
+	if (encode_head(head, len, prefix, &text, &hlen, e) < 0)
+		return -1;
 	int rc = send_all(fd, prefix, sizeof(prefix));
 	if (rc == 0)
 		rc = send_all(fd, text, hlen);
@@ -82,6 +96,21 @@ int sbx_send(int fd, const json_t *head, const void *data, size_t len, struct er
 	int errnum = errno;
 	free(text);
 	return rc < 0 ? err_set(e, errnum, "sandbox frame: send") : 0;
+}
+
+int sbx_frame_add(struct dynbuf *b, const json_t *head, const void *data, size_t len,
+		  struct err *e)
+{
+	unsigned char prefix[SBX_PREFIX_LEN];
+	char *text;
+	size_t hlen;
+
+	if (encode_head(head, len, prefix, &text, &hlen, e) < 0)
+		return -1;
+	int rc = dynbuf_add(b, prefix, sizeof(prefix)) < 0 || dynbuf_add(b, text, hlen) < 0 ||
+		 (len > 0 && dynbuf_add(b, data, len) < 0);
+	free(text);
+	return rc ? err_set(e, ENOMEM, "sandbox frame: %zu bytes", len) : 0;
 }
 
 /* A read that came short: the peer closed, timed out, or failed. */

@@ -44,6 +44,11 @@ int sbx_send(int fd, const json_t *head, const void *data, size_t len, struct er
  * reference, *ret_data malloc'd (NULL when *ret_len is 0); all are
  * written only on success.  ret_data and ret_len may be NULL: the data
  * (none, with data_max 0) is then read and dropped. */
+/* The frame of head and data appended to b (a sender that cannot block
+ * sends it when it can). */
+struct dynbuf;
+int sbx_frame_add(struct dynbuf *b, const json_t *head, const void *data, size_t len,
+		  struct err *e);
 int sbx_recv(int fd, json_t **ret_head, void **ret_data, size_t *ret_len, size_t data_max,
 	     struct err *e);
 

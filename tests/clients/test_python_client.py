@@ -10,19 +10,22 @@ import os
 import gzip
 import hashlib
 import io
+import select
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proctorserve import Server, run_suite  # noqa: E402
-from proctor_client import (Capacity, ExecResult, InvalidInput, NotFound, Sandbox,  # noqa: E402
-                            Unauthorized)
+from proctor_client import (Capacity, ConnectionFailed, ExecResult, InvalidInput,  # noqa: E402
+                            NotFound, Sandbox, Unauthorized)
 
 PROCTOR = os.environ.get("PROCTOR", "proctor")
 SLOTS = 3
@@ -413,6 +416,123 @@ class ClockTests(unittest.TestCase):
         info = s.get_info()
         self.assertEqual(info["state"], "expired")
         self.assertIn("idle", info.get("end_reason") or "")
+
+
+class IdleProxy:
+    """A TCP proxy on loopback that cuts a connection after `idle` seconds
+    with no byte either way, as load balancers and reverse proxies do."""
+
+    def __init__(self, upstream: str, idle: float) -> None:
+        host, port = upstream.rsplit("//", 1)[1].split("/")[0].split(":")
+        self.upstream = (host, int(port))
+        self.idle = idle
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.cuts = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._pump, args=(c,), daemon=True).start()
+
+    def _pump(self, c: socket.socket) -> None:
+        u = socket.create_connection(self.upstream)
+        try:
+            while True:
+                r, _, _ = select.select([c, u], [], [], self.idle)
+                if not r:
+                    self.cuts += 1
+                    return
+                for a in r:
+                    data = a.recv(65536)
+                    if not data:
+                        return
+                    (u if a is c else c).sendall(data)
+        finally:
+            c.close()
+            u.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class StreamTests(unittest.TestCase):
+    """Output as it is produced, and keepalives through an idle proxy."""
+
+    def test_output_arrives_as_it_is_produced(self) -> None:
+        with sbx() as s:
+            got: list = []
+            t0 = time.time()
+            r = s.exec("echo first; sleep 1.5; echo second >&2; printf 'h\\303'; "
+                       "sleep 0.2; printf '\\251llo\\n'",
+                       on_stdout=lambda t: got.append(("out", t, time.time() - t0)),
+                       on_stderr=lambda t: got.append(("err", t, time.time() - t0)))
+            done = time.time() - t0
+            self.assertEqual(r.status, "ok")
+            # A character split across two writes reaches the callbacks whole.
+            self.assertEqual(r.stdout, "first\nh\u00e9llo\n")
+            self.assertEqual("".join(t for k, t, _ in got if k == "out"), r.stdout)
+            self.assertEqual("".join(t for k, t, _ in got if k == "err"), "second\n")
+            # "first" came a second and more before the command ended.
+            first = next(at for k, t, at in got if k == "out")
+            self.assertLess(first, done - 1.0, got)
+
+    def test_a_flood_streams_no_more_than_the_cap(self) -> None:
+        with sbx() as s:
+            n = [0]
+            r = s.exec("yes | head -c 5000000", max_output_bytes=100_000,
+                       on_stdout=lambda t: n.__setitem__(0, n[0] + len(t)))
+            self.assertEqual(r.status, "ok")
+            self.assertTrue(r.stdout_truncated)
+            self.assertEqual(n[0], 100_000)
+            self.assertEqual(r.stdout_bytes, 5_000_000)
+
+    def test_a_quiet_stream_outlives_an_idle_proxy(self) -> None:
+        proxy = IdleProxy(S.url, idle=1.0)
+        try:
+            with sbx() as s:
+                far = Sandbox.connect(s.id, server=proxy.url, token=S.tokens["cs101"])
+                seen: list = []
+                r = far.exec("sleep 3; echo done", on_stdout=seen.append, keepalive_ms=300)
+                self.assertEqual((r.status, r.stdout, "".join(seen)), ("ok", "done\n", "done\n"))
+                self.assertEqual(proxy.cuts, 0)
+                # Without a stream the same wait is cut by the proxy.
+                with self.assertRaises(ConnectionFailed):
+                    far.exec("sleep 3; echo done")
+                self.assertGreaterEqual(proxy.cuts, 1)
+                # ...and that command still ran to its end, on record.
+                deadline = time.time() + 20
+                while time.time() < deadline:
+                    last = s.execs()[-1]
+                    if last["state"] == "done":
+                        break
+                    time.sleep(0.3)
+                self.assertEqual((last["state"], last["status"]), ("done", "ok"))
+        finally:
+            proxy.close()
+
+    def test_a_stream_of_an_ended_sandbox_says_why(self) -> None:
+        s = sbx()
+        errors: list = []
+
+        def kill_soon() -> None:
+            time.sleep(1.0)
+            try:
+                Sandbox.connect(s.id, server=S.url, token=S.tokens["cs101"]).kill()
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threading.Thread(target=kill_soon).start()
+        with self.assertRaises(NotFound) as cm:
+            s.exec("echo up; sleep 30", on_stdout=lambda t: None)
+        self.assertIn("deleted", cm.exception.message)
+        self.assertEqual(errors, [])
 
 
 class CommandLineTests(unittest.TestCase):

@@ -19,7 +19,8 @@ import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+import codecs
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 __all__ = [
     "Sandbox",
@@ -200,6 +201,34 @@ class _Client:
         if want_bytes:
             return text
         return json.loads(text) if text else None
+
+    def stream(self, method: str, path: str, body: Dict[str, Any],
+               read_timeout: float) -> Iterator[Dict[str, Any]]:
+        """One request whose answer is JSON lines: each line, as it comes.
+        `read_timeout` bounds the quiet between two lines (the server sends
+        keepalives well within it)."""
+        url = self.server + path
+        req = urllib.request.Request(url, data=json.dumps(body).encode(), method=method)
+        req.add_header("Authorization", "Bearer " + self.token)
+        req.add_header("Content-Type", "application/json")
+        try:
+            r = urllib.request.urlopen(req, timeout=read_timeout)
+        except urllib.error.HTTPError as err:
+            raise _error_of(err) from None
+        except (urllib.error.URLError, OSError) as err:
+            raise ConnectionFailed(0, "connection_failed", f"{method} {url}: {err}") from None
+        with r:
+            while True:
+                try:
+                    line = r.readline()
+                except OSError as err:
+                    raise ConnectionFailed(0, "connection_failed",
+                                           f"{method} {url}: the stream broke: {err}") from None
+                if not line:
+                    raise ConnectionFailed(0, "connection_failed",
+                                           f"{method} {url}: the stream ended with no result")
+                if line.strip():
+                    yield json.loads(line)
 
 
 def _error_of(err: urllib.error.HTTPError) -> ProctorError:
@@ -441,13 +470,22 @@ class Sandbox:
     def exec(self, cmd: Union[Sequence[str], str], *, cwd: Optional[str] = None,
              env: Optional[Mapping[str, str]] = None, stdin: Union[bytes, str, None] = None,
              timeout_ms: int = 60_000, pids: Optional[int] = None,
-             max_output_bytes: Optional[int] = None) -> ExecResult:
+             max_output_bytes: Optional[int] = None,
+             on_stdout: Optional[Callable[[str], None]] = None,
+             on_stderr: Optional[Callable[[str], None]] = None,
+             keepalive_ms: Optional[int] = None) -> ExecResult:
         """Run one command and wait for its verdict.
 
         `cmd` is an argv list (what grading loops should use: a file name a
         student chose cannot inject shell syntax) or one string run as
         `sh -c`.  A command past `timeout_ms` is killed with everything it
-        started, and the result says `timed_out`."""
+        started, and the result says `timed_out`.
+
+        With `on_stdout` / `on_stderr` the output also goes to them as it is
+        produced (text, decoded as UTF-8 across pieces, up to
+        `max_output_bytes` of each stream); the server sends a keepalive
+        after `keepalive_ms` of quiet (default 15 s) so that proxies keep a
+        quiet command's connection open.  The result is the same either way."""
         body: Dict[str, Any] = {"timeout_ms": timeout_ms}
         if isinstance(cmd, str):
             body["command"] = cmd
@@ -464,9 +502,34 @@ class Sandbox:
             body["pids"] = pids
         if max_output_bytes is not None:
             body["max_output_bytes"] = max_output_bytes
-        r = self._c.call("POST", self._path("/exec"), body,
-                         timeout=timeout_ms / 1000 + 60)
-        return ExecResult._from(r)
+        if on_stdout is None and on_stderr is None:
+            r = self._c.call("POST", self._path("/exec"), body,
+                             timeout=timeout_ms / 1000 + 60)
+            return ExecResult._from(r)
+        body["stream"] = True
+        if keepalive_ms is not None:
+            body["keepalive_ms"] = keepalive_ms
+        quiet = (keepalive_ms or 15_000) / 1000
+        sinks = {"stdout": on_stdout, "stderr": on_stderr}
+        decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in sinks}
+        for line in self._c.stream("POST", self._path("/exec"), body,
+                                   read_timeout=max(30.0, 3 * quiet)):
+            kind = line.get("type")
+            if kind in sinks:
+                text = decoders[kind].decode(base64.b64decode(line.get("data_base64", "")))
+                if text and sinks[kind]:
+                    sinks[kind](text)
+            elif kind == "result":
+                for k, d in decoders.items():
+                    rest = d.decode(b"", final=True)
+                    if rest and sinks[k]:
+                        sinks[k](rest)
+                return ExecResult._from(line["result"])
+            elif kind == "error":
+                err = line.get("error") or {}
+                code = err.get("code", "unknown")
+                raise _BY_CODE.get(code, ProctorError)(0, code, err.get("message", ""))
+        raise AssertionError("unreachable")
 
     # ---- helpers ----
 
