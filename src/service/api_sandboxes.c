@@ -135,14 +135,60 @@ int within_budget(struct call *c)
 	return 0;
 }
 
+/* The course's template `pin` (name or name@N) into *t; else an answer
+ * (422 for a malformed pin, 404 for none) and -1. */
+static int find_template(struct call *c, const char *pin, struct store_template *t)
+{
+	char name[STORE_TEMPLATE_NAME_MAX + 1];
+	int version, rc;
+	struct err e;
+
+	if (template_parse_pin(pin, name, sizeof(name), &version) < 0)
+		return answer_fail(c->rs, ERR_INPUT,
+				   "'template': '%.80s' is not a template (name or name@N)", pin),
+		       -1;
+	if ((rc = store_template_get(c->st, c->who->course_id, name, version, 0, t, &e)) < 0)
+		return answer_store(c->rs, rc, &e), -1;
+	return 0;
+}
+
+/* Put template t's tree into the new sandbox `id` (its keeper's restore);
+ * else the sandbox ends `failed`, an answer and -1. */
+static int restore_template(struct call *c, int64_t id, const struct store_template *t)
+{
+	struct store_sandbox s = {0};
+	json_t *head = json_pack("{s:s}", "op", "restore"), *answer = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	struct err e, e2;
+	int rc = store_sandbox_get(c->st, id, &s, &e);
+
+	if (rc == 0)
+		rc = store_blob_get(c->st, t->sha256, &data, &len, &e);
+	if (rc == 0 && head && keeper_call(&s, head, data, len, 0, &answer, NULL, NULL, &e) < 0)
+		rc = -1;
+	if (rc < 0 || !head) {
+		store_sandbox_end(c->st, id, "failed", e.msg, &e2);
+		sbx_host_kill(c->a->sandboxes, id);
+		answer_fail(c->rs, e.kind == ERR_INPUT ? ERR_INPUT : ERR_INTERNAL,
+			    "template %s@%d: %s", t->name, t->version_no, head ? e.msg : "out of memory");
+	}
+	free(data);
+	json_decref(head);
+	json_decref(answer);
+	store_sandbox_clear(&s);
+	return rc < 0 || !head ? -1 : 0;
+}
+
 /* POST /v1/sandboxes */
 void post_sandbox(struct call *c)
 {
 	static const char *const allowed[] = {"image",	    "isolation",       "vcpu",
 					      "memory_mib", "disk_mib",	       "network",
 					      "timeout_seconds", "labels",	       "env",
-					      "idle_timeout_seconds", NULL};
-	const char *image = "host", *isolation = "jail", *network = "none";
+					      "idle_timeout_seconds", "template", NULL};
+	const char *image = "host", *isolation = "jail", *network = "none", *template = NULL;
+	struct store_template tmpl = {0};
 	int64_t vcpu = 1, memory = 512, disk = 256, lease = 300, idle = 0, id = 0;
 	char *labels = NULL, *env = NULL, secret[65];
 	bool existing = false;
@@ -161,6 +207,7 @@ void post_sandbox(struct call *c)
 	    jsonreq_string(doc, "image", false, 255, &image, &e) < 0 ||
 	    jsonreq_string(doc, "isolation", false, 16, &isolation, &e) < 0 ||
 	    jsonreq_string(doc, "network", false, 16, &network, &e) < 0 ||
+	    jsonreq_string(doc, "template", false, 255, &template, &e) < 0 ||
 	    jsonreq_int(doc, "vcpu", false, 1, VCPU_MAX, &vcpu, &e) < 0 ||
 	    jsonreq_int(doc, "memory_mib", false, 16, MEMORY_MIB_MAX, &memory, &e) < 0 ||
 	    jsonreq_int(doc, "disk_mib", false, 1, DISK_MIB_MAX, &disk, &e) < 0 ||
@@ -186,6 +233,8 @@ void post_sandbox(struct call *c)
 		answer_fail(c->rs, ERR_INPUT, "'isolation' must be \"jail\", \"vm\" or \"auto\"");
 		goto out;
 	}
+	if (template && find_template(c, template, &tmpl) < 0)
+		goto out;
 	if (within_budget(c) < 0)
 		goto out;
 	struct store_sandbox_in in = {.course_id = c->who->course_id,
@@ -238,6 +287,8 @@ void post_sandbox(struct call *c)
 			answer_store(c->rs, rc, &e);
 			goto out;
 		}
+		if (template && restore_template(c, id, &tmpl) < 0)
+			goto out;
 		metrics_count(c->a->metrics, "sandbox_creates", 1);
 	}
 	struct store_sandbox s = {0};

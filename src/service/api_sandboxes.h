@@ -43,4 +43,8 @@ json_t *exec_result(struct api *a, struct store *st, json_t *doc, int64_t exec_i
 void exec_stream_start(struct call *c, int fd, int64_t sandbox_id, int64_t exec_id,
 		       int64_t memory_mib, unsigned keepalive_ms);
 
+/* A template pin, "name" (the latest) or "name@N", into name (cap bytes)
+ * and *ret_version (0: the latest); -1 when it is not one. */
+int template_parse_pin(const char *pin, char *name, size_t cap, int *ret_version);
+
 #endif

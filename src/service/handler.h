@@ -86,7 +86,8 @@ handler_fn post_submission_regrade, post_assignment_regrade, get_regrade;
 handler_fn post_token, list_tokens, delete_token, get_budget, put_budget;
 handler_fn post_sandbox, get_sandbox, list_sandboxes, delete_sandbox, post_sandbox_exec,
     put_sandbox_file, get_sandbox_file, list_sandbox_dir, list_sandbox_execs, post_sandbox_timeout,
-    stat_sandbox_path, delete_sandbox_file, post_sandbox_dir, put_sandbox_archive, get_sandbox_archive;
+    stat_sandbox_path, delete_sandbox_file, post_sandbox_dir, put_sandbox_archive, get_sandbox_archive,
+    post_sandbox_snapshot, list_templates, get_template, delete_template;
 
 /* An exec whose request ended before its answer (api.c's hold_release):
  * recorded when it comes, by sandbox_orphans_collect() (api_sandboxes.c). */

@@ -140,6 +140,23 @@ int member_path(const json_t *head, const char **ret, char *rel, size_t rel_len,
 	return 0;
 }
 
+void keeper_note_top(struct keeper *k, const char *rel)
+{
+	size_t n = strlen(SANDBOX_TREE_ROOT), len;
+	const char *top = rel + n + 1;
+
+	if (strncmp(rel, SANDBOX_TREE_ROOT "/", n + 1) != 0)
+		return; /* /work or /tmp: always taken */
+	len = strcspn(top, "/");
+	if (len == 0 || len > NAME_MAX)
+		return;
+	for (unsigned i = 0; i < k->n_tops; i++)
+		if (strlen(k->tops[i]) == len && strncmp(k->tops[i], top, len) == 0)
+			return;
+	if (k->n_tops < KEEPER_TOPS_MAX)
+		snprintf(k->tops[k->n_tops++], sizeof(k->tops[0]), "%.*s", (int)len, top);
+}
+
 /* ---- creating the sandbox ------------------------------------------------ */
 
 static int parse_create(struct keeper *k, const json_t *head, const char **image,
@@ -326,6 +343,7 @@ static const struct {
     {"list", op_list}, {"destroy", op_destroy}, {"lease", op_lease},
     {"stat", op_stat}, {"remove", op_remove}, {"mkdir", op_mkdir},
     {"upload", op_upload}, {"download", op_download},
+    {"snapshot", op_snapshot}, {"restore", op_restore},
 };
 
 /* One call: a frame in, a frame out (the answer, or the error). */
@@ -357,7 +375,7 @@ static void serve_call(struct keeper *k, int fd)
 			rc = ops[i].fn(k, fd, head, data, len, &e);
 			goto answer;
 		}
-	err_setk(&e, ERR_INPUT, 0, "unknown op (exec, write, read, list, stat, remove, mkdir, upload, download, lease, destroy)");
+	err_setk(&e, ERR_INPUT, 0, "unknown op (exec, write, read, list, stat, remove, mkdir, upload, download, snapshot, restore, lease, destroy)");
 answer:
 	/* A failed answer (the caller gone) leaves nothing to say to anyone. */
 	if (rc < 0)

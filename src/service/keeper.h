@@ -26,6 +26,7 @@
 #define OUTPUT_MAX     (1u << 20) /* kept per stream of an exec's output */
 #define LEASE_MS_MAX   (7ull * 86400000ull)
 #define PATH_ARG_MAX   4095
+#define KEEPER_TOPS_MAX 64 /* as the jail binds (jail/mount.c) */
 /* A call that stalls mid-frame (a caller that died holding the
  * connection) must not hold the sandbox's only thread for long. */
 #define IO_TIMEOUT_S 30
@@ -56,7 +57,14 @@ struct keeper {
 	const char *socket;
 	int listen_fd;
 	bool destroy_asked;
+	/* The program's own top-level directories put so far (/grader): what a
+	 * snapshot takes beside /work and /tmp (programs cannot make one). */
+	char tops[KEEPER_TOPS_MAX][NAME_MAX + 1];
+	unsigned n_tops;
 };
+
+/* After a put that succeeded at the tree path `rel`: remember its top. */
+void keeper_note_top(struct keeper *k, const char *rel);
 
 /* The `path` member, and the path below the writable tree it names (a
  * path sandbox_path_rel() refuses is ERR_INPUT). */
@@ -74,6 +82,7 @@ void env_free(char **v, size_t n);
 /* The calls (keeper_exec.c, keeper_files.c): one frame in, the answer out. */
 typedef int keeper_op(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
 		      struct err *e);
-keeper_op op_exec, op_write, op_read, op_list, op_stat, op_remove, op_mkdir, op_upload, op_download;
+keeper_op op_exec, op_write, op_read, op_list, op_stat, op_remove, op_mkdir, op_upload, op_download,
+    op_snapshot, op_restore;
 
 #endif

@@ -1,5 +1,6 @@
 /* The sandbox keeper's calls on files: write, read, list (docs/sandbox-keeper.md, "Frames"). */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ int op_write(struct keeper *k, int fd, const json_t *head, const void *data, siz
 	unlinkat(k->dir_fd, name, 0);
 	if (rc < 0)
 		return -1;
+	keeper_note_top(k, rel);
 	return send_answer(fd, json_pack("{s:s,s:I}", "path", path, "size", (json_int_t)len), NULL,
 			   0, e);
 }
@@ -279,6 +281,7 @@ int op_mkdir(struct keeper *k, int fd, const json_t *head, const void *data, siz
 	unlinkat(k->dir_fd, name, AT_REMOVEDIR);
 	if (rc < 0)
 		return e->kind == ERR_USAGE ? err_classify(e, ERR_INPUT) : -1;
+	keeper_note_top(k, rel);
 	return send_answer(fd, json_pack("{s:s}", "path", path), NULL, 0, e);
 }
 
@@ -289,42 +292,39 @@ int op_mkdir(struct keeper *k, int fd, const json_t *head, const void *data, siz
 #define UPLOAD_HELPER_S 120
 
 /*
- * upload: the data is a tar (plain or gzip'd) or zip archive, unpacked at
- * `path` (a directory, made with its parents; what is there stays unless
- * a file of the archive replaces it).  The archive is parsed where
- * submissions are: proctor-helper's intake (grade/intake.c), as the
- * sandbox's own uid in its helper cgroup, never as root here.  It takes
- * the archive as is: only regular files and directories, names checked,
- * every link, device, FIFO, absolute name and ".." refusing the whole
- * archive, and at most the sandbox's disk expanded (a bomb stops there).
- * Then the tree goes in by the put rule.  A refused archive changes
- * nothing in the sandbox.
+ * Unpack an archive (tar, tar.gz or zip) into a fresh directory below
+ * k->dir, named in `name`, `host` its path, the way submissions are read:
+ * proctor-helper's intake (grade/intake.c) as the sandbox's own uid in its
+ * helper cgroup, never as root here, taking the archive as is: only
+ * regular files and directories, names checked, every link, device, FIFO,
+ * absolute name and ".." refusing the whole archive, at most the sandbox's
+ * disk expanded (a bomb stops there) and UPLOAD_ENTRIES_MAX entries.
+ * *ret_ans is intake's answer ("taken", "bytes_taken").  On failure the
+ * directory is gone: ERR_INPUT for the archive's fault.
  */
-int op_upload(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
-	      struct err *e)
+static int unpack(struct keeper *k, const void *data, size_t len, char *name, size_t name_cap,
+		  char *host, size_t host_cap, json_t **ret_ans, struct err *e)
 {
-	static const char *const members[] = {"op", "secret", "path", NULL};
-	char rel[PATH_MAX], name[64], host[PATH_MAX + 64], helper[PATH_MAX], slots[PATH_MAX];
-	const char *path, *reason = "";
-	json_t *req = NULL, *ans = NULL;
-	char *text = NULL;
+	char helper[PATH_MAX], slots[PATH_MAX];
+	const char *reason = "";
+	json_t *ans = NULL;
 	int rejected = 1, rc = -1;
 	struct err herr;
 
-	if (jsonreq_only(head, members, e) < 0 || member_path(head, &path, rel, sizeof(rel), e) < 0)
-		return -1;
 	if (own_program("proctor-helper", X_OK, helper, sizeof(helper), e) < 0)
 		return err_wrap(e, "unpack the archive");
 	_cleanup_close_ int mfd = memfd_create("proctor-upload", MFD_CLOEXEC);
 	if (mfd < 0 || write_all(mfd, data, len) < 0 || lseek(mfd, 0, SEEK_SET) < 0)
 		return err_set(e, errno, "hold the archive");
-	if (temp_dir(k, name, sizeof(name), host, sizeof(host), e) < 0)
+	if (temp_dir(k, name, name_cap, host, host_cap, e) < 0)
 		return -1;
 	_cleanup_close_ int dest = openat(k->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	req = json_pack("{s:[], s:[], s:I, s:I, s:I, s:b}", "globs", "required", "max_bytes",
-			(json_int_t)k->disk_bytes, "max_entries", (json_int_t)UPLOAD_ENTRIES_MAX,
-			"max_expanded", (json_int_t)k->disk_bytes, "as_is", 1);
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_t *req = json_pack("{s:[], s:[], s:I, s:I, s:I, s:b}", "globs", "required",
+				"max_bytes", (json_int_t)k->disk_bytes, "max_entries",
+				(json_int_t)UPLOAD_ENTRIES_MAX, "max_expanded",
+				(json_int_t)k->disk_bytes, "as_is", 1);
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
 	snprintf(slots, sizeof(slots), "%s/slots", k->state_dir);
 	struct unpriv_call call = {.helper = helper,
 				   .argv = (char *[]){(char *)"intake", NULL},
@@ -346,20 +346,138 @@ int op_upload(struct keeper *k, int fd, const json_t *head, const void *data, si
 		err_set(e, 0, "the unpacking helper answered garbage");
 	else if (rejected)
 		err_setk(e, ERR_INPUT, 0, "the archive is refused: %s", reason);
-	else if (sandbox_put(k->sb, host, path, 0, e) < 0)
-		rc = e->kind == ERR_USAGE ? err_classify(e, ERR_INPUT) : -1;
 	else
+		rc = 0;
+	free(text);
+	if (rc < 0) {
+		struct err ignored;
+		rm_tree_at(k->dir_fd, name, &ignored);
+		json_decref(ans);
+		return -1;
+	}
+	*ret_ans = ans;
+	return 0;
+}
+
+/* upload: the archive unpacked (unpack()) and put at `path`, a directory
+ * made with its parents; what is there stays unless a file of the archive
+ * replaces it.  A refused archive changes nothing in the sandbox. */
+int op_upload(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+	      struct err *e)
+{
+	static const char *const members[] = {"op", "secret", "path", NULL};
+	char rel[PATH_MAX], name[64], host[PATH_MAX + 64];
+	const char *path;
+	json_t *ans = NULL;
+	int rc;
+
+	if (jsonreq_only(head, members, e) < 0 || member_path(head, &path, rel, sizeof(rel), e) < 0 ||
+	    unpack(k, data, len, name, sizeof(name), host, sizeof(host), &ans, e) < 0)
+		return -1;
+	if (sandbox_put(k->sb, host, path, 0, e) < 0) {
+		rc = e->kind == ERR_USAGE ? err_classify(e, ERR_INPUT) : -1;
+	} else {
+		keeper_note_top(k, rel);
 		rc = send_answer(
 		    fd,
 		    json_pack("{s:s,s:I,s:I}", "path", path, "files",
 			      (json_int_t)json_array_size(json_object_get(ans, "taken")), "bytes",
 			      json_integer_value(json_object_get(ans, "bytes_taken"))),
 		    NULL, 0, e);
+	}
 	struct err ignored;
 	rm_tree_at(k->dir_fd, name, &ignored);
 	json_decref(ans);
-	json_decref(req);
-	free(text);
+	return rc;
+}
+
+/*
+ * snapshot: the writable tree as one gzip'd tar (pack_path()), its top
+ * directories as its top entries: work/, tmp/ and each of the program's
+ * own (grader/).  Regular files and directories, modes 0644 or 0755, as
+ * the backend's get takes them out (links and special files left out).
+ */
+int op_snapshot(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+		struct err *e)
+{
+	static const char *const members[] = {"op", "secret", NULL};
+	char name[64], host[PATH_MAX + 64], sub[PATH_MAX + 64 + NAME_MAX + 2], path[NAME_MAX + 2];
+	void *tar = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	(void)data;
+	if (jsonreq_only(head, members, e) < 0)
+		return -1;
+	if (len > 0)
+		return err_setk(e, ERR_INPUT, 0, "a snapshot takes no data");
+	if (temp_dir(k, name, sizeof(name), host, sizeof(host), e) < 0)
+		return -1;
+	for (unsigned i = 0; rc == 0 && i < k->n_tops + 2; i++) {
+		const char *top = i == 0 ? "work" : i == 1 ? "tmp" : k->tops[i - 2];
+		snprintf(path, sizeof(path), "/%s", top);
+		snprintf(sub, sizeof(sub), "%s/%s", host, top);
+		if (sandbox_get(k->sb, path, sub, e) < 0 && e->kind != ERR_NOT_FOUND)
+			rc = -1;
+	}
+	uint64_t max = k->disk_bytes + k->disk_bytes / 8 + (1u << 20);
+	if (rc == 0 && (rc = pack_path(host, max, &tar, &n, e)) < 0)
+		err_classify(e, ERR_INTERNAL);
+	struct err ignored;
+	rm_tree_at(k->dir_fd, name, &ignored);
+	if (rc == 0)
+		rc = send_answer(fd, json_pack("{s:I}", "bytes", (json_int_t)n), tar, n, e);
+	free(tar);
+	return rc;
+}
+
+/* restore: a snapshot's archive put back: each top entry of it (work/,
+ * grader/) at /NAME by the put rule, after unpack() checked it like any
+ * upload.  A top that is not a directory, or a system one, is ERR_INPUT. */
+int op_restore(struct keeper *k, int fd, const json_t *head, const void *data, size_t len,
+	       struct err *e)
+{
+	static const char *const members[] = {"op", "secret", NULL};
+	char name[64], host[PATH_MAX + 64], sub[PATH_MAX + 64 + NAME_MAX + 2], path[NAME_MAX + 2];
+	char rel[PATH_MAX];
+	json_t *ans = NULL;
+	struct dirent *de;
+	int rc = 0;
+
+	if (jsonreq_only(head, members, e) < 0 ||
+	    unpack(k, data, len, name, sizeof(name), host, sizeof(host), &ans, e) < 0)
+		return -1;
+	DIR *d = opendir(host);
+	if (!d)
+		rc = err_set(e, errno, "read '%s'", host);
+	while (rc == 0 && d && (de = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", host, de->d_name);
+		snprintf(path, sizeof(path), "/%s", de->d_name);
+		if (lstat(sub, &st) < 0 || !S_ISDIR(st.st_mode))
+			rc = err_setk(e, ERR_INPUT, 0,
+				      "the template's top entry '%s' is not a directory", de->d_name);
+		else if (sandbox_path_rel(path, rel, sizeof(rel), e) < 0)
+			rc = err_classify(e, ERR_INPUT);
+		else if (sandbox_put(k->sb, sub, path, 0, e) < 0)
+			rc = e->kind == ERR_USAGE ? err_classify(e, ERR_INPUT) : -1;
+		else
+			keeper_note_top(k, rel);
+	}
+	if (d)
+		closedir(d);
+	struct err ignored;
+	rm_tree_at(k->dir_fd, name, &ignored);
+	if (rc == 0)
+		rc = send_answer(
+		    fd,
+		    json_pack("{s:I,s:I}", "files",
+			      (json_int_t)json_array_size(json_object_get(ans, "taken")), "bytes",
+			      json_integer_value(json_object_get(ans, "bytes_taken"))),
+		    NULL, 0, e);
+	json_decref(ans);
 	return rc;
 }
 

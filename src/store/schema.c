@@ -248,6 +248,27 @@ static const char migration_6[] =
     " ended_ms BIGINT);"
     "CREATE INDEX sandbox_execs_sandbox ON sandbox_execs (sandbox_id, id);";
 
+/*
+ * Templates of sandboxes (docs/sandbox-keeper.md, "Templates"): a
+ * sandbox's writable tree kept as a content-addressed blob under a name
+ * and its next version, so that a sandbox on any host can start from it.
+ * A removed one keeps its row (deleted_ms) and its version number is never
+ * given again.
+ */
+static const char migration_7[] =
+    "CREATE TABLE sandbox_templates ("
+    " id {id},"
+    " course_id BIGINT NOT NULL REFERENCES courses(id),"
+    " name TEXT NOT NULL,"
+    " version_no INTEGER NOT NULL,"
+    " blob_sha256 TEXT NOT NULL REFERENCES blobs(sha256),"
+    " bytes BIGINT NOT NULL,"
+    " source_sandbox_id BIGINT REFERENCES sandboxes(id),"
+    " created_ms BIGINT NOT NULL,"
+    " deleted_ms BIGINT,"
+    " UNIQUE (course_id, name, version_no));"
+    "ALTER TABLE sandboxes ADD COLUMN template TEXT;";
+
 const struct store_migration store_migrations[] = {
     {1, migration_1},
     {2, migration_2},
@@ -255,5 +276,6 @@ const struct store_migration store_migrations[] = {
     {4, migration_4},
     {5, migration_5},
     {6, migration_6},
+    {7, migration_7},
 };
 const size_t store_migration_count = sizeof(store_migrations) / sizeof(store_migrations[0]);

@@ -56,7 +56,7 @@ enum store_status {
 };
 
 /* The schema version this code writes; store_open() refuses a newer database. */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 /* Attempts of a job when the submission does not say. */
 #define STORE_DEFAULT_ATTEMPTS 3
@@ -817,5 +817,46 @@ int store_exec_list(struct store *st, int64_t sandbox_id, int64_t after_id,
  * such string member or the text is not a JSON object.  Never reads past len.
  */
 int store_doc_status(const char *text, size_t len, char *out, size_t cap);
+
+/* ---- sandbox templates ---- */
+
+/*
+ * A template is a sandbox's writable tree kept as a blob (a gzip'd tar the
+ * keeper made) under a name of its course; each template of a name is that
+ * name's next version (name@N), never reused, even after a removal.
+ */
+#define STORE_TEMPLATE_NAME_MAX 64 /* bytes of a name: [a-z0-9][a-z0-9._-]* */
+
+struct store_template {
+	int64_t template_id;
+	int64_t course_id;
+	char name[STORE_TEMPLATE_NAME_MAX + 1];
+	int version_no;
+	char sha256[65];
+	int64_t bytes;
+	int64_t source_sandbox_id; /* 0: none */
+	int64_t created_ms;
+	int64_t deleted_ms; /* 0: not removed */
+};
+
+/* Whether `name` is a template name (STORE_TEMPLATE_NAME_MAX). */
+bool store_template_name_ok(const char *name);
+/* Store `data` as the next version of course_id's template `name` (blob
+ * and row in one transaction) into *ret.  STORE_INVALID for a bad name,
+ * STORE_TOO_LARGE past STORE_BLOB_MAX. */
+int store_template_add(struct store *st, int64_t course_id, const char *name, const void *data,
+		       size_t len, int64_t source_sandbox_id, struct store_template *ret,
+		       struct err *e);
+/* The course's template name@version (0: the latest not removed) or by id
+ * (name NULL).  STORE_NOT_FOUND when there is none, or it was removed. */
+int store_template_get(struct store *st, int64_t course_id, const char *name, int version_no,
+		       int64_t id, struct store_template *ret, struct err *e);
+/* The course's templates not removed, newest first, at most `max`
+ * (malloc'd array; *ret_n may be 0). */
+int store_template_list(struct store *st, int64_t course_id, size_t max,
+			struct store_template **ret, size_t *ret_n, struct err *e);
+/* Remove template `id` of the course (its blob stays: sandboxes may have
+ * started from it).  STORE_NOT_FOUND when it is not there. */
+int store_template_remove(struct store *st, int64_t course_id, int64_t id, struct err *e);
 
 #endif

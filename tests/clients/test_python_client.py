@@ -25,7 +25,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proctorserve import Server, run_suite  # noqa: E402
 from proctor_client import (Capacity, ConnectionFailed, ExecResult, InvalidInput,  # noqa: E402
-                            NotFound, Sandbox, Unauthorized)
+                            NotFound, Sandbox, Templates, Unauthorized)
 
 PROCTOR = os.environ.get("PROCTOR", "proctor")
 SLOTS = 3
@@ -386,6 +386,55 @@ class FileTreeTests(unittest.TestCase):
                 s.files.remove("/workspace/a")
             with self.assertRaises(InvalidInput):
                 s.files.remove("/work")
+
+
+class TemplateTests(unittest.TestCase):
+    """A prepared sandbox kept as name@N, and sandboxes started from it."""
+
+    def test_snapshot_and_create_from_the_template(self) -> None:
+        with sbx() as s:
+            s.files.write("/workspace/tests/test_hidden.py", "assert True\n")
+            s.files.write("/work/run.sh", "#!/bin/sh\necho prepared\n", executable=True)
+            s.exec("mkdir -p /work/cache && echo built > /work/cache/out.txt && "
+                   "ln -s /etc/passwd /work/cache/link && mkfifo /work/cache/fifo")
+            t1 = s.snapshot("hw3")
+            self.assertEqual((t1["name"], t1["version"], t1["template"]), ("hw3", 1, "hw3@1"))
+            self.assertEqual(t1["source_sandbox_id"], s.id)
+            s.files.write("/work/later.txt", "later")
+            t2 = s.snapshot("hw3")
+            self.assertEqual(t2["template"], "hw3@2")
+            self.assertNotEqual(t1["digest"], t2["digest"])
+        with sbx(template="hw3@1") as a:
+            self.assertEqual(a.exec(["/work/run.sh"]).stdout, "prepared\n")
+            self.assertEqual(a.files.read("/work/cache/out.txt"), b"built\n")
+            self.assertTrue(a.files.exists("/workspace/tests/test_hidden.py"))
+            self.assertFalse(a.files.exists("/work/later.txt"))
+            # Links and special files are not kept.
+            self.assertFalse(a.files.exists("/work/cache/link"))
+            self.assertFalse(a.files.exists("/work/cache/fifo"))
+            # Its files are the program's to change.
+            self.assertEqual(a.exec("echo x >> /work/cache/out.txt && "
+                                    "echo y > /workspace/tests/new.txt").status, "ok")
+        with sbx(template="hw3") as b:  # the latest
+            self.assertEqual(b.files.read("/work/later.txt"), b"later")
+        names = {t["template"] for t in Templates.list(server=S.url, token=S.tokens["cs101"])}
+        self.assertTrue({"hw3@1", "hw3@2"} <= names)
+        # Another course sees none of them.
+        self.assertNotIn("hw3@1", {t["template"] for t in
+                                   Templates.list(server=S.url, token=S.tokens["other"])})
+        with self.assertRaises(NotFound):
+            sbx(template="hw3@1", token=S.tokens["other"])
+        Templates.remove(t1["id"], server=S.url, token=S.tokens["cs101"])
+        with self.assertRaises(NotFound):
+            sbx(template="hw3@1")
+        with self.assertRaises(NotFound):
+            Templates.remove(t1["id"], server=S.url, token=S.tokens["cs101"])
+        # A removed version is never given again.
+        with sbx() as s:
+            self.assertEqual(s.snapshot("hw3")["version"], 3)
+        for bad in ("Bad Name", "../x", "a@0", "hw3@x", "@1"):
+            with self.assertRaises(InvalidInput, msg=bad):
+                sbx(template=bad).kill()
 
 
 class ClockTests(unittest.TestCase):

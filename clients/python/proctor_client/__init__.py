@@ -358,6 +358,23 @@ class _Files:
         return n
 
 
+class Templates:
+    """The course's sandbox templates (made by Sandbox.snapshot())."""
+
+    @staticmethod
+    def list(*, server: Optional[str] = None,
+             token: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Every template not removed, newest first."""
+        return _Client(server, token).call("GET", "/v1/templates")["templates"]
+
+    @staticmethod
+    def remove(template_id: int, *, server: Optional[str] = None,
+               token: Optional[str] = None) -> None:
+        """Remove a template (sandboxes made from it keep their files; its
+        version number is never given again)."""
+        _Client(server, token).call("DELETE", f"/v1/templates/{int(template_id)}")
+
+
 class Sandbox:
     """A throwaway sandbox on the server, alive until killed or its lease ends.
 
@@ -378,7 +395,7 @@ class Sandbox:
                disk_mib: int = 256, network: str = "none", timeout_seconds: int = 300,
                labels: Optional[Mapping[str, str]] = None,
                env: Optional[Mapping[str, str]] = None, isolation: str = "jail",
-               idle_timeout_seconds: Optional[int] = None,
+               idle_timeout_seconds: Optional[int] = None, template: Optional[str] = None,
                server: Optional[str] = None, token: Optional[str] = None,
                retries: int = 3) -> "Sandbox":
         """Create a sandbox.  Retried only when no answer came, with the same
@@ -395,6 +412,8 @@ class Sandbox:
             body["env"] = dict(env)
         if idle_timeout_seconds is not None:
             body["idle_timeout_seconds"] = idle_timeout_seconds
+        if template:
+            body["template"] = template
         key = str(uuid.uuid4())
         for attempt in range(retries + 1):
             try:
@@ -429,6 +448,14 @@ class Sandbox:
         """State, labels, lease end, usage so far."""
         self._info = self._c.call("GET", self._path(""))
         return self._info
+
+    def snapshot(self, name: str) -> Dict[str, Any]:
+        """Keep this sandbox's files (/work, /tmp and its own top-level
+        directories) as the template `name@N`, N the name's next version;
+        `Sandbox.create(template="name@N")` starts from it.  Returns the
+        template: {"id", "name", "version", "template", "digest", "bytes",
+        "source_sandbox_id", "created_ms"}."""
+        return self._c.call("POST", self._path("/snapshot"), {"name": name})
 
     def set_timeout(self, seconds: int, idle_timeout_seconds: Optional[int] = None) -> None:
         """End the lease `seconds` from now, longer or shorter than it was;
