@@ -312,6 +312,13 @@ static enum turn take_turn(struct call *c, const struct create_req *r, uint64_t 
 	}
 	size_t slots = sbx_host_slots(c->a->sandboxes), live = sbx_host_live(c->a->sandboxes);
 	size_t free_slots = slots > live ? slots - live : 0;
+	/* serve's count lags the keepers' own: a destroyed sandbox's keeper
+	 * gives its slot back a moment before it exits.  A create that would
+	 * not wait, with no one in line but itself, asks the keeper, whose
+	 * claim of a slot decides (ERR_BUSY: 429), as before there was a line;
+	 * one that waits is granted a slot serve has seen free. */
+	if (free_slots == 0 && r->wait_ms == 0 && sbx_line_waiting(line) == 1)
+		free_slots = slots;
 	int64_t room = INT64_MAX, max = c->who->limits.max_live_sandboxes, n;
 	/* The store is asked only when a slot is free: a full host waits
 	 * without a query. */
@@ -444,15 +451,16 @@ void post_sandbox(struct call *c)
 	struct create_req r;
 	uint64_t ticket;
 
+	/* Every call reads the body again: a waiting create keeps only its
+	 * ticket between calls.  Read before the host is looked at, so a bad
+	 * body is its own answer on any server (and the fuzzer reaches it). */
+	if (create_req_parse(c, &r) < 0)
+		goto out;
 	if (!c->a->sandboxes) {
 		answer_fail(c->rs, ERR_UNAVAILABLE, "this server hosts no sandboxes%s%s",
 			    c->a->no_sandboxes[0] ? ": " : "", c->a->no_sandboxes);
-		return;
-	}
-	/* Every call reads the body again: a waiting create keeps only its
-	 * ticket between calls. */
-	if (create_req_parse(c, &r) < 0)
 		goto out;
+	}
 	if ((!c->hold || !c->hold->waiting) && first_checks(c) < 0)
 		goto out;
 	if (take_turn(c, &r, &ticket) != TURN_GO)
