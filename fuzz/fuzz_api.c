@@ -40,6 +40,8 @@ static const struct {
     {"POST", "/v1/sandboxes/1/exec"},
     {"PUT", "/v1/sandboxes/1/files"},
     {"GET", "/v1/sandboxes"},
+    /* A token's limits (after the rest: a seed's first byte keeps its route). */
+    {"PUT", "/v1/tokens/1"},
 };
 
 static void setup(void)

@@ -26,7 +26,9 @@ static const struct cli_command assignment_cmd = {
 static const struct cli_command budget_cmd = {.name = "admin budget", .operands = "no arguments"};
 
 static const struct cli_subcommand admin_words[] = {
-    {"token", "print a new token of --course (created if new) with --scope, or --revoke one",
+    {"token",
+     "print a new token of --course (created if new) with --scope and its own\n"
+     "limits, or --revoke one, or --set-limits of one",
      run_admin_command, &token_cmd},
     {"assignment", "upload assignment DIR to --course; print its id", run_admin_command,
      &assignment_cmd},
@@ -90,9 +92,31 @@ static int upload_assignment(struct store *st, const char *course, const char *d
 	return rc < 0 ? -1 : 0;
 }
 
+/* A token's limit from the command line: 0..max, or "none" (-1); absent
+ * leaves *ret.  Else a usage error is printed and -1. */
+static int parse_limit(const char *name, const char *text, int64_t max, int64_t *ret)
+{
+	uint64_t v;
+
+	if (!text)
+		return 0;
+	if (strcmp(text, "none") == 0) {
+		*ret = -1;
+		return 0;
+	}
+	if (parse_u64(text, strlen(text), &v) < 0 || v > (uint64_t)max) {
+		cli_usage_error("admin token: --%s: '%s' is not a number from 0 to %lld, or none",
+				name, text, (long long)max);
+		return -1;
+	}
+	*ret = (int64_t)v;
+	return 0;
+}
+
 static int run_admin_command(int argc, char **argv)
 {
 	const char *db = NULL, *course = NULL, *scope_name = NULL, *cap = NULL, *revoke = NULL;
+	const char *spend = NULL, *live = NULL, *set_limits = NULL;
 	bool is_token = strcmp(argv[0], "token") == 0, is_budget = strcmp(argv[0], "budget") == 0;
 	const struct cli_option opts[] = {
 	    {.name = "db",
@@ -120,6 +144,23 @@ static int run_admin_command(int argc, char **argv)
 	     .value_name = "ID",
 	     .dest = &revoke,
 	     .help = "token: revoke the course's token ID (GET /v1/tokens lists them) instead"},
+	    {.name = "daily-spend-micros",
+	     .kind = CLI_STRING,
+	     .value_name = "N",
+	     .dest = &spend,
+	     .help = "token: its sandboxes' metered cost a UTC day, in\n"
+		     "micro-dollars (0 to 10^12, or 'none', the default)"},
+	    {.name = "max-live-sandboxes",
+	     .kind = CLI_STRING,
+	     .value_name = "N",
+	     .dest = &live,
+	     .help = "token: its sandboxes live at once (0 to 100000, or\n'none', the default)"},
+	    {.name = "set-limits",
+	     .kind = CLI_STRING,
+	     .value_name = "ID",
+	     .dest = &set_limits,
+	     .help = "token: give the course's token ID the two limits above\n"
+		     "(one not given: none) instead of a new token"},
 	};
 	struct cli_command cmd = is_token ? token_cmd : is_budget ? budget_cmd : assignment_cmd;
 	struct store *st = NULL;
@@ -145,7 +186,26 @@ static int run_admin_command(int argc, char **argv)
 		return cli_usage_error(is_token ? "admin token: --revoke: '%s' is not a token id"
 						: "admin %s: --revoke is for admin token only",
 				       is_token ? revoke : argv[0]);
-	if (is_token && !revoke && (!scope_name || store_scope_parse(scope_name, &scope, &e) < 0))
+	uint64_t limits_id = 0;
+	struct store_token_limits limits = STORE_TOKEN_UNLIMITED;
+	if ((spend || live || set_limits) && !is_token)
+		return cli_usage_error("admin %s: --daily-spend-micros, --max-live-sandboxes and "
+				       "--set-limits are for admin token only",
+				       argv[0]);
+	if (set_limits && (revoke || parse_u64(set_limits, strlen(set_limits), &limits_id) < 0 ||
+			   limits_id == 0 || limits_id > INT64_MAX))
+		return cli_usage_error(revoke ? "admin token: --set-limits and --revoke: one at a time"
+					      : "admin token: --set-limits: '%s' is not a token id",
+				       set_limits);
+	if (parse_limit("daily-spend-micros", spend, STORE_SPEND_MICROS_MAX,
+			&limits.daily_spend_micros) < 0 ||
+	    parse_limit("max-live-sandboxes", live, STORE_LIVE_SANDBOXES_MAX,
+			&limits.max_live_sandboxes) < 0)
+		return 2;
+	if (revoke && (spend || live))
+		return cli_usage_error("admin token: --revoke takes no limits");
+	if (is_token && !revoke && !set_limits &&
+	    (!scope_name || store_scope_parse(scope_name, &scope, &e) < 0))
 		return cli_usage_error("admin token: --scope must be submit, instructor or admin");
 	if (is_budget) {
 		char *end;
@@ -165,8 +225,12 @@ static int run_admin_command(int argc, char **argv)
 		r = store_course_ensure(st, course, false, &course_id, &e);
 		if (r == 0)
 			r = store_token_revoke(st, course_id, (int64_t)revoke_id, &e);
+	} else if (set_limits) {
+		r = store_course_ensure(st, course, false, &course_id, &e);
+		if (r == 0)
+			r = store_token_set_limits(st, course_id, (int64_t)limits_id, &limits, &e);
 	} else if (is_token)
-		r = store_token_create(st, course, scope, token, &e);
+		r = store_token_mint(st, course, scope, &limits, token, NULL, &e);
 	else if (is_budget) {
 		r = store_course_ensure(st, course, false, &course_id, &e);
 		if (r == 0)
@@ -180,6 +244,9 @@ static int run_admin_command(int argc, char **argv)
 	if (revoke)
 		service_log("admin", "token %llu of course '%s' revoked",
 			    (unsigned long long)revoke_id, course);
+	else if (set_limits)
+		service_log("admin", "token %llu of course '%s': limits set",
+			    (unsigned long long)limits_id, course);
 	else if (is_token)
 		printf("%s\n", token);
 	return 0;

@@ -8,6 +8,7 @@
 #include "service/handler.h"
 #include "service/policy.h"
 #include "service/sbxhost.h"
+#include "service/sbxline.h"
 #include "util.h"
 
 /*
@@ -71,6 +72,7 @@ static const struct route {
     {"GET", "/v1/regrades/#", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, get_regrade, NEEDS_STORE},
     {"POST", "/v1/tokens", STORE_SCOPE_ADMIN, BODY_SMALL, post_token, NEEDS_STORE},
     {"GET", "/v1/tokens", STORE_SCOPE_ADMIN, BODY_SMALL, list_tokens, NEEDS_STORE},
+    {"PUT", "/v1/tokens/#", STORE_SCOPE_ADMIN, BODY_SMALL, put_token, NEEDS_STORE},
     {"DELETE", "/v1/tokens/#", STORE_SCOPE_ADMIN, BODY_SMALL, delete_token, NEEDS_STORE},
     {"GET", "/v1/course/budget", STORE_SCOPE_INSTRUCTOR, BODY_SMALL, get_budget, NEEDS_STORE},
     {"PUT", "/v1/course/budget", STORE_SCOPE_ADMIN, BODY_SMALL, put_budget, NEEDS_STORE},
@@ -219,6 +221,9 @@ static void hold_release(void *state)
 {
 	struct gate_state *gs = state;
 
+	if (gs->hold.waiting)
+		sbx_line_leave(gs->hold.line, gs->hold.ticket);
+	gs->hold.waiting = false;
 	if (gs->hold.open && !gs->hold.done && gs->hold.adopt)
 		sandbox_adopt_exec(&gs->hold); /* the command still runs */
 	else if (gs->hold.open && gs->hold.fd >= 0)
@@ -307,7 +312,7 @@ void api_handle(void *ctx, const struct http_request *rq, struct http_response *
 		}
 	}
 	r->fn(&c);
-	if (gs->hold.open)
+	if (gs->hold.open || gs->hold.waiting)
 		rs->state_end = hold_release;
 out:
 	after_failure(a, rs);
@@ -329,6 +334,7 @@ void api_sandbox_duties(struct api *a, struct store *st)
 		return;
 	sandbox_orphans_collect(st);
 	sbx_host_reap(a->sandboxes, st);
+	sandbox_cost_duty(a, st);
 	/* A keeper ends its own sandbox at its lease; one that could not
 	 * (killed, its host gone) is ended here a minute later. */
 	if (store_sandbox_sweep(st, 60000, &n, &e) == 0 && n)
@@ -375,7 +381,14 @@ int api_new(const struct api_config *c, struct api **ret, struct err *e)
 		}
 	}
 	store_close(st);
+	if (a->sandboxes && sbx_line_new(&a->line, e) < 0) {
+		sbx_host_free(a->sandboxes);
+		metrics_free(a->metrics);
+		free(a);
+		return -1;
+	}
 	if (pthread_key_create(&a->key, close_store) != 0) {
+		sbx_line_free(a->line);
 		sbx_host_free(a->sandboxes);
 		metrics_free(a->metrics);
 		free(a);
@@ -390,6 +403,7 @@ void api_free(struct api *a)
 	if (!a)
 		return;
 	pthread_key_delete(a->key);
+	sbx_line_free(a->line);
 	sbx_host_free(a->sandboxes);
 	metrics_free(a->metrics);
 	free(a);

@@ -55,7 +55,8 @@ void api_observe_phases(struct api *a, int64_t queued_ms, int64_t started_ms, in
 /* Counters the background loop adds to /metrics. */
 void api_count(struct api *a, const char *counter, uint64_t n);
 /* The background loop's sandbox duties: reap the keepers that ended and
- * record why, and end what outlived its lease. */
+ * record why, end what reached its max_cost_micros, and end what outlived
+ * its lease. */
 void api_sandbox_duties(struct api *a, struct store *st);
 void api_free(struct api *a);
 

@@ -10,14 +10,48 @@
 /* Tokens listed at most. */
 #define TOKENS_SHOWN 1000
 
-/* POST /v1/tokens: {"scope"}: a new token of the caller's course (admin). */
+/* A token's limits from a request: each member an integer within its
+ * bound, or absent or null for none.  Else an answer and -1. */
+static int token_limits(struct call *c, const json_t *doc, struct store_token_limits *ret)
+{
+	struct store_token_limits l = STORE_TOKEN_UNLIMITED;
+	struct err e;
+
+	if (jsonreq_int(doc, "daily_spend_micros", false, 0, STORE_SPEND_MICROS_MAX,
+			&l.daily_spend_micros, &e) < 0 ||
+	    jsonreq_int(doc, "max_live_sandboxes", false, 0, STORE_LIVE_SANDBOXES_MAX,
+			&l.max_live_sandboxes, &e) < 0)
+		return answer_member(c->rs, &e), -1;
+	*ret = l;
+	return 0;
+}
+
+static json_t *limit_json(int64_t v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+static json_t *token_doc(const struct store_token_row *t)
+{
+	return json_pack("{s:I, s:s, s:s, s:I, s:o, s:o, s:o}", "token_id", (json_int_t)t->token_id,
+			 "scope", store_scope_name(t->scope), "prefix", t->prefix, "created_ms",
+			 (json_int_t)t->created_ms, "revoked_ms", view_ms(t->revoked_ms),
+			 "daily_spend_micros", limit_json(t->limits.daily_spend_micros),
+			 "max_live_sandboxes", limit_json(t->limits.max_live_sandboxes));
+}
+
+/* POST /v1/tokens: {"scope", "daily_spend_micros", "max_live_sandboxes"}: a
+ * new token of the caller's course (admin), with its own limits. */
 void post_token(struct call *c)
 {
-	static const char *const allowed[] = {"scope", NULL};
+	static const char *const allowed[] = {"scope", "daily_spend_micros", "max_live_sandboxes",
+					      NULL};
+	struct store_token_limits limits;
 	struct store_course course;
 	enum store_scope scope;
 	const char *name;
 	char token[STORE_TOKEN_LEN + 1];
+	int64_t id = 0;
 	json_t *doc = NULL;
 	struct err e;
 	int rc;
@@ -31,45 +65,96 @@ void post_token(struct call *c)
 		answer_fail(c->rs, ERR_INPUT, "%s", e.msg);
 		return;
 	}
+	rc = token_limits(c, doc, &limits);
 	json_decref(doc);
+	if (rc < 0)
+		return;
 	if ((rc = store_course_get(c->st, c->who->course_id, &course, &e)) < 0 ||
-	    (rc = store_token_create(c->st, course.name, scope, token, &e)) < 0) {
+	    (rc = store_token_mint(c->st, course.name, scope, &limits, token, &id, &e)) < 0) {
 		answer_store(c->rs, rc, &e);
 		return;
 	}
 	answer_json(c->rs, 201,
-		    json_pack("{s:s, s:s, s:s}", "token", token, "scope", store_scope_name(scope),
-			      "course", course.name));
+		    json_pack("{s:s, s:I, s:s, s:s, s:o, s:o}", "token", token, "token_id",
+			      (json_int_t)id, "scope", store_scope_name(scope), "course", course.name,
+			      "daily_spend_micros", limit_json(limits.daily_spend_micros),
+			      "max_live_sandboxes", limit_json(limits.max_live_sandboxes)));
 }
 
-/* GET /v1/tokens: the course's tokens (admin): which, scope, when made and
- * revoked; never a secret nor its hash. */
-void list_tokens(struct call *c)
+/* The course's tokens, at most TOKENS_SHOWN, into a malloc'd array; else
+ * an answer and NULL. */
+static struct store_token_row *course_tokens(struct call *c, size_t *ret_n)
 {
-	struct store_token_row *rows = NULL;
-	size_t n = 0;
+	struct store_token_row *rows = calloc(TOKENS_SHOWN, sizeof(*rows));
 	struct err e;
 	int rc;
 
-	if (!(rows = calloc(TOKENS_SHOWN, sizeof(*rows)))) {
+	if (!rows) {
 		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
-		return;
+		return NULL;
 	}
-	if ((rc = store_token_list(c->st, c->who->course_id, rows, TOKENS_SHOWN, &n, &e)) < 0) {
+	if ((rc = store_token_list(c->st, c->who->course_id, rows, TOKENS_SHOWN, ret_n, &e)) < 0) {
 		answer_store(c->rs, rc, &e);
 		free(rows);
-		return;
+		return NULL;
 	}
+	return rows;
+}
+
+/* GET /v1/tokens: the course's tokens (admin): which, scope, limits, when
+ * made and revoked; never a secret nor its hash. */
+void list_tokens(struct call *c)
+{
+	size_t n = 0;
+	struct store_token_row *rows = course_tokens(c, &n);
+
+	if (!rows)
+		return;
 	json_t *list = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(
-		    list, json_pack("{s:I, s:s, s:s, s:I, s:o}", "token_id",
-				    (json_int_t)rows[i].token_id, "scope",
-				    store_scope_name(rows[i].scope), "prefix", rows[i].prefix,
-				    "created_ms", (json_int_t)rows[i].created_ms, "revoked_ms",
-				    view_ms(rows[i].revoked_ms)));
+		json_array_append_new(list, token_doc(&rows[i]));
 	free(rows);
 	answer_json(c->rs, 200, json_pack("{s:o}", "tokens", list));
+}
+
+/* PUT /v1/tokens/{id}: {"daily_spend_micros", "max_live_sandboxes"}: replace
+ * the limits of a token of the course (admin); absent or null is none. */
+void put_token(struct call *c)
+{
+	static const char *const allowed[] = {"daily_spend_micros", "max_live_sandboxes", NULL};
+	struct store_token_limits limits;
+	json_t *doc = NULL;
+	struct err e;
+	size_t n = 0;
+	int rc;
+
+	if (body_json(c, 0, &doc) < 0)
+		return;
+	if (jsonreq_only(doc, allowed, &e) < 0) {
+		json_decref(doc);
+		answer_member(c->rs, &e);
+		return;
+	}
+	rc = token_limits(c, doc, &limits);
+	json_decref(doc);
+	if (rc < 0)
+		return;
+	if ((rc = store_token_set_limits(c->st, c->who->course_id, c->id, &limits, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		return;
+	}
+	struct store_token_row *rows = course_tokens(c, &n);
+	if (!rows)
+		return;
+	size_t i = 0;
+	while (i < n && rows[i].token_id != c->id)
+		i++;
+	if (i < n)
+		answer_json(c->rs, 200, token_doc(&rows[i]));
+	else
+		answer_fail(c->rs, ERR_NOT_FOUND, "token %lld is past the first %d of the course",
+			    (long long)c->id, TOKENS_SHOWN);
+	free(rows);
 }
 
 /* DELETE /v1/tokens/{id}: revoke a token of the course (admin); it is

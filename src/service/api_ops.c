@@ -3,6 +3,7 @@
 
 #include "service/handler.h"
 #include "service/sbxhost.h"
+#include "service/sbxline.h"
 
 /* GET /healthz: the process answers (no store: a database down is /readyz's). */
 void get_healthz(struct call *c)
@@ -29,6 +30,9 @@ void get_metrics(struct call *c)
 	struct metrics_gauge g[] = {
 	    {"sandboxes_live", "Sandboxes this server's host holds now.",
 	     c->a->sandboxes ? (double)sbx_host_live(c->a->sandboxes) : 0},
+	    {"sandbox_capacity_waiting",
+	     "Sandbox creates waiting in line for room now (wait_for_capacity_ms).",
+	     c->a->line ? (double)sbx_line_waiting(c->a->line) : 0},
 	};
 	char *text = metrics_render(c->a->metrics, c->st, g, sizeof(g) / sizeof(g[0]));
 

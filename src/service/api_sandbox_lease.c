@@ -52,7 +52,7 @@ void post_sandbox_timeout(struct call *c)
 		answer_store(c->rs, rc, &e);
 		goto out;
 	}
-	answer_json(c->rs, 200, sandbox_doc(&s));
+	answer_json(c->rs, 200, sandbox_doc(c->a, &s));
 out:
 	json_decref(answer);
 	json_decref(head);

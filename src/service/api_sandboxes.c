@@ -14,7 +14,9 @@
 #include "service/jsonreq.h"
 #include "service/policy.h"
 #include "service/sbxhost.h"
+#include "service/sbxline.h"
 #include "service/sbxwire.h"
+#include "util.h"
 #include "service/views.h"
 #include "service/api_sandboxes.h"
 
@@ -33,6 +35,11 @@
 #define DISK_MIB_MAX   (64 * 1024)
 #define LEASE_S_MAX    86400
 #define LABELS_MAX     32
+/* The longest a create may wait in line for room. */
+#define WAIT_CAPACITY_MS_MAX (10 * 60 * 1000)
+/* How often a waiting create looks again: the longest a free slot stays
+ * unused while someone waits. */
+#define LINE_POLL_MS 20
 /* Sandboxes listed at most. */
 #define SANDBOXES_SHOWN 1000
 
@@ -42,21 +49,29 @@ static json_t *json_text_or_empty(const char *text)
 	return v ? v : json_object();
 }
 
-json_t *sandbox_doc(const struct store_sandbox *s)
+json_t *sandbox_doc(const struct api *a, const struct store_sandbox *s)
 {
-	return json_pack("{s:I, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:o, s:o, s:I, s:o, s:o, "
-			 "s:o, s:I, s:{s:I, s:f}}",
-			 "id", (json_int_t)s->sandbox_id, "state", s->state, "isolation", s->isolation,
-			 "image", s->image_pin, "vcpu", s->vcpu, "memory_mib", s->memory_mib,
-			 "disk_mib", s->disk_mib, "network", "none", "timeout_seconds",
-			 (json_int_t)s->timeout_s, "labels", json_text_or_empty(s->labels_json),
-			 "env", json_text_or_empty(s->env_json), "created_ms",
-			 (json_int_t)s->created_ms, "started_ms", view_ms(s->started_ms),
-			 "ended_ms", view_ms(s->ended_ms), "end_reason",
-			 s->end_reason[0] ? json_string(s->end_reason) : json_null(),
-			 "lease_end_ms", (json_int_t)s->lease_end_ms, "usage", "execs",
-			 (json_int_t)s->execs, "cpu_ms", (json_int_t)s->cpu_ms, "gib_seconds",
-			 s->gib_seconds);
+	int64_t life = sandbox_life_ms(s);
+	json_t *doc = json_pack(
+	    "{s:I, s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:I, s:o, "
+	    "s:{s:I, s:I, s:f, s:f, s:f, s:I}}",
+	    "id", (json_int_t)s->sandbox_id, "state", s->state, "isolation", s->isolation, "image",
+	    s->image_pin, "vcpu", s->vcpu, "memory_mib", s->memory_mib, "disk_mib", s->disk_mib,
+	    "network", "none", "timeout_seconds", (json_int_t)s->timeout_s, "labels",
+	    json_text_or_empty(s->labels_json), "env", json_text_or_empty(s->env_json),
+	    "created_ms", (json_int_t)s->created_ms, "started_ms", view_ms(s->started_ms),
+	    "ended_ms", view_ms(s->ended_ms), "end_reason",
+	    s->end_reason[0] ? json_string(s->end_reason) : json_null(), "lease_end_ms",
+	    (json_int_t)s->lease_end_ms, "max_cost_micros",
+	    s->max_cost_micros > 0 ? json_integer(s->max_cost_micros) : json_null(), "usage",
+	    "execs", (json_int_t)s->execs, "cpu_ms", (json_int_t)s->cpu_ms, "gib_seconds",
+	    s->gib_seconds, "cpu_seconds", (double)s->cpu_ms / 1000, "reserved_gib_seconds",
+	    (double)s->memory_mib / 1024 * (double)life / 1000, "cost_micros",
+	    (json_int_t)sandbox_cost_micros(a, s->memory_mib, s->cpu_ms, life));
+	if (doc)
+		json_object_set_new(doc, "template",
+				    s->template_pin[0] ? json_string(s->template_pin) : json_null());
+	return doc;
 }
 
 bool live(const struct store_sandbox *s)
@@ -135,6 +150,238 @@ int within_budget(struct call *c)
 	return 0;
 }
 
+/* A create's members, checked (the strings point into its body). */
+struct create_req {
+	json_t *doc;
+	const char *image;
+	int64_t vcpu, memory, disk, lease;
+	int64_t wait_ms;     /* wait_for_capacity_ms; 0: refuse at once */
+	int64_t max_cost;    /* max_cost_micros; 0: none */
+	int64_t idle;	     /* idle_timeout_seconds; 0: none */
+	const char *template; /* a template pin, or NULL */
+	char *labels, *env;  /* JSON text, malloc'd */
+};
+
+static void create_req_clear(struct create_req *r)
+{
+	free(r->labels);
+	free(r->env);
+	json_decref(r->doc);
+}
+
+/* Parse and check a create's body; else an answer and -1. */
+static int create_req_parse(struct call *c, struct create_req *r)
+{
+	static const char *const allowed[] = {
+	    "image",	       "isolation", "vcpu", "memory_mib",	    "disk_mib",
+	    "network",	       "timeout_seconds", "labels", "env", "wait_for_capacity_ms",
+	    "max_cost_micros", "idle_timeout_seconds", "template", NULL};
+	const char *isolation = NULL, *network = NULL;
+	struct err e;
+
+	*r = (struct create_req){.vcpu = 1, .memory = 512, .disk = 256, .lease = 300};
+	if (body_json(c, 0, &r->doc) < 0)
+		return -1;
+	if (jsonreq_only(r->doc, allowed, &e) < 0 ||
+	    jsonreq_string(r->doc, "image", false, 255, &r->image, &e) < 0 ||
+	    jsonreq_string(r->doc, "isolation", false, 16, &isolation, &e) < 0 ||
+	    jsonreq_string(r->doc, "network", false, 16, &network, &e) < 0 ||
+	    jsonreq_int(r->doc, "vcpu", false, 1, VCPU_MAX, &r->vcpu, &e) < 0 ||
+	    jsonreq_int(r->doc, "memory_mib", false, 16, MEMORY_MIB_MAX, &r->memory, &e) < 0 ||
+	    jsonreq_int(r->doc, "disk_mib", false, 1, DISK_MIB_MAX, &r->disk, &e) < 0 ||
+	    jsonreq_int(r->doc, "timeout_seconds", false, 1, LEASE_S_MAX, &r->lease, &e) < 0 ||
+	    jsonreq_int(r->doc, "idle_timeout_seconds", false, 0, LEASE_S_MAX, &r->idle, &e) < 0 ||
+	    jsonreq_string(r->doc, "template", false, 255, &r->template, &e) < 0 ||
+	    jsonreq_int(r->doc, "wait_for_capacity_ms", false, 0, WAIT_CAPACITY_MS_MAX,
+			&r->wait_ms, &e) < 0 ||
+	    jsonreq_int(r->doc, "max_cost_micros", false, 1, STORE_SPEND_MICROS_MAX, &r->max_cost,
+			&e) < 0 ||
+	    string_map(r->doc, "labels", &r->labels, &e) < 0 ||
+	    string_map(r->doc, "env", &r->env, &e) < 0)
+		return answer_member(c->rs, &e), -1;
+	r->image = r->image ? r->image : "host";
+	isolation = isolation ? isolation : "jail";
+	if (network && strcmp(network, "none") != 0)
+		return answer_fail(c->rs, ERR_INPUT,
+				   "'network' must be \"none\" (sandboxes have no "
+				   "network; a loopback inside works)"),
+		       -1;
+	if (strcmp(isolation, "vm") == 0)
+		return answer_fail(c->rs, ERR_UNAVAILABLE,
+				   "isolation 'vm': sandboxes over the API run in the jail for now"),
+		       -1;
+	if (strcmp(isolation, "jail") != 0 && strcmp(isolation, "auto") != 0)
+		return answer_fail(c->rs, ERR_INPUT,
+				   "'isolation' must be \"jail\", \"vm\" or \"auto\""),
+		       -1;
+	return 0;
+}
+
+/* The sandbox `id` as the answer of a create (201 new, 200 a replay). */
+static void answer_created(struct call *c, int64_t id, bool existing)
+{
+	struct store_sandbox s = {0};
+	struct err e;
+	int rc;
+
+	if ((rc = store_sandbox_get(c->st, id, &s, &e)) < 0) {
+		answer_store(c->rs, rc, &e);
+		return;
+	}
+	json_t *answer = sandbox_doc(c->a, &s);
+	if (answer && existing)
+		json_object_set_new(answer, "existing", json_true());
+	answer_json(c->rs, existing ? 200 : 201, answer);
+	store_sandbox_clear(&s);
+}
+
+/* How the line answered a create's call. */
+enum turn {
+	TURN_GO,       /* granted: create it now, then sbx_line_done() */
+	TURN_WAIT,     /* called again in rs->again_ms */
+	TURN_ANSWERED, /* refused (429 capacity, or the store failed) */
+};
+
+/* How long this request has waited so far (0 on its first call). */
+static int64_t waited_ms(const struct call *c)
+{
+	uint64_t now = now_ns();
+
+	return c->rq->first_ns && now > c->rq->first_ns
+		   ? (int64_t)((now - c->rq->first_ns) / 1000000)
+		   : 0;
+}
+
+/* Wait again when the create asked to and has time left: true with
+ * rs->again_ms set.  A request without a server (a fuzzer's) never waits. */
+static bool wait_again(struct call *c, const struct create_req *r)
+{
+	int64_t left = r->wait_ms - waited_ms(c);
+
+	if (!c->hold || c->rq->last_call || left <= 0)
+		return false;
+	c->rs->again_ms = (unsigned)(left < LINE_POLL_MS ? left : LINE_POLL_MS);
+	return true;
+}
+
+/* The 429 of a create that found no room, saying what was full. */
+static void refuse_capacity(struct call *c, const struct create_req *r, size_t free_slots,
+			    int64_t token_room, size_t ahead)
+{
+	char why[256], waited[96] = "";
+
+	if (free_slots == 0)
+		snprintf(why, sizeof(why),
+			 "no room for a sandbox on this host (%u slots, every one taken)",
+			 sbx_host_slots(c->a->sandboxes));
+	else if (token_room <= 0)
+		snprintf(why, sizeof(why), "this token has its max_live_sandboxes (%" PRId64 ") live",
+			 c->who->limits.max_live_sandboxes);
+	else
+		snprintf(why, sizeof(why),
+			 "the free slot went to a create waiting before this one (%zu waiting)",
+			 ahead + 1);
+	if (r->wait_ms > 0)
+		snprintf(waited, sizeof(waited), " within wait_for_capacity_ms (%" PRId64 " ms)",
+			 r->wait_ms);
+	answer_fail(c->rs, ERR_CAPACITY, "%s%s; retry later%s", why, waited,
+		    r->wait_ms > 0 ? "" : ", or wait in line with wait_for_capacity_ms");
+	c->rs->retry_after_s = c->a->c.retry_after_s;
+	metrics_count(c->a->metrics, "sandbox_creates_refused_capacity", 1);
+	if (r->wait_ms > 0)
+		metrics_count(c->a->metrics, "sandbox_capacity_wait_timeouts", 1);
+}
+
+/*
+ * Take this create's turn in the line: the host's free slots are what
+ * --slots leaves beside the keepers serve holds; the token's room is its
+ * max_live_sandboxes less its live ones (the store's count: every server
+ * of the fleet).  A create joins on its first call and keeps its ticket in
+ * the request's hold across calls; api.c takes it out of the line when the
+ * request ends, answered or not.
+ */
+static enum turn take_turn(struct call *c, const struct create_req *r, uint64_t *ret_ticket)
+{
+	struct call_hold *h = c->hold;
+	struct sbx_line *line = c->a->line;
+	bool first = !h || !h->waiting;
+	uint64_t ticket;
+	struct err e;
+	int rc;
+
+	if (!first) {
+		ticket = h->ticket;
+	} else if (sbx_line_join(line, c->who->course_id, c->who->token_id, &ticket, &e) < 0) {
+		answer_err(c->rs, &e);
+		return TURN_ANSWERED;
+	} else if (h) {
+		*h = (struct call_hold){.fd = -1, .waiting = true, .ticket = ticket, .line = line};
+	}
+	size_t slots = sbx_host_slots(c->a->sandboxes), live = sbx_host_live(c->a->sandboxes);
+	size_t free_slots = slots > live ? slots - live : 0;
+	/* serve's count lags the keepers' own: a destroyed sandbox's keeper
+	 * gives its slot back a moment before it exits.  A create that would
+	 * not wait, with no one in line but itself, asks the keeper, whose
+	 * claim of a slot decides (ERR_BUSY: 429), as before there was a line;
+	 * one that waits is granted a slot serve has seen free. */
+	if (free_slots == 0 && r->wait_ms == 0 && sbx_line_waiting(line) == 1)
+		free_slots = slots;
+	int64_t room = INT64_MAX, max = c->who->limits.max_live_sandboxes, n;
+	/* The store is asked only when a slot is free: a full host waits
+	 * without a query. */
+	if (free_slots > 0 && max >= 0) {
+		if ((rc = store_token_live_sandboxes(c->st, c->who->token_id, &n, &e)) < 0) {
+			sbx_line_leave(line, ticket);
+			if (h)
+				h->waiting = false;
+			answer_store(c->rs, rc, &e);
+			return TURN_ANSWERED;
+		}
+		room = max - n;
+	}
+	if (sbx_line_turn(line, ticket, free_slots, room)) {
+		*ret_ticket = ticket;
+		return TURN_GO;
+	}
+	if (wait_again(c, r)) {
+		if (first)
+			metrics_count(c->a->metrics, "sandbox_capacity_waits", 1);
+		return TURN_WAIT;
+	}
+	size_t ahead = sbx_line_ahead(line, ticket);
+	sbx_line_leave(line, ticket);
+	if (h)
+		h->waiting = false;
+	if (c->rq->last_call && r->wait_ms > 0)
+		answer_fail(c->rs, ERR_UNAVAILABLE,
+			    "the server is stopping; no sandbox was created");
+	else
+		refuse_capacity(c, r, free_slots, room, ahead);
+	return TURN_ANSWERED;
+}
+
+/* The first call of a create: a replay of its Idempotency-Key answers the
+ * sandbox made then, whatever room there is now; the course's and the
+ * token's budgets are checked once, before the create waits. */
+static int first_checks(struct call *c)
+{
+	int64_t id;
+	struct err e;
+	int rc;
+
+	if (c->rq->idempotency_key) {
+		rc = store_sandbox_find_key(c->st, c->who->course_id, c->rq->idempotency_key, &id,
+					    &e);
+		if (rc == 0)
+			return answer_created(c, id, true), -1;
+		if (rc != STORE_NOT_FOUND)
+			return answer_store(c->rs, rc, &e), -1;
+	}
+	if (within_budget(c) < 0 || within_token_spend(c) < 0)
+		return -1;
+	return 0;
+}
+
 /* The course's template `pin` (name or name@N) into *t; else an answer
  * (422 for a malformed pin, 404 for none) and -1. */
 static int find_template(struct call *c, const char *pin, struct store_template *t)
@@ -152,7 +399,8 @@ static int find_template(struct call *c, const char *pin, struct store_template 
 	return 0;
 }
 
-/* Put template t's tree into the new sandbox `id` (its keeper's restore);
+/* Put template t's tree into the new sandbox `id` (its keeper's restore:
+ * the archive is checked by the submissions' intake like any upload);
  * else the sandbox ends `failed`, an answer and -1. */
 static int restore_template(struct call *c, int64_t id, const struct store_template *t)
 {
@@ -161,150 +409,128 @@ static int restore_template(struct call *c, int64_t id, const struct store_templ
 	void *data = NULL;
 	size_t len = 0;
 	struct err e, e2;
-	int rc = store_sandbox_get(c->st, id, &s, &e);
+	int rc = head ? store_sandbox_get(c->st, id, &s, &e) : err_set(&e, ENOMEM, "restore");
 
 	if (rc == 0)
 		rc = store_blob_get(c->st, t->sha256, &data, &len, &e);
-	if (rc == 0 && head && keeper_call(&s, head, data, len, 0, &answer, NULL, NULL, &e) < 0)
+	if (rc == 0 && keeper_call(&s, head, data, len, 0, &answer, NULL, NULL, &e) < 0)
 		rc = -1;
-	if (rc < 0 || !head) {
+	if (rc == 0)
+		rc = store_sandbox_set_template(c->st, id, t->name, t->version_no, &e);
+	if (rc < 0) {
 		store_sandbox_end(c->st, id, "failed", e.msg, &e2);
 		sbx_host_kill(c->a->sandboxes, id);
 		answer_fail(c->rs, e.kind == ERR_INPUT ? ERR_INPUT : ERR_INTERNAL,
-			    "template %s@%d: %s", t->name, t->version_no, head ? e.msg : "out of memory");
+			    "template %s@%d: %s", t->name, t->version_no, e.msg);
 	}
 	free(data);
 	json_decref(head);
 	json_decref(answer);
 	store_sandbox_clear(&s);
-	return rc < 0 || !head ? -1 : 0;
+	return rc < 0 ? -1 : 0;
+}
+
+/*
+ * The create itself, its turn granted: the row, then the keeper.  Returns
+ * true when it found no room after all (a grading took the slot, or
+ * another server the token's last place) and the create may wait again;
+ * else it answered.
+ */
+static bool create_now(struct call *c, const struct create_req *r)
+{
+	struct store_sandbox_in in = {.course_id = c->who->course_id,
+				      .token_id = c->who->token_id,
+				      .isolation = "jail",
+				      .image_pin = r->image,
+				      .vcpu = (int)r->vcpu,
+				      .memory_mib = (int)r->memory,
+				      .disk_mib = (int)r->disk,
+				      .timeout_s = r->lease,
+				      .labels_json = r->labels,
+				      .env_json = r->env,
+				      .idempotency_key = c->rq->idempotency_key,
+				      .max_cost_micros = r->max_cost};
+	bool existing = false;
+	char secret[65], socket[512];
+	int64_t id = 0;
+	pid_t pid;
+	struct err e, e2;
+	struct store_template tmpl;
+	int rc;
+
+	if (r->template && find_template(c, r->template, &tmpl) < 0)
+		return false;
+	if ((rc = store_sandbox_create(c->st, &in, &id, secret, &existing, &e)) < 0) {
+		if (rc == STORE_REFUSED && wait_again(c, r))
+			return true;
+		if (rc == STORE_REFUSED)
+			refuse_capacity(c, r, 1, 0, 0);
+		else
+			answer_store(c->rs, rc, &e);
+		return false;
+	}
+	if (existing) {
+		answer_created(c, id, true);
+		return false;
+	}
+	json_t *create = json_pack(
+	    "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "id", (json_int_t)id, "secret", secret,
+	    "image", r->image, "vcpu", (json_int_t)r->vcpu, "memory_mib", (json_int_t)r->memory,
+	    "disk_mib", (json_int_t)r->disk, "lease_ms", (json_int_t)(r->lease * 1000), "idle_ms",
+	    (json_int_t)(r->idle * 1000), "env", json_loads(r->env, 0, NULL));
+	rc = create ? sbx_host_spawn(c->a->sandboxes, id, create, &pid, socket, sizeof(socket), &e)
+		    : err_set(&e, ENOMEM, "sandbox");
+	json_decref(create);
+	if (rc < 0) {
+		store_sandbox_end(c->st, id, "failed", e.msg, &e2);
+		if (e.kind == ERR_BUSY && wait_again(c, r))
+			return true;
+		if (e.kind == ERR_BUSY)
+			refuse_capacity(c, r, 0, INT64_MAX, 0);
+		else
+			answer_err(c->rs, &e);
+		metrics_count(c->a->metrics, "sandbox_creates_failed", 1);
+		return false;
+	}
+	if ((rc = store_sandbox_placed(c->st, id, sbx_host_key(c->a->sandboxes), socket, pid,
+				       &e)) < 0) {
+		sbx_host_kill(c->a->sandboxes, id);
+		answer_store(c->rs, rc, &e);
+		return false;
+	}
+	if (r->template && restore_template(c, id, &tmpl) < 0)
+		return false;
+	metrics_count(c->a->metrics, "sandbox_creates", 1);
+	answer_created(c, id, false);
+	return false;
 }
 
 /* POST /v1/sandboxes */
 void post_sandbox(struct call *c)
 {
-	static const char *const allowed[] = {"image",	    "isolation",       "vcpu",
-					      "memory_mib", "disk_mib",	       "network",
-					      "timeout_seconds", "labels",	       "env",
-					      "idle_timeout_seconds", "template", NULL};
-	const char *image = "host", *isolation = "jail", *network = "none", *template = NULL;
-	struct store_template tmpl = {0};
-	int64_t vcpu = 1, memory = 512, disk = 256, lease = 300, idle = 0, id = 0;
-	char *labels = NULL, *env = NULL, secret[65];
-	bool existing = false;
-	json_t *doc = NULL;
-	struct err e;
-	int rc;
+	struct create_req r;
+	uint64_t ticket;
 
+	/* Every call reads the body again: a waiting create keeps only its
+	 * ticket between calls.  Read before the host is looked at, so a bad
+	 * body is its own answer on any server (and the fuzzer reaches it). */
+	if (create_req_parse(c, &r) < 0)
+		goto out;
 	if (!c->a->sandboxes) {
 		answer_fail(c->rs, ERR_UNAVAILABLE, "this server hosts no sandboxes%s%s",
 			    c->a->no_sandboxes[0] ? ": " : "", c->a->no_sandboxes);
-		return;
-	}
-	if (body_json(c, 0, &doc) < 0)
-		return;
-	if (jsonreq_only(doc, allowed, &e) < 0 ||
-	    jsonreq_string(doc, "image", false, 255, &image, &e) < 0 ||
-	    jsonreq_string(doc, "isolation", false, 16, &isolation, &e) < 0 ||
-	    jsonreq_string(doc, "network", false, 16, &network, &e) < 0 ||
-	    jsonreq_string(doc, "template", false, 255, &template, &e) < 0 ||
-	    jsonreq_int(doc, "vcpu", false, 1, VCPU_MAX, &vcpu, &e) < 0 ||
-	    jsonreq_int(doc, "memory_mib", false, 16, MEMORY_MIB_MAX, &memory, &e) < 0 ||
-	    jsonreq_int(doc, "disk_mib", false, 1, DISK_MIB_MAX, &disk, &e) < 0 ||
-	    jsonreq_int(doc, "timeout_seconds", false, 1, LEASE_S_MAX, &lease, &e) < 0 ||
-	    jsonreq_int(doc, "idle_timeout_seconds", false, 0, LEASE_S_MAX, &idle, &e) < 0 ||
-	    string_map(doc, "labels", &labels, &e) < 0 || string_map(doc, "env", &env, &e) < 0) {
-		answer_member(c->rs, &e);
 		goto out;
 	}
-	image = image ? image : "host";
-	isolation = isolation ? isolation : "jail";
-	if (network && strcmp(network, "none") != 0) {
-		answer_fail(c->rs, ERR_INPUT, "'network' must be \"none\" (sandboxes have no "
-					      "network; a loopback inside works)");
+	if ((!c->hold || !c->hold->waiting) && first_checks(c) < 0)
 		goto out;
-	}
-	if (strcmp(isolation, "vm") == 0) {
-		answer_fail(c->rs, ERR_UNAVAILABLE,
-			    "isolation 'vm': sandboxes over the API run in the jail for now");
+	if (take_turn(c, &r, &ticket) != TURN_GO)
 		goto out;
-	}
-	if (strcmp(isolation, "jail") != 0 && strcmp(isolation, "auto") != 0) {
-		answer_fail(c->rs, ERR_INPUT, "'isolation' must be \"jail\", \"vm\" or \"auto\"");
-		goto out;
-	}
-	if (template && find_template(c, template, &tmpl) < 0)
-		goto out;
-	if (within_budget(c) < 0)
-		goto out;
-	struct store_sandbox_in in = {.course_id = c->who->course_id,
-				      .token_id = c->who->token_id,
-				      .isolation = "jail",
-				      .image_pin = image,
-				      .vcpu = (int)vcpu,
-				      .memory_mib = (int)memory,
-				      .disk_mib = (int)disk,
-				      .timeout_s = lease,
-				      .labels_json = labels,
-				      .env_json = env,
-				      .idempotency_key = c->rq->idempotency_key};
-	if ((rc = store_sandbox_create(c->st, &in, &id, secret, &existing, &e)) < 0) {
-		answer_store(c->rs, rc, &e);
-		goto out;
-	}
-	if (!existing) {
-		pid_t pid;
-		char socket[512];
-		json_t *create = json_pack(
-		    "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "id", (json_int_t)id, "secret",
-		    secret, "image", image, "vcpu", (json_int_t)vcpu, "memory_mib",
-		    (json_int_t)memory, "disk_mib", (json_int_t)disk, "lease_ms",
-		    (json_int_t)(lease * 1000), "idle_ms", (json_int_t)(idle * 1000), "env",
-		    json_loads(env, 0, NULL));
-		rc = create ? sbx_host_spawn(c->a->sandboxes, id, create, &pid, socket,
-					     sizeof(socket), &e)
-			    : err_set(&e, ENOMEM, "sandbox");
-		json_decref(create);
-		struct err e2;
-		if (rc < 0) {
-			store_sandbox_end(c->st, id, "failed", e.msg, &e2);
-			if (e.kind == ERR_BUSY) {
-				metrics_count(c->a->metrics, "sandbox_creates_refused_capacity", 1);
-				answer_fail(c->rs, ERR_CAPACITY,
-					    "no room for a sandbox on this host now (%u slots, "
-					    "every one taken); retry later",
-					    sbx_host_slots(c->a->sandboxes));
-				c->rs->retry_after_s = c->a->c.retry_after_s;
-			} else {
-				answer_err(c->rs, &e);
-			}
-			metrics_count(c->a->metrics, "sandbox_creates_failed", 1);
-			goto out;
-		}
-		if ((rc = store_sandbox_placed(c->st, id, sbx_host_key(c->a->sandboxes), socket,
-					       pid, &e)) < 0) {
-			sbx_host_kill(c->a->sandboxes, id);
-			answer_store(c->rs, rc, &e);
-			goto out;
-		}
-		if (template && restore_template(c, id, &tmpl) < 0)
-			goto out;
-		metrics_count(c->a->metrics, "sandbox_creates", 1);
-	}
-	struct store_sandbox s = {0};
-	if ((rc = store_sandbox_get(c->st, id, &s, &e)) < 0) {
-		answer_store(c->rs, rc, &e);
-		goto out;
-	}
-	json_t *answer = sandbox_doc(&s);
-	if (answer && existing)
-		json_object_set_new(answer, "existing", json_true());
-	answer_json(c->rs, existing ? 200 : 201, answer);
-	store_sandbox_clear(&s);
+	bool again = create_now(c, &r);
+	sbx_line_done(c->a->line, ticket, again);
+	if (!again && c->hold)
+		c->hold->waiting = false;
 out:
-	free(labels);
-	free(env);
-	json_decref(doc);
+	create_req_clear(&r);
 }
 
 /* GET /v1/sandboxes/{id} */
@@ -313,7 +539,7 @@ void get_sandbox(struct call *c)
 	struct store_sandbox s = {0};
 
 	if (own_sandbox(c, &s) == 0)
-		answer_json(c->rs, 200, sandbox_doc(&s));
+		answer_json(c->rs, 200, sandbox_doc(c->a, &s));
 	store_sandbox_clear(&s);
 }
 
@@ -357,7 +583,7 @@ void list_sandboxes(struct call *c)
 	for (size_t i = 0; i < n; i++) {
 		struct store_sandbox s = {0};
 		if (store_sandbox_get(c->st, ids[i], &s, &e) == 0)
-			json_array_append_new(list, sandbox_doc(&s));
+			json_array_append_new(list, sandbox_doc(c->a, &s));
 		store_sandbox_clear(&s);
 	}
 	free(ids);
@@ -426,7 +652,7 @@ void delete_sandbox(struct call *c)
 	/* One still being created is ended too: its create then finds it
 	 * ended and kills the keeper it started. */
 	if (!live(&s) && strcmp(s.state, "creating") != 0) {
-		answer_json(c->rs, 200, sandbox_doc(&s));
+		answer_json(c->rs, 200, sandbox_doc(c->a, &s));
 		goto out;
 	}
 	if ((rc = store_sandbox_end(c->st, s.sandbox_id, "deleted", "deleted by a client", &e)) < 0) {
@@ -458,7 +684,7 @@ void delete_sandbox(struct call *c)
 		goto out;
 	}
 	metrics_count(c->a->metrics, "sandbox_deletes", 1);
-	answer_json(c->rs, 200, sandbox_doc(&s));
+	answer_json(c->rs, 200, sandbox_doc(c->a, &s));
 out:
 	store_sandbox_clear(&s);
 }

@@ -8,7 +8,7 @@
 #include "service/handler.h"
 
 /* The sandbox document of docs/api.md. */
-json_t *sandbox_doc(const struct store_sandbox *s);
+json_t *sandbox_doc(const struct api *a, const struct store_sandbox *s);
 /* Whether the store says a sandbox runs. */
 bool live(const struct store_sandbox *s);
 /* A live sandbox of the caller held on this host into *s (cleared by the
@@ -19,6 +19,16 @@ int string_map(const json_t *doc, const char *key, char **ret, struct err *e);
 /* The course's daily CPU cap not spent (sandboxes and their commands count
  * toward it); else an answer (403 budget_exceeded) and -1. */
 int within_budget(struct call *c);
+/* The metered cost of a sandbox in micro-dollars at serve's prices
+ * (api_sandbox_cost.c; docs/api.md, "What a sandbox costs"): cpu_ms of its
+ * done execs, memory_mib reserved for life_ms.  Rounded down. */
+int64_t sandbox_cost_micros(const struct api *a, int memory_mib, int64_t cpu_ms, int64_t life_ms);
+/* How long a sandbox as read has lived: from its start to its end or the
+ * store's clock at the read (0: never started). */
+int64_t sandbox_life_ms(const struct store_sandbox *s);
+/* The caller's token has not spent its daily_spend_micros today (UTC);
+ * else an answer (403 budget_exceeded) and -1. */
+int within_token_spend(struct call *c);
 /* Whether a failed keeper call found no keeper at all. */
 bool keeper_missing(const struct err *ke);
 /* Answer a keeper call that failed (docs/sandbox-keeper.md). */

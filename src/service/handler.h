@@ -35,6 +35,7 @@ struct api {
 	pthread_key_t key; /* the thread's store (api.c) */
 	struct metrics *metrics;
 	struct sbx_host *sandboxes;
+	struct sbx_line *line;	/* creates waiting for room on it (sbxline.h) */
 	char no_sandboxes[256]; /* why sandboxes is NULL, when it was asked for */
 };
 
@@ -50,6 +51,11 @@ struct call_hold {
 	int fd;
 	unsigned polls;
 	int64_t sandbox_id, exec_id, memory_mib;
+	/* A create waiting in `line` for room (api_sandboxes.c): it leaves the
+	 * line when the request ends, however it ends. */
+	bool waiting;
+	uint64_t ticket;
+	struct sbx_line *line;
 };
 
 /* The calling thread's store connection (api.c), for what runs on an HTTP
@@ -83,11 +89,16 @@ handler_fn post_submission, post_batch, list_submissions, get_submission, get_re
 handler_fn post_assignment, get_assignment, get_policy, put_policy, get_extensions,
     put_extension, delete_extension, get_gradebook;
 handler_fn post_submission_regrade, post_assignment_regrade, get_regrade;
-handler_fn post_token, list_tokens, delete_token, get_budget, put_budget;
+handler_fn post_token, list_tokens, put_token, delete_token, get_budget, put_budget;
 handler_fn post_sandbox, get_sandbox, list_sandboxes, delete_sandbox, post_sandbox_exec,
     put_sandbox_file, get_sandbox_file, list_sandbox_dir, list_sandbox_execs, post_sandbox_timeout,
     stat_sandbox_path, delete_sandbox_file, post_sandbox_dir, put_sandbox_archive, get_sandbox_archive,
     post_sandbox_snapshot, list_templates, get_template, delete_template;
+
+/* The background duty of sandboxes with a max_cost_micros: one whose
+ * metered cost reached it is ended and its keeper killed
+ * (api_sandbox_cost.c). */
+void sandbox_cost_duty(struct api *a, struct store *st);
 
 /* An exec whose request ended before its answer (api.c's hold_release):
  * recorded when it comes, by sandbox_orphans_collect() (api_sandboxes.c). */

@@ -124,48 +124,93 @@ int store_scope_parse(const char *name, enum store_scope *ret, struct err *e)
 #define SECRET_HEX   64
 
 static const char sql_token_add[] =
-    "INSERT INTO tokens (course_id, scope, selector, secret_sha256, created_ms) "
-    "VALUES ($1, $2, $3, $4, {now})";
-static const char sql_token_get[] = "SELECT id, course_id, scope, secret_sha256 FROM tokens "
-				    "WHERE selector = $1 AND revoked_ms IS NULL";
+    "INSERT INTO tokens (course_id, scope, selector, secret_sha256, created_ms, "
+    "daily_spend_micros, max_live_sandboxes) VALUES ($1, $2, $3, $4, {now}, $5, $6) RETURNING id";
+static const char sql_token_get[] =
+    "SELECT id, course_id, scope, secret_sha256, daily_spend_micros, max_live_sandboxes "
+    "FROM tokens WHERE selector = $1 AND revoked_ms IS NULL";
 static const char sql_token_revoke[] =
     "UPDATE tokens SET revoked_ms = {now} WHERE id = $1 AND (course_id = $2 OR $2 = 0) "
     "AND revoked_ms IS NULL RETURNING id";
-static const char sql_token_list[] = "SELECT id, scope, selector, created_ms, revoked_ms "
-				     "FROM tokens WHERE course_id = $1 ORDER BY id LIMIT $2";
+static const char sql_token_limits[] =
+    "UPDATE tokens SET daily_spend_micros = $3, max_live_sandboxes = $4 "
+    "WHERE id = $1 AND (course_id = $2 OR $2 = 0) AND revoked_ms IS NULL RETURNING id";
+static const char sql_token_list[] =
+    "SELECT id, scope, selector, created_ms, revoked_ms, daily_spend_micros, max_live_sandboxes "
+    "FROM tokens WHERE course_id = $1 ORDER BY id LIMIT $2";
+
+/* A limit as stored: NULL is none (-1 here). */
+static struct store_val limit_val(int64_t v)
+{
+	return v >= 0 ? sv_int(v) : sv_null();
+}
+
+static int64_t limit_col(const struct store_rows *rows, size_t r, size_t c)
+{
+	return store_rows_at(rows, r, c)->t == SV_NULL ? -1 : store_col_int(rows, r, c);
+}
+
+static int check_limits(const struct store_token_limits *l, struct err *e)
+{
+	if (l->daily_spend_micros < -1 || l->daily_spend_micros > STORE_SPEND_MICROS_MAX)
+		return store_fail(e, STORE_INVALID, "daily_spend_micros %lld (0 to %lld, or none)",
+				  (long long)l->daily_spend_micros, STORE_SPEND_MICROS_MAX);
+	if (l->max_live_sandboxes < -1 || l->max_live_sandboxes > STORE_LIVE_SANDBOXES_MAX)
+		return store_fail(e, STORE_INVALID, "max_live_sandboxes %lld (0 to %d, or none)",
+				  (long long)l->max_live_sandboxes, STORE_LIVE_SANDBOXES_MAX);
+	return 0;
+}
 
 struct token_arg {
 	const char *course;
 	const char *scope;
+	struct store_token_limits limits;
 	char selector[SELECTOR_HEX + 1];
 	char secret_hash[65];
+	int64_t id;
 };
 
 static int token_tx(struct store *st, void *arg, struct err *e)
 {
 	struct token_arg *a = arg;
 	struct course_arg c = {.name = a->course, .create = true};
+	struct store_rows *rows = NULL;
 
 	int rc = course_tx(st, &c, e);
 	if (rc < 0)
 		return rc;
-	struct store_val p[] = {sv_int(c.id), sv_text(a->scope), sv_text(a->selector),
-				sv_text(a->secret_hash)};
-	if (store_q(st, sql_token_add, p, 4, NULL, e) < 0)
+	struct store_val p[] = {sv_int(c.id),
+				sv_text(a->scope),
+				sv_text(a->selector),
+				sv_text(a->secret_hash),
+				limit_val(a->limits.daily_spend_micros),
+				limit_val(a->limits.max_live_sandboxes)};
+	if (store_q(st, sql_token_add, p, 6, &rows, e) < 0)
 		return err_wrap(e, "add token");
+	a->id = store_col_int(rows, 0, 0);
+	store_rows_free(rows);
 	return 0;
 }
 
 int store_token_create(struct store *st, const char *course, enum store_scope scope,
 		       char ret_token[STORE_TOKEN_LEN + 1], struct err *e)
 {
-	struct token_arg a = {.course = course, .scope = store_scope_name(scope)};
+	return store_token_mint(st, course, scope, NULL, ret_token, NULL, e);
+}
+
+int store_token_mint(struct store *st, const char *course, enum store_scope scope,
+		     const struct store_token_limits *limits, char ret_token[STORE_TOKEN_LEN + 1],
+		     int64_t *ret_id, struct err *e)
+{
+	struct token_arg a = {.course = course,
+			      .scope = store_scope_name(scope),
+			      .limits = limits ? *limits : STORE_TOKEN_UNLIMITED};
 	char secret[SECRET_HEX + 1];
 
 	if (!a.scope)
 		return store_fail(e, STORE_INVALID, "token: bad scope %d", (int)scope);
 	int rc = store_check_label("course name", course, STORE_TEXT_MAX, true, e);
-	if (rc < 0)
+	if (rc < 0 || (rc = check_limits(&a.limits, e)) < 0)
 		return rc;
 	if (store_random_hex(a.selector, SELECTOR_HEX / 2, e) < 0 ||
 	    store_random_hex(secret, SECRET_HEX / 2, e) < 0)
@@ -177,6 +222,28 @@ int store_token_create(struct store *st, const char *course, enum store_scope sc
 	memcpy(ret_token, TOKEN_PREFIX, 4);
 	memcpy(ret_token + 4, a.selector, SELECTOR_HEX);
 	memcpy(ret_token + 4 + SELECTOR_HEX, secret, SECRET_HEX + 1);
+	if (ret_id)
+		*ret_id = a.id;
+	return 0;
+}
+
+int store_token_set_limits(struct store *st, int64_t course_id, int64_t token_id,
+			   const struct store_token_limits *limits, struct err *e)
+{
+	struct store_rows *rows = NULL;
+	int rc;
+
+	if ((rc = check_limits(limits, e)) < 0)
+		return rc;
+	struct store_val p[] = {sv_int(token_id), sv_int(course_id),
+				limit_val(limits->daily_spend_micros),
+				limit_val(limits->max_live_sandboxes)};
+	if (store_q(st, sql_token_limits, p, 4, &rows, e) < 0)
+		return err_wrap(e, "limits of token %lld", (long long)token_id);
+	size_t n = rows->nrows;
+	store_rows_free(rows);
+	if (n == 0)
+		return store_fail(e, STORE_NOT_FOUND, "no active token %lld", (long long)token_id);
 	return 0;
 }
 
@@ -231,6 +298,8 @@ int store_token_check(struct store *st, const char *token, struct store_token_in
 	ret->token_id = store_col_int(rows, 0, 0);
 	ret->course_id = store_col_int(rows, 0, 1);
 	ret->scope = scope;
+	ret->limits.daily_spend_micros = limit_col(rows, 0, 4);
+	ret->limits.max_live_sandboxes = limit_col(rows, 0, 5);
 	store_rows_free(rows);
 	return 0;
 }
@@ -268,6 +337,8 @@ int store_token_list(struct store *st, int64_t course_id, struct store_token_row
 			 store_col_text(rows, r, 2));
 		t->created_ms = store_col_int(rows, r, 3);
 		t->revoked_ms = store_col_int(rows, r, 4);
+		t->limits.daily_spend_micros = limit_col(rows, r, 5);
+		t->limits.max_live_sandboxes = limit_col(rows, r, 6);
 		(*ret_n)++;
 	}
 	store_rows_free(rows);

@@ -104,15 +104,30 @@ static bool is_end_state(const char *s)
  * (PostgreSQL's clock_timestamp() moves within a statement). */
 static const char sql_sandbox_add[] =
     "INSERT INTO sandboxes (course_id, token_id, state, isolation, image_pin, vcpu, memory_mib, "
-    "disk_mib, timeout_s, labels, env, idempotency_key, secret, created_ms, lease_end_ms) "
+    "disk_mib, timeout_s, labels, env, idempotency_key, secret, created_ms, lease_end_ms, "
+    "max_cost_micros) "
     "SELECT CAST($1 AS BIGINT), CAST($2 AS BIGINT), 'creating', CAST($3 AS TEXT), "
     "CAST($4 AS TEXT), CAST($5 AS BIGINT), CAST($6 AS BIGINT), CAST($7 AS BIGINT), "
     "CAST($8 AS BIGINT), CAST($9 AS TEXT), CAST($10 AS TEXT), CAST($11 AS TEXT), "
-    "CAST($12 AS TEXT), n.ms, n.ms + CAST($8 AS BIGINT) * 1000 FROM (SELECT {now} AS ms) n "
-    "WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.id = $2 AND t.course_id = $1) "
+    "CAST($12 AS TEXT), n.ms, n.ms + CAST($8 AS BIGINT) * 1000, CAST($13 AS BIGINT) "
+    "FROM (SELECT {now} AS ms) n "
+    "WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.id = $2 AND t.course_id = $1 "
+    "AND (t.max_live_sandboxes IS NULL OR t.max_live_sandboxes > (SELECT COUNT(*) "
+    "FROM sandboxes l WHERE l.state IN ('creating', 'running') AND l.token_id = $2))) "
     "ON CONFLICT (course_id, idempotency_key) DO NOTHING RETURNING id";
 static const char sql_sandbox_by_key[] =
     "SELECT id, secret FROM sandboxes WHERE course_id = $1 AND idempotency_key = $2";
+/* Creates of a token with a live maximum wait here for each other, so the
+ * count of the insert above sees every committed one (PostgreSQL's READ
+ * COMMITTED reads a new snapshot per statement); SQLite's write lock does
+ * it already. */
+static const char sql_token_lock[] =
+    "UPDATE tokens SET max_live_sandboxes = max_live_sandboxes "
+    "WHERE id = $1 AND max_live_sandboxes IS NOT NULL";
+static const char sql_token_room[] =
+    "SELECT t.max_live_sandboxes, (SELECT COUNT(*) FROM sandboxes l "
+    "WHERE l.state IN ('creating', 'running') AND l.token_id = t.id) "
+    "FROM tokens t WHERE t.id = $1 AND t.course_id = $2 AND t.max_live_sandboxes IS NOT NULL";
 
 struct create_arg {
 	const struct store_sandbox_in *in;
@@ -136,10 +151,13 @@ static int create_tx(struct store *st, void *arg, struct err *e)
 	    sv_int(in->course_id),  sv_int(in->token_id),	  sv_text(in->isolation),
 	    sv_text(in->image_pin), size_val(in->vcpu),		  size_val(in->memory_mib),
 	    size_val(in->disk_mib), sv_int(in->timeout_s),	  sv_text(a->labels),
-	    sv_text(a->env),	    sv_text(in->idempotency_key), sv_text(a->secret)};
+	    sv_text(a->env),	    sv_text(in->idempotency_key), sv_text(a->secret),
+	    in->max_cost_micros > 0 ? sv_int(in->max_cost_micros) : sv_null()};
 
 	a->existing = false;
-	if (store_q(st, sql_sandbox_add, p, 12, &rows, e) < 0)
+	if (store_q(st, sql_token_lock, p + 1, 1, NULL, e) < 0)
+		return err_wrap(e, "lock token %lld", (long long)in->token_id);
+	if (store_q(st, sql_sandbox_add, p, 13, &rows, e) < 0)
 		return err_wrap(e, "add sandbox");
 	if (rows->nrows == 1) {
 		a->id = store_col_int(rows, 0, 0);
@@ -160,8 +178,19 @@ static int create_tx(struct store *st, void *arg, struct err *e)
 			store_rows_free(rows);
 			return 0;
 		}
-		store_rows_free(rows);
+		rows = store_rows_free(rows);
 	}
+	struct store_val pt[] = {sv_int(in->token_id), sv_int(in->course_id)};
+	if (store_q(st, sql_token_room, pt, 2, &rows, e) < 0)
+		return err_wrap(e, "live sandboxes of token %lld", (long long)in->token_id);
+	if (rows->nrows == 1) {
+		int64_t max = store_col_int(rows, 0, 0), n = store_col_int(rows, 0, 1);
+		store_rows_free(rows);
+		return store_fail(e, STORE_REFUSED,
+				  "token %lld has %lld live sandboxes, its max_live_sandboxes %lld",
+				  (long long)in->token_id, (long long)n, (long long)max);
+	}
+	store_rows_free(rows);
 	return store_fail(e, STORE_NOT_FOUND, "no token %lld in course %lld",
 			  (long long)in->token_id, (long long)in->course_id);
 }
@@ -183,6 +212,8 @@ int store_sandbox_create(struct store *st, const struct store_sandbox_in *in, in
 		return rc;
 	if (in->vcpu < 0 || in->memory_mib < 0 || in->disk_mib < 0)
 		return store_fail(e, STORE_INVALID, "sandbox: a negative size");
+	if (in->max_cost_micros < 0)
+		return store_fail(e, STORE_INVALID, "sandbox: a negative max_cost_micros");
 	if (in->timeout_s < 1 || in->timeout_s > STORE_SANDBOX_TIMEOUT_MAX)
 		return store_fail(e, STORE_INVALID, "sandbox: a lease of %lld s (1 to %lld)",
 				  (long long)in->timeout_s, (long long)STORE_SANDBOX_TIMEOUT_MAX);
@@ -228,8 +259,8 @@ int store_sandbox_placed(struct store *st, int64_t id, const char *host_key, con
 static const char sql_sandbox_get[] =
     "SELECT id, course_id, token_id, state, isolation, image_pin, vcpu, memory_mib, disk_mib, "
     "timeout_s, labels, env, idempotency_key, secret, host_key, socket, keeper_pid, created_ms, "
-    "started_ms, lease_end_ms, ended_ms, end_reason, execs, cpu_ms, gib_seconds "
-    "FROM sandboxes WHERE id = $1";
+    "started_ms, lease_end_ms, ended_ms, end_reason, execs, cpu_ms, gib_seconds, "
+    "max_cost_micros, {now}, template FROM sandboxes WHERE id = $1";
 
 int store_sandbox_get(struct store *st, int64_t id, struct store_sandbox *ret, struct err *e)
 {
@@ -268,6 +299,9 @@ int store_sandbox_get(struct store *st, int64_t id, struct store_sandbox *ret, s
 	sb.execs = store_col_int(rows, 0, 22);
 	sb.cpu_ms = store_col_int(rows, 0, 23);
 	sb.gib_seconds = store_col_real(rows, 0, 24);
+	sb.max_cost_micros = store_col_int(rows, 0, 25);
+	store_col_copy(rows, 0, 27, sb.template_pin, sizeof(sb.template_pin));
+	sb.now_ms = store_col_int(rows, 0, 26);
 	store_rows_free(rows);
 	if (!sb.labels_json || !sb.env_json) {
 		store_sandbox_clear(&sb);
@@ -661,4 +695,24 @@ int store_exec_list(struct store *st, int64_t sandbox_id, int64_t after_id,
 	store_rows_free(res);
 	*ret_n = n;
 	return 0;
+}
+
+static const char sql_sandbox_template[] =
+    "UPDATE sandboxes SET template = $2 WHERE id = $1 RETURNING id";
+
+int store_sandbox_set_template(struct store *st, int64_t id, const char *name, int version_no,
+			       struct err *e)
+{
+	struct store_rows *rows = NULL;
+	char pin[STORE_TEMPLATE_NAME_MAX + 16];
+
+	if (!store_template_name_ok(name) || version_no < 1)
+		return store_fail(e, STORE_INVALID, "template '%.80s@%d'", name, version_no);
+	snprintf(pin, sizeof(pin), "%s@%d", name, version_no);
+	struct store_val p[] = {sv_int(id), sv_text(pin)};
+	if (store_q(st, sql_sandbox_template, p, 2, &rows, e) < 0)
+		return err_wrap(e, "sandbox %lld template", (long long)id);
+	size_t n = rows->nrows;
+	store_rows_free(rows);
+	return n ? 0 : store_fail(e, STORE_NOT_FOUND, "no sandbox %lld", (long long)id);
 }

@@ -249,13 +249,27 @@ static const char migration_6[] =
     "CREATE INDEX sandbox_execs_sandbox ON sandbox_execs (sandbox_id, id);";
 
 /*
+ * Money and room for sandboxes (issue 24): a token may carry its own daily
+ * spending limit (micro-dollars, at the server's prices) and a maximum of
+ * live sandboxes, both NULL for none; a sandbox may carry the metered cost
+ * at which it is destroyed.  A create counts its token's live sandboxes and
+ * a token's spending reads its sandboxes of the day: both by this index,
+ * whose live rows (ended_ms NULL) come first.
+ */
+static const char migration_7[] =
+    "ALTER TABLE tokens ADD COLUMN daily_spend_micros BIGINT;"
+    "ALTER TABLE tokens ADD COLUMN max_live_sandboxes INTEGER;"
+    "ALTER TABLE sandboxes ADD COLUMN max_cost_micros BIGINT;"
+    "CREATE INDEX sandboxes_token ON sandboxes (token_id, ended_ms);";
+
+/*
  * Templates of sandboxes (docs/sandbox-keeper.md, "Templates"): a
  * sandbox's writable tree kept as a content-addressed blob under a name
  * and its next version, so that a sandbox on any host can start from it.
  * A removed one keeps its row (deleted_ms) and its version number is never
  * given again.
  */
-static const char migration_7[] =
+static const char migration_8[] =
     "CREATE TABLE sandbox_templates ("
     " id {id},"
     " course_id BIGINT NOT NULL REFERENCES courses(id),"
@@ -277,5 +291,6 @@ const struct store_migration store_migrations[] = {
     {5, migration_5},
     {6, migration_6},
     {7, migration_7},
+    {8, migration_8},
 };
 const size_t store_migration_count = sizeof(store_migrations) / sizeof(store_migrations[0]);

@@ -56,7 +56,7 @@ enum store_status {
 };
 
 /* The schema version this code writes; store_open() refuses a newer database. */
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 /* Attempts of a job when the submission does not say. */
 #define STORE_DEFAULT_ATTEMPTS 3
@@ -121,11 +121,37 @@ int store_course_set_cpu_cap(struct store *st, int64_t course_id, double cpu_sec
 int store_token_create(struct store *st, const char *course, enum store_scope scope,
 		       char ret_token[STORE_TOKEN_LEN + 1], struct err *e);
 
+/* Bounds of a token's own limits (migration 7). */
+#define STORE_SPEND_MICROS_MAX	 1000000000000LL /* a million dollars a day */
+#define STORE_LIVE_SANDBOXES_MAX 100000
+
+/*
+ * What a token may use of sandboxes, beside its course's budget: -1 in a
+ * member is no limit.  daily_spend_micros: millionths of a dollar of
+ * metered sandbox cost a UTC day (0..STORE_SPEND_MICROS_MAX);
+ * max_live_sandboxes: its sandboxes live at once (0..STORE_LIVE_SANDBOXES_MAX).
+ */
+struct store_token_limits {
+	int64_t daily_spend_micros;
+	int64_t max_live_sandboxes;
+};
+#define STORE_TOKEN_UNLIMITED ((struct store_token_limits){-1, -1})
+/* store_token_create() with limits (NULL: none), and the new token's id
+ * into *ret_id (may be NULL).  STORE_INVALID for a limit out of range. */
+int store_token_mint(struct store *st, const char *course, enum store_scope scope,
+		     const struct store_token_limits *limits, char ret_token[STORE_TOKEN_LEN + 1],
+		     int64_t *ret_id, struct err *e);
+/* Replace the limits of course_id's active token token_id (course 0: of any
+ * course).  STORE_NOT_FOUND when there is no such active token. */
+int store_token_set_limits(struct store *st, int64_t course_id, int64_t token_id,
+			   const struct store_token_limits *limits, struct err *e);
+
 /* What a valid token grants. */
 struct store_token_info {
 	int64_t token_id;
 	int64_t course_id;
 	enum store_scope scope;
+	struct store_token_limits limits;
 };
 /* Check a presented token (untrusted text, any length): the hash of its
  * secret is compared in constant time with the stored one.  STORE_NOT_FOUND
@@ -144,6 +170,7 @@ struct store_token_row {
 	char prefix[4 + 16 + 1]; /* "prt_" + the selector: which token it is */
 	int64_t created_ms;
 	int64_t revoked_ms; /* 0: active */
+	struct store_token_limits limits;
 };
 /* The tokens of course_id, oldest first, at most cap (*ret_n of them). */
 int store_token_list(struct store *st, int64_t course_id, struct store_token_row *rows,
@@ -651,6 +678,7 @@ int store_course_usage_since(struct store *st, int64_t course_id, int64_t since_
 
 #define STORE_SANDBOX_JSON_MAX	  (64u << 10)	    /* bytes of labels, env or argv JSON */
 #define STORE_SANDBOX_TIMEOUT_MAX (7LL * 24 * 3600) /* seconds of one lease */
+#define STORE_TEMPLATE_NAME_MAX	  64 /* bytes of a template's name: [a-z0-9][a-z0-9._-]* */
 #define STORE_SANDBOX_PATH_MAX	  1024		    /* bytes of a socket path or a cwd, NUL too */
 
 /* A new sandbox; strings may be NULL where marked. */
@@ -664,6 +692,7 @@ struct store_sandbox_in {
 	const char *labels_json;	/* a JSON object of strings; NULL: {} */
 	const char *env_json;		/* a JSON object of strings; NULL: {} */
 	const char *idempotency_key;	/* unique per course; NULL: none */
+	int64_t max_cost_micros;	/* destroyed at this metered cost; 0: none */
 };
 
 /*
@@ -674,7 +703,10 @@ struct store_sandbox_in {
  * STORE_INVALID for a malformed field (a label with control characters,
  * JSON that is not an object of strings or above STORE_SANDBOX_JSON_MAX, a
  * size < 0, a timeout out of range); STORE_NOT_FOUND when the token is not
- * the course's.
+ * the course's; STORE_REFUSED when the token has its max_live_sandboxes
+ * live (creating or running) already.  The count and the insert are one
+ * step: two creates of one token never both take its last place (on
+ * PostgreSQL the token's row is locked first).
  */
 int store_sandbox_create(struct store *st, const struct store_sandbox_in *in, int64_t *ret_id,
 			 char ret_secret[65], bool *ret_existing, struct err *e);
@@ -708,6 +740,9 @@ struct store_sandbox {
 	int64_t execs;	    /* execs done */
 	int64_t cpu_ms;	    /* their CPU time */
 	double gib_seconds; /* their GiB-seconds */
+	int64_t max_cost_micros; /* 0: none */
+	char template_pin[STORE_TEMPLATE_NAME_MAX + 16]; /* name@N it started from, or "" */
+	int64_t now_ms;		 /* the database's clock when read: the life so far */
 };
 /* Sandbox `id` (of any course: the caller checks course_id).  *ret is
  * written only on success; STORE_NOT_FOUND for an unknown id. */
@@ -808,6 +843,40 @@ void store_exec_row_clear(struct store_exec_row *r);
 int store_exec_list(struct store *st, int64_t sandbox_id, int64_t after_id,
 		    struct store_exec_row *rows, size_t cap, size_t *ret_n, struct err *e);
 
+/* ---- what sandboxes use and cost (migration 7, sandbox_meter.c) ---- */
+
+/* The id of course_id's sandbox made with Idempotency-Key `key`;
+ * STORE_NOT_FOUND when there is none. */
+int store_sandbox_find_key(struct store *st, int64_t course_id, const char *key, int64_t *ret_id,
+			   struct err *e);
+/* How many of token_id's sandboxes are live (creating or running). */
+int store_token_live_sandboxes(struct store *st, int64_t token_id, int64_t *ret_n, struct err *e);
+
+/*
+ * What token_id's sandboxes used since since_ms (the start of a UTC day):
+ * the CPU-seconds of their execs that ended since then, and the GiB-seconds
+ * of memory they reserved since then (each sandbox's memory_mib / 1024
+ * times the part of its life, started_ms to ended_ms or now, after
+ * since_ms).  *ret_now_ms: the database's clock it was read at.
+ */
+struct store_usage {
+	double cpu_seconds, reserved_gib_seconds;
+	int64_t now_ms;
+};
+int store_token_usage_since(struct store *st, int64_t token_id, int64_t since_ms,
+			    struct store_usage *ret, struct err *e);
+
+/* A running sandbox with a max_cost_micros, as metered. */
+struct store_sandbox_meter {
+	int64_t sandbox_id;
+	int memory_mib;
+	int64_t cpu_ms, started_ms, now_ms, max_cost_micros;
+};
+/* The running sandboxes placed on host_key that carry a max_cost_micros,
+ * at most cap (1..100000; *ret_n of them), oldest first. */
+int store_sandbox_metered(struct store *st, const char *host_key, struct store_sandbox_meter *rows,
+			  size_t cap, size_t *ret_n, struct err *e);
+
 /*
  * The top-level "status" member of a JSON object, read from the first `len`
  * bytes of its text (the status is near the start of a result document)
@@ -825,7 +894,6 @@ int store_doc_status(const char *text, size_t len, char *out, size_t cap);
  * keeper made) under a name of its course; each template of a name is that
  * name's next version (name@N), never reused, even after a removal.
  */
-#define STORE_TEMPLATE_NAME_MAX 64 /* bytes of a name: [a-z0-9][a-z0-9._-]* */
 
 struct store_template {
 	int64_t template_id;
@@ -839,6 +907,9 @@ struct store_template {
 	int64_t deleted_ms; /* 0: not removed */
 };
 
+/* Record that sandbox `id` started from template name@version_no. */
+int store_sandbox_set_template(struct store *st, int64_t id, const char *name, int version_no,
+			       struct err *e);
 /* Whether `name` is a template name (STORE_TEMPLATE_NAME_MAX). */
 bool store_template_name_ok(const char *name);
 /* Store `data` as the next version of course_id's template `name` (blob

@@ -1627,8 +1627,11 @@ static const char doc_compile[] = "{\"tests\":[{\"status\":\"passed\"}],\n \"sta
 				  "\"compile_error\"}";
 
 /* The version-2 schema, as an older proctor left it. */
-static const char sql_downgrade[] = "DROP TABLE sandbox_execs;"
+static const char sql_downgrade[] = "DROP TABLE sandbox_templates;"
+				    "DROP TABLE sandbox_execs;"
 				    "DROP TABLE sandboxes;"
+				    "ALTER TABLE tokens DROP COLUMN max_live_sandboxes;"
+				    "ALTER TABLE tokens DROP COLUMN daily_spend_micros;"
 				    "ALTER TABLE submissions DROP COLUMN callback_view;"
 				    "DROP INDEX jobs_course_unfinished;"
 				    "DROP INDEX submissions_version;"
@@ -2612,8 +2615,11 @@ static void test_store_course_usage_counts_sandbox_execs(void **state)
 }
 
 /* The version-5 schema, as an older proctor left it. */
-static const char sql_downgrade_to_5[] = "DROP TABLE sandbox_execs;"
+static const char sql_downgrade_to_5[] = "DROP TABLE sandbox_templates;"
+					 "DROP TABLE sandbox_execs;"
 					 "DROP TABLE sandboxes;"
+					 "ALTER TABLE tokens DROP COLUMN max_live_sandboxes;"
+					 "ALTER TABLE tokens DROP COLUMN daily_spend_micros;"
 					 "DELETE FROM schema_version WHERE version >= 6;";
 
 static void test_store_migration_6_upgrades_a_version_5_database(void **state)
@@ -2635,7 +2641,7 @@ static void test_store_migration_6_upgrades_a_version_5_database(void **state)
 	st = store_close(st);
 
 	st = open_or_fail(url);
-	assert_int_equal(count_rows(st, sql_version), 6);
+	assert_int_equal(count_rows(st, sql_version), STORE_SCHEMA_VERSION);
 	assert_int_equal(count_rows(st, sql_versions), (int64_t)store_migration_count);
 	struct store_submission_view view;
 	CHECK(store_submission_get(st, sub, &view, E));

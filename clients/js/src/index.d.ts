@@ -38,6 +38,17 @@ export interface CreateOptions extends ConnectionOptions {
   isolation?: "jail" | "vm" | "auto";
   /** Retries when no answer came (default 3); never a second sandbox (Idempotency-Key). */
   retries?: number;
+  /**
+   * 0 to 600000: when the host or the token has no room, wait in line this
+   * long for it (first come first served in a course, courses in turn)
+   * before rejecting with Capacity; without it Capacity comes at once.
+   */
+  waitForCapacityMs?: number;
+  /**
+   * The sandbox is destroyed when its metered cost (info.usage.cost_micros)
+   * reaches this many millionths of a dollar; its end_reason says so.
+   */
+  maxCostMicros?: number;
 }
 
 export interface ListFilter {
@@ -133,7 +144,22 @@ export interface SandboxInfo {
   ended_ms: number | null;
   end_reason: string | null;
   lease_end_ms: number | null;
-  usage: { execs: number; cpu_ms: number; gib_seconds: number };
+  /** The create's max_cost_micros, or null. */
+  max_cost_micros: number | null;
+  /**
+   * What it used so far: its commands' CPU (cpu_ms, cpu_seconds) and
+   * GiB-seconds (gib_seconds: memory times their wall time), the memory it
+   * reserved over its life (reserved_gib_seconds), and the metered cost of
+   * both at the server's prices in millionths of a dollar (docs/api.md).
+   */
+  usage: {
+    execs: number;
+    cpu_ms: number;
+    gib_seconds: number;
+    cpu_seconds: number;
+    reserved_gib_seconds: number;
+    cost_micros: number;
+  };
   /** A create replayed with the same Idempotency-Key. */
   existing?: boolean;
   [member: string]: unknown;
@@ -206,9 +232,9 @@ export declare class InvalidInput extends ProctorError {}
 export declare class Unauthorized extends ProctorError {}
 /** The token's scope is too small. */
 export declare class Forbidden extends ProctorError {}
-/** No room for a sandbox now; retryAfter says when to try again. */
+/** No room for a sandbox now (the host's slots, or the token's max_live_sandboxes), also after waitForCapacityMs; retryAfter says when to try again. */
 export declare class Capacity extends ProctorError {}
-/** The course's daily CPU cap is spent. */
+/** The course's daily CPU cap, or the token's daily_spend_micros, is spent. */
 export declare class BudgetExceeded extends ProctorError {}
 /** The server cannot do it now (its store, or the sandbox's host). */
 export declare class Unavailable extends ProctorError {}

@@ -44,9 +44,11 @@ export class InvalidInput extends ProctorError {}
 export class Unauthorized extends ProctorError {}
 /** The token's scope is too small. */
 export class Forbidden extends ProctorError {}
-/** No room for a sandbox now; `retryAfter` says when to try again. */
+/** No room for a sandbox now (the host's slots, or the token's
+ * max_live_sandboxes), also after waitForCapacityMs; `retryAfter` says when
+ * to try again. */
 export class Capacity extends ProctorError {}
-/** The course's daily CPU cap is spent. */
+/** The course's daily CPU cap, or the token's daily_spend_micros, is spent. */
 export class BudgetExceeded extends ProctorError {}
 /** The server cannot do it now (its store, or the sandbox's host). */
 export class Unavailable extends ProctorError {}
@@ -347,6 +349,8 @@ const CREATE_OPTIONS = [
   "env",
   "isolation",
   "retries",
+  "waitForCapacityMs",
+  "maxCostMicros",
   ...CONNECTION,
 ];
 
@@ -398,11 +402,18 @@ export class Sandbox {
     if (o.timeoutSeconds !== undefined) body.timeout_seconds = o.timeoutSeconds;
     if (o.labels) body.labels = stringMap(o.labels, "labels");
     if (o.env) body.env = stringMap(o.env, "env");
+    if (o.waitForCapacityMs !== undefined) body.wait_for_capacity_ms = o.waitForCapacityMs;
+    if (o.maxCostMicros !== undefined) body.max_cost_micros = o.maxCostMicros;
+    // The answer may take the whole wait: the HTTP timeout outlasts it.
+    const timeoutMs = DEFAULT_TIMEOUT_MS + (Number(o.waitForCapacityMs) || 0);
     const retries = o.retries ?? 3;
     const idempotencyKey = await uuid();
     for (let attempt = 0; ; attempt++) {
       try {
-        return new Sandbox(client, await client.call("POST", "/v1/sandboxes", { body, idempotencyKey }));
+        return new Sandbox(
+          client,
+          await client.call("POST", "/v1/sandboxes", { body, idempotencyKey, timeoutMs }),
+        );
       } catch (err) {
         if (!(err instanceof ConnectionFailed) || attempt >= retries) throw err;
         await sleep(200 * (attempt + 1));

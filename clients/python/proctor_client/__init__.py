@@ -72,11 +72,13 @@ class Forbidden(ProctorError):
 
 
 class Capacity(ProctorError):
-    """No room for a sandbox now; `retry_after` says when to try again."""
+    """No room for a sandbox now (every slot of the host taken, or the
+    token's max_live_sandboxes live), also after waiting
+    `wait_for_capacity_ms`; `retry_after` says when to try again."""
 
 
 class BudgetExceeded(ProctorError):
-    """The course's daily CPU cap is spent."""
+    """The course's daily CPU cap, or the token's daily_spend_micros, is spent."""
 
 
 class Unavailable(ProctorError):
@@ -397,13 +399,27 @@ class Sandbox:
                env: Optional[Mapping[str, str]] = None, isolation: str = "jail",
                idle_timeout_seconds: Optional[int] = None, template: Optional[str] = None,
                server: Optional[str] = None, token: Optional[str] = None,
-               retries: int = 3) -> "Sandbox":
+               retries: int = 3, wait_for_capacity_ms: Optional[int] = None,
+               max_cost_micros: Optional[int] = None) -> "Sandbox":
         """Create a sandbox.  Retried only when no answer came, with the same
-        Idempotency-Key, so a retry never makes a second sandbox."""
+        Idempotency-Key, so a retry never makes a second sandbox.
+
+        `wait_for_capacity_ms` (0 to 600,000): when the host or the token
+        has no room, wait in line that long for it (fairly: first come
+        first served in a course, courses in turn) instead of failing at
+        once with Capacity.  `max_cost_micros`: the sandbox is destroyed
+        when its metered cost reaches this many millionths of a dollar
+        (its info's "usage"."cost_micros"; "end_reason" then says so)."""
         c = _Client(server, token)
         body: Dict[str, Any] = {"vcpu": vcpu, "memory_mib": memory_mib, "disk_mib": disk_mib,
                                 "network": network, "timeout_seconds": timeout_seconds,
                                 "isolation": isolation}
+        if wait_for_capacity_ms is not None:
+            body["wait_for_capacity_ms"] = wait_for_capacity_ms
+        if max_cost_micros is not None:
+            body["max_cost_micros"] = max_cost_micros
+        # The answer may take the whole wait: the HTTP timeout outlasts it.
+        timeout = c.timeout + (wait_for_capacity_ms or 0) / 1000
         if image:
             body["image"] = image
         if labels:
@@ -417,7 +433,8 @@ class Sandbox:
         key = str(uuid.uuid4())
         for attempt in range(retries + 1):
             try:
-                return cls(c, c.call("POST", "/v1/sandboxes", body, idempotency_key=key))
+                return cls(c, c.call("POST", "/v1/sandboxes", body, idempotency_key=key,
+                                     timeout=timeout))
             except ConnectionFailed:
                 if attempt == retries:
                     raise
@@ -445,7 +462,9 @@ class Sandbox:
         return c.call("GET", "/v1/sandboxes", query=query)["sandboxes"]
 
     def get_info(self) -> Dict[str, Any]:
-        """State, labels, lease end, usage so far."""
+        """State, labels, lease end, usage so far: "usage" has "cpu_seconds"
+        (its commands'), "reserved_gib_seconds" (its memory over its life so
+        far) and "cost_micros" (both priced, millionths of a dollar)."""
         self._info = self._c.call("GET", self._path(""))
         return self._info
 
@@ -464,6 +483,10 @@ class Sandbox:
         if idle_timeout_seconds is not None:
             body["idle_timeout_seconds"] = idle_timeout_seconds
         self._info = self._c.call("POST", self._path("/timeout"), body)
+    @property
+    def cost_micros(self) -> int:
+        """The metered cost so far, in millionths of a dollar (asks the server)."""
+        return int(self.get_info()["usage"]["cost_micros"])
 
     def execs(self) -> List[Dict[str, Any]]:
         """Every command run in the sandbox, oldest first: argv, verdict,
