@@ -50,7 +50,14 @@ const GRADER_DIR = "/grader";
 const REPORT = "/workspace/report.xml";
 const BUILD = ["python3", "-m", "py_compile", "solution.py"];
 const TEST = [
-  "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", REPORT,
+  "python3",
+  "-m",
+  "pytest",
+  "-q",
+  "-p",
+  "no:cacheprovider",
+  "--junitxml",
+  REPORT,
   `${GRADER_DIR}/test_hidden.py`,
 ];
 const OK_EXIT = [0, 1]; // pytest: all passed, some failed; anything else is a crash
@@ -357,7 +364,8 @@ async function grade(studentDir, a) {
       }
     }
   } catch (err) {
-    g.infraError = err instanceof ProctorError ? `${err.status} ${err.code}: ${err.message}` : String(err?.message ?? err);
+    g.infraError =
+      err instanceof ProctorError ? `${err.status} ${err.code}: ${err.message}` : String(err?.message ?? err);
   } finally {
     if (stage) await fs.rm(stage, { recursive: true, force: true });
   }
@@ -368,7 +376,7 @@ async function grade(studentDir, a) {
 /**
  * fn over every item with at most `limit` running at once, by Promise.all
  * over `limit` workers that take the next item as each finishes; `onDone`
- * is told of each as it ends. Resolves to the results in the items' order.
+ * is called with the results so far (a hole for each not done) as each ends. Resolves to the results in the items' order.
  */
 async function mapBounded(items, limit, fn, onDone) {
   const results = new Array(items.length);
@@ -377,7 +385,7 @@ async function mapBounded(items, limit, fn, onDone) {
     while (next < items.length) {
       const i = next++;
       results[i] = await fn(items[i]);
-      onDone(i, results);
+      onDone(results);
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
@@ -451,13 +459,17 @@ async function main() {
   const t0 = performance.now();
   let mismatches = 0;
   let infra = 0;
-  console.log(`${"student".padEnd(14)} ${"status".padEnd(14)} ${"passed".padStart(6)} ${"score".padStart(7)} ${"secs".padStart(5)}  check`);
+  console.log(
+    `${"student".padEnd(14)} ${"status".padEnd(14)} ${"passed".padStart(6)} ${"score".padStart(7)} ${"secs".padStart(5)}  check`,
+  );
   const print = (g) => {
     const secs = g.seconds.toFixed(1).padStart(5);
     if (g.infraError) {
       infra++;
-      console.log(`${g.student.padEnd(14)} ${"-".padEnd(14)} ${"-".padStart(6)} ${"-".padStart(7)} ${secs}  ` +
-        `NOT GRADED (infrastructure, not the student's): ${g.infraError}`);
+      console.log(
+        `${g.student.padEnd(14)} ${"-".padEnd(14)} ${"-".padStart(6)} ${"-".padStart(7)} ${secs}  ` +
+          `NOT GRADED (infrastructure, not the student's): ${g.infraError}`,
+      );
       return;
     }
     const got = [g.status, g.passed, g.total, g.score, g.maxScore];
@@ -470,23 +482,33 @@ async function main() {
         : "NO EXPECTED ROW";
     }
     const detail = g.reason || g.failedTests.map((t) => `fails ${t}`).join(", ");
-    console.log(`${g.student.padEnd(14)} ${g.status.padEnd(14)} ${`${g.passed}/${g.total}`.padStart(6)} ` +
-      `${`${num(g.score)}/${num(g.maxScore)}`.padStart(7)} ${secs}  ${check}` + (detail ? `  (${detail})` : ""));
+    console.log(
+      `${g.student.padEnd(14)} ${g.status.padEnd(14)} ${`${g.passed}/${g.total}`.padStart(6)} ` +
+        `${`${num(g.score)}/${num(g.maxScore)}`.padStart(7)} ${secs}  ${check}` +
+        (detail ? `  (${detail})` : ""),
+    );
     // What the student's run said, where the verdict is not the expected one.
     if (check !== "ok" && g.outputTail) console.log(g.outputTail.replace(/^/gm, "    | "));
   };
   // In the students' order, each as soon as it and those before are done.
   let printed = 0;
-  await mapBounded(students, jobs, (s) => grade(path.join(subs, s), a), (_, results) => {
-    while (printed < results.length && results[printed] !== undefined) print(results[printed++]);
-  });
+  await mapBounded(
+    students,
+    jobs,
+    (s) => grade(path.join(subs, s), a),
+    (results) => {
+      while (printed < results.length && results[printed] !== undefined) print(results[printed++]);
+    },
+  );
   for (const missing of [...expected.keys()].filter((s) => !students.includes(s)).sort()) {
     mismatches++;
     console.log(`${missing.padEnd(14)} MISSING: EXPECTED.tsv has a row but there is no submission`);
   }
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
-  console.log(`${students.length} graded in ${secs} s with -j ${jobs}: ` +
-    `${students.length - mismatches - infra} as expected, ${mismatches} differ, ${infra} not graded`);
+  console.log(
+    `${students.length} graded in ${secs} s with -j ${jobs}: ` +
+      `${students.length - mismatches - infra} as expected, ${mismatches} differ, ${infra} not graded`,
+  );
   if (infra) return 2;
   return mismatches ? 1 : 0;
 }

@@ -175,6 +175,7 @@ class JsLoopTests(LoopCases, unittest.TestCase):
                    PROCTOR_WAIT_FOR_CAPACITY_MS="5000")
         r = subprocess.run([*self.loop, "-j", "1"], env=env, capture_output=True, text=True,
                            timeout=300)
+        print(r.stdout, r.stderr, sep="", end="")
         if "wait_for_capacity_ms" in r.stdout:
             self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
             self.assertIn("invalid_input", r.stdout)

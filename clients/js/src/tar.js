@@ -90,7 +90,13 @@ function entryHeaders(rel, { mode, size, mtime, type }) {
   // ASCII, so that no reader has anything to convert.
   const tail = ascii(name.subarray(name.length - 80));
   return [
-    header({ name: Buffer.concat([Buffer.from("PaxHeaders/"), tail]), mode: 0o644, size: pax.length, mtime, type: "x" }),
+    header({
+      name: Buffer.concat([Buffer.from("PaxHeaders/"), tail]),
+      mode: 0o644,
+      size: pax.length,
+      mtime,
+      type: "x",
+    }),
     pax,
     padding(pax.length),
     header({ name: tail, mode, size, mtime, type }),
