@@ -181,11 +181,13 @@ function parseJunit(text) {
     i = MARKUP.lastIndex;
     const [, closing, opening, attrs, selfClosing] = m;
     if (closing !== undefined) {
-      if (open.pop() !== closing) throw new Error(`</${closing}> closes nothing open`);
-      const top = cases.at(-1);
-      if (top && top.depth === open.length) {
+      const top = open.pop();
+      if (top !== closing)
+        throw new Error(top ? `</${closing}> where <${top}> is open` : `</${closing}> closes nothing`);
+      const c = cases.at(-1);
+      if (c && c.depth === open.length) {
         cases.pop();
-        outcome.set(top.name, (outcome.get(top.name) ?? true) && top.ok);
+        outcome.set(c.name, (outcome.get(c.name) ?? true) && c.ok);
       }
       continue;
     }
