@@ -8,11 +8,13 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
+import zlib from "node:zlib";
 
 import {
   Capacity,
@@ -242,7 +244,7 @@ check("exec: output past the cap is counted, never silently cut", async () => {
   await s.kill();
 });
 
-check("upload: a local tree, execute bits kept, symlinks skipped", async () => {
+check("upload: a local tree, execute bits kept, a symlink refused by name", async () => {
   const local = fs.mkdtempSync(path.join(dir, "upload."));
   fs.mkdirSync(path.join(local, "pkg", "inner"), { recursive: true });
   fs.writeFileSync(path.join(local, "main.py"), "import pkg.inner.mod as m\nprint(m.X)\n");
@@ -250,14 +252,27 @@ check("upload: a local tree, execute bits kept, symlinks skipped", async () => {
   fs.writeFileSync(path.join(local, "pkg", "inner", "__init__.py"), "");
   fs.writeFileSync(path.join(local, "pkg", "inner", "mod.py"), "X = 'deep'\n");
   fs.writeFileSync(path.join(local, "go.sh"), "#!/bin/sh\necho go\n", { mode: 0o755 });
-  fs.symlinkSync("/etc/passwd", path.join(local, "link"));
   const s = await sbx();
   assert.equal(await s.files.upload(local, "/work/submission/"), 5);
   let r = await s.exec(["python3", "main.py"], { cwd: "/work/submission" });
   assert.equal(r.stdout, "deep\n", JSON.stringify(r));
   r = await s.exec(["./go.sh"], { cwd: "/work/submission" });
   assert.equal(r.stdout, "go\n");
-  assert.equal(await s.files.exists("/work/submission/link"), false);
+  // A symlink (or a FIFO) anywhere in the tree: refused here, naming it,
+  // and nothing is sent.
+  const link = path.join(local, "pkg", "link");
+  fs.symlinkSync("/etc/passwd", link);
+  await assert.rejects(s.files.upload(local, "/work/second"), (err) => {
+    assert.ok(!(err instanceof ProctorError), String(err));
+    assert.ok(err.message.includes(link) && /symbolic link/.test(err.message), err.message);
+    return true;
+  });
+  fs.unlinkSync(link);
+  execFileSync("mkfifo", [path.join(local, "fifo")]);
+  await assert.rejects(s.files.upload(local, "/work/second"), /fifo is a special file/);
+  assert.equal(await s.files.exists("/work/second"), false);
+  // Not a directory: refused too.
+  await assert.rejects(s.files.upload(path.join(local, "main.py"), "/work/second"), /not a directory/);
   await s.kill();
 });
 
@@ -448,6 +463,342 @@ check("create is retried only when no answer came, never making two", async () =
       return true;
     },
   );
+});
+
+
+// ---- files anywhere outside the system's directories, trees as one tar ----
+
+const sha256 = (data) => crypto.createHash("sha256").update(data).digest("hex");
+
+check("a grading loop writes where it likes outside the system", async () => {
+  const s = await sbx();
+  await s.files.write("/workspace/submission/solution.py", "def add(a, b):\n    return a + b\n");
+  await s.files.write(
+    "/grader/test_hidden.py",
+    "import sys\nsys.path.insert(0, '/workspace/submission')\n" +
+      "import solution\nassert solution.add(2, 3) == 5\n" +
+      "open('/workspace/report.txt', 'w').write('passed')\n",
+  );
+  let r = await s.exec(["python3", "/grader/test_hidden.py"], { cwd: "/workspace/submission" });
+  assert.deepEqual([r.status, r.exitCode], ["ok", 0], r.stderr);
+  assert.equal(await s.files.readText("/workspace/report.txt"), "passed");
+  assert.deepEqual((await s.files.list("/workspace")).map((e) => e.name).sort(), ["report.txt", "submission"]);
+  // The program sees its own directories, and the system's read-only.
+  r = await s.exec("ls -d /workspace /grader && touch /usr/x /etc/x /newtop 2>&1; true");
+  assert.ok(r.stdout.includes("/grader\n/workspace\n"), r.stdout);
+  const refusals = r.stdout.split("Read-only file system").length - 1 + (r.stdout.split("Permission denied").length - 1);
+  assert.equal(refusals, 3, r.stdout);
+  for (const bad of ["/usr/lib/x.py", "/etc/passwd", "/lib64/x", "/proc/1/x", "/", "/var/x", "/run/x", "/grader/../etc/x"]) {
+    await assert.rejects(s.files.write(bad, "x"), InvalidInput, bad);
+  }
+  // A top-level directory made after the sandbox ran something is there in
+  // the next command too.
+  await s.files.write("/autograder/source/run", "#!/bin/sh\necho graded\n", { executable: true });
+  assert.equal((await s.exec(["/autograder/source/run"])).stdout, "graded\n");
+  await s.kill();
+});
+
+check("upload and download a tree as one stream", async () => {
+  const d = fs.mkdtempSync(path.join(dir, "tree."));
+  const src = path.join(d, "src");
+  fs.mkdirSync(path.join(src, "pkg", "deep", "er"), { recursive: true });
+  fs.mkdirSync(path.join(src, "empty"));
+  fs.writeFileSync(path.join(src, "main.py"), "print('main')\n");
+  const blob = crypto.randomBytes(3 << 20); // 3 MiB, past any small threshold
+  fs.writeFileSync(path.join(src, "pkg", "deep", "er", "data.bin"), blob);
+  fs.writeFileSync(path.join(src, "run.sh"), "#!/bin/sh\necho ran\n", { mode: 0o755 });
+  const want = sha256(blob);
+  const s = await sbx();
+  assert.equal(await s.files.upload(src, "/workspace/sub"), 3);
+  assert.equal((await s.exec(["./run.sh"], { cwd: "/workspace/sub" })).stdout, "ran\n");
+  // (The empty directory is in the tar, but the server's intake makes only
+  // the directories its files need: not checked here.)
+  const r = await s.exec("cd /workspace/sub && sha256sum pkg/deep/er/data.bin");
+  assert.ok(r.stdout.includes(want), JSON.stringify(r));
+  assert.equal((await s.files.stat("/workspace/sub/pkg/deep/er/data.bin")).size, blob.length);
+  // A second upload into the same directory adds to it.
+  fs.rmSync(path.join(src, "main.py"));
+  fs.writeFileSync(path.join(src, "more.txt"), "more");
+  await s.files.upload(src, "/workspace/sub");
+  assert.equal(await s.files.exists("/workspace/sub/main.py"), true);
+  // Download: the same bytes and modes; what the program made too, and
+  // never its link.
+  await s.exec("echo out > /workspace/sub/made.txt && ln -s /etc/passwd /workspace/sub/link");
+  const back = path.join(d, "back");
+  assert.equal(await s.files.download("/workspace/sub", back), 5);
+  assert.equal(sha256(fs.readFileSync(path.join(back, "pkg", "deep", "er", "data.bin"))), want);
+  assert.equal(fs.statSync(path.join(back, "run.sh")).mode & 0o777, 0o755);
+  assert.equal(fs.statSync(path.join(back, "more.txt")).mode & 0o777, 0o644);
+  assert.equal(fs.existsSync(path.join(back, "link")), false);
+  assert.equal(fs.readFileSync(path.join(back, "made.txt"), "utf8"), "out\n");
+  await assert.rejects(s.files.download("/workspace/sub/made.txt", back), InvalidInput);
+  await assert.rejects(s.files.download("/workspace/nothing", back), NotFound);
+  await s.kill();
+});
+
+check("upload: names past ustar's 100 bytes, past 255, and not ASCII", async () => {
+  const src = fs.mkdtempSync(path.join(dir, "long."));
+  // Split into ustar's prefix and name (192 bytes: 141 + 50) ...
+  const split = path.join("a".repeat(70), "b".repeat(70), "c".repeat(40), "split.txt");
+  // ... a 150-byte last part (no split fits: a pax header), in a 400-byte path ...
+  const pax = path.join("p".repeat(120), "q".repeat(120), "f".repeat(150));
+  // ... and UTF-8: short, split (80 + 80 bytes), in a pax header (120 + 120).
+  const accents = "ünïcödé ✓.txt";
+  const accentsSplit = path.join("é".repeat(40), "ü".repeat(40));
+  const accentsPax = path.join("é".repeat(60), "ü".repeat(60));
+  const files = {
+    [split]: "split\n",
+    [pax]: "pax\n",
+    [accents]: "accents\n",
+    [accentsSplit]: "split accents\n",
+    [accentsPax]: "pax accents\n",
+  };
+  for (const [rel, text] of Object.entries(files)) {
+    fs.mkdirSync(path.join(src, path.dirname(rel)), { recursive: true });
+    fs.writeFileSync(path.join(src, rel), text);
+  }
+  assert.ok(Buffer.byteLength(pax) > 255 && Buffer.byteLength(split) > 100);
+  const s = await sbx();
+  assert.equal(await s.files.upload(src, "/workspace/long"), 5);
+  for (const [rel, text] of Object.entries(files)) {
+    assert.equal(await s.files.readText(`/workspace/long/${rel}`), text, rel);
+  }
+  // Back: the server packs ustar, which holds a name of at most 155 + 100
+  // bytes split at a "/", so the two trees whose names need pax stay
+  // there; the others come back as they went.
+  for (const rel of [pax, accentsPax]) {
+    await s.files.remove(`/workspace/long/${rel.split("/")[0]}`, { recursive: true });
+  }
+  const back = path.join(src, "..", path.basename(src) + ".back");
+  assert.equal(await s.files.download("/workspace/long", back), 3);
+  for (const rel of [split, accents, accentsSplit]) {
+    assert.equal(fs.readFileSync(path.join(back, rel), "utf8"), files[rel], rel);
+  }
+  await s.kill();
+});
+
+/** A plain tar of hand-made members: { name, type ("0", "1", "2", "3", "5", "6"), data, link }. */
+function tarOf(...members) {
+  const blocks = [];
+  for (const { name, type = "0", data = "", link = "" } of members) {
+    const body = Buffer.from(data);
+    const h = Buffer.alloc(512);
+    h.write(name, 0);
+    h.write("0000644\0", 100);
+    h.write("0000000\0", 108);
+    h.write("0000000\0", 116);
+    h.write(body.length.toString(8).padStart(11, "0") + "\0", 124);
+    h.write("00000000000\0", 136);
+    h.write(type, 156);
+    h.write(link, 157);
+    h.write("ustar\0" + "00", 257);
+    h.fill(0x20, 148, 156);
+    h.write(h.reduce((a, b) => a + b, 0).toString(8).padStart(6, "0") + "\0 ", 148);
+    blocks.push(h, body, Buffer.alloc((512 - (body.length % 512)) % 512));
+  }
+  blocks.push(Buffer.alloc(1024));
+  return Buffer.concat(blocks);
+}
+
+async function putRaw(s, data, remote = "/workspace/x") {
+  const res = await fetch(`${url}/v1/sandboxes/${s.id}/archive?path=${encodeURIComponent(remote)}`, {
+    method: "PUT",
+    headers: { Authorization: `Bearer ${tokens.cs101}`, "Content-Type": "application/x-tar" },
+    body: data,
+  });
+  return { status: res.status, doc: await res.json().catch(() => null) };
+}
+
+check("a hostile archive is refused with invalid_input and changes nothing", async () => {
+  const s = await sbx({ diskMiB: 8 });
+  const hostile = {
+    "symlink out": tarOf({ name: "ok.txt", data: "x" }, { name: "evil", type: "2", link: "/etc/passwd" }),
+    "hard link": tarOf({ name: "a", data: "x" }, { name: "b", type: "1", link: "a" }),
+    "dot dot": tarOf({ name: "../../escape.txt", data: "x" }),
+    absolute: tarOf({ name: "/tmp/abs.txt", data: "x" }),
+    fifo: tarOf({ name: "pipe", type: "6" }),
+    device: tarOf({ name: "dev", type: "3" }),
+    "not an archive": Buffer.from("this is not a tar file at all".repeat(10)),
+  };
+  for (const [what, data] of Object.entries(hostile)) {
+    const { status, doc } = await putRaw(s, data);
+    assert.equal(status, 422, `${what}: ${JSON.stringify(doc)}`);
+    assert.equal(doc?.error?.code, "invalid_input", what);
+  }
+  assert.equal(await s.files.exists("/workspace/x"), false);
+  assert.equal(await s.files.exists("/tmp/abs.txt"), false);
+  // A bomb: 64 MiB of zeros in a few KiB, against an 8 MiB disk.
+  const bomb = zlib.gzipSync(tarOf({ name: "zeros", data: Buffer.alloc(64 << 20) }));
+  assert.ok(bomb.length < 1 << 20);
+  const { status, doc } = await putRaw(s, bomb);
+  assert.deepEqual([status, doc?.error?.code], [422, "invalid_input"], JSON.stringify(doc));
+  assert.equal(await s.files.exists("/workspace/x"), false);
+  // The sandbox still works, and nothing landed on the host.
+  assert.equal((await s.exec(["true"])).status, "ok");
+  assert.equal(fs.existsSync("/escape.txt"), false);
+  await s.kill();
+});
+
+check("download refuses a hostile archive and writes nothing outside", async () => {
+  // A server that answers its own archive: the client checks every name
+  // again, whatever the server sent.
+  let archive;
+  const fake = http.createServer((req, res) => {
+    if (req.url.startsWith("/v1/sandboxes/7/archive")) {
+      res.writeHead(200, { "Content-Type": "application/gzip" });
+      res.end(archive);
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ id: 7, state: "running" }));
+  });
+  await new Promise((r) => fake.listen(0, "127.0.0.1", r));
+  try {
+    const s = await Sandbox.connect(7, { server: `http://127.0.0.1:${fake.address().port}`, token: "prt_x" });
+    const base = fs.mkdtempSync(path.join(dir, "hostile."));
+    const hostile = {
+      "dot dot": tarOf({ name: "ok.txt", data: "x" }, { name: "../escape.txt", data: "x" }),
+      absolute: tarOf({ name: "/tmp/proctor-js-abs.txt", data: "x" }),
+      symlink: tarOf({ name: "evil", type: "2", link: "/etc/passwd" }),
+      "hard link": tarOf({ name: "a", data: "x" }, { name: "b", type: "1", link: "a" }),
+      fifo: tarOf({ name: "pipe", type: "6" }),
+      "cut short": tarOf({ name: "big", data: "y".repeat(4096) }).subarray(0, 1536),
+    };
+    for (const [what, data] of Object.entries(hostile)) {
+      archive = zlib.gzipSync(data);
+      await assert.rejects(s.files.download("/workspace", path.join(base, "in")), (err) => {
+        assert.ok(err instanceof ProctorError, `${what}: ${err}`);
+        assert.equal(err.code, "bad_archive", what);
+        return true;
+      });
+    }
+    // Every name is checked before anything is written.
+    assert.equal(fs.existsSync(path.join(base, "in")), false);
+    assert.equal(fs.existsSync(path.join(base, "escape.txt")), false);
+    assert.equal(fs.existsSync("/tmp/proctor-js-abs.txt"), false);
+    // A link already in the local directory: the file is not written
+    // through it.
+    fs.mkdirSync(path.join(base, "in"));
+    fs.symlinkSync("/etc/hostname", path.join(base, "in", "ok.txt"));
+    archive = zlib.gzipSync(tarOf({ name: "ok.txt", data: "x" }));
+    await assert.rejects(s.files.download("/workspace", path.join(base, "in")), { code: "ELOOP" });
+  } finally {
+    await new Promise((r) => fake.close(r));
+  }
+});
+
+check("remove, makeDir, stat", async () => {
+  const s = await sbx();
+  await s.files.makeDir("/workspace/a/b/c");
+  await s.files.makeDir("/workspace/a/b/c"); // again: fine
+  const st = await s.files.stat("/workspace/a/b/");
+  assert.deepEqual([st.name, st.type], ["b", "dir"]);
+  assert.equal(typeof st.mtimeMs, "number");
+  assert.equal(await s.files.exists("/workspace"), true);
+  assert.equal(await s.files.exists("/work"), true);
+  assert.equal(await s.files.stat("/workspace/nothing"), null);
+  await s.files.write("/workspace/a/b/c/f.txt", "f");
+  assert.equal((await s.files.stat("/workspace/a/b/c/f.txt")).size, 1);
+  await assert.rejects(s.files.makeDir("/workspace/a/b/c/f.txt/sub"), InvalidInput);
+  await assert.rejects(s.files.remove("/workspace/a"), InvalidInput); // not empty
+  await assert.rejects(s.files.remove("/workspace/a", { recurse: true }), TypeError);
+  // A link the program planted goes; its target stays.
+  await s.exec(["ln", "-s", "/workspace/a/b/c/f.txt", "/work/link"]);
+  assert.equal((await s.files.stat("/work/link")).type, "link");
+  await s.files.remove("/work/link");
+  assert.equal(await s.files.exists("/work/link"), false);
+  assert.equal(await s.files.exists("/workspace/a/b/c/f.txt"), true);
+  // A link on the way is never followed.
+  await s.exec(["ln", "-s", "/workspace/a", "/work/via"]);
+  await assert.rejects(s.files.remove("/work/via/b/c/f.txt"), InvalidInput);
+  await s.files.remove("/workspace/a", { recursive: true });
+  assert.equal(await s.files.exists("/workspace/a"), false);
+  await assert.rejects(s.files.remove("/workspace/a"), NotFound);
+  await assert.rejects(s.files.remove("/work"), InvalidInput);
+  for (const bad of ["/etc/x", "/usr", "relative/../../x"]) {
+    await assert.rejects(s.files.makeDir(bad), InvalidInput, bad);
+    await assert.rejects(s.files.stat(bad), InvalidInput, bad);
+  }
+  await s.kill();
+});
+
+// ---- the lease and the idle timeout, each its own clock ----
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitState(s, not, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  while ((await s.getInfo()).state === not && Date.now() < deadline) await sleep(300);
+  return s.getInfo();
+}
+
+check("setTimeout shortens and extends the lease", async () => {
+  const s = await sbx({ timeoutSeconds: 2 });
+  const info = await s.setTimeout(300);
+  assert.equal(info.state, "running");
+  assert.equal(s.info, info);
+  await sleep(3000);
+  assert.equal((await s.getInfo()).state, "running");
+  await s.setTimeout(1);
+  assert.equal((await waitState(s, "running")).state, "expired");
+  await assert.rejects(s.setTimeout(10), NotFound);
+  await assert.rejects(s.setTimeout(10, { idle: 3 }), TypeError);
+});
+
+check("setTimeout refuses what is out of range, naming the member", async () => {
+  const s = await sbx();
+  for (const [seconds, opts, member] of [
+    [0, undefined, "timeout_seconds"],
+    [86401, undefined, "timeout_seconds"],
+    [10, { idleTimeoutSeconds: -1 }, "idle_timeout_seconds"],
+  ]) {
+    await assert.rejects(s.setTimeout(seconds, opts), (err) => {
+      assert.ok(err instanceof InvalidInput, String(err));
+      assert.ok(err.message.includes(member), err.message);
+      return true;
+    });
+  }
+  await assert.rejects(sbx({ idleTimeoutSeconds: 86401 }), InvalidInput);
+  await s.kill();
+});
+
+check("an idle timeout ends a sandbox nobody uses", async () => {
+  const s = await sbx({ idleTimeoutSeconds: 2 });
+  // A command longer than the idle timeout is not idleness.
+  assert.equal((await s.exec(["sleep", "3"])).status, "ok");
+  assert.equal((await s.exec(["true"])).status, "ok");
+  const info = await waitState(s, "running");
+  assert.equal(info.state, "expired");
+  assert.match(info.end_reason ?? "", /idle/);
+});
+
+check("setTimeout sets the idle timeout of a running sandbox", async () => {
+  const s = await sbx();
+  await s.setTimeout(300, { idleTimeoutSeconds: 1 });
+  const info = await waitState(s, "running");
+  assert.equal(info.state, "expired");
+  assert.match(info.end_reason ?? "", /idle/);
+});
+
+check("create sends idleTimeoutSeconds and waitForCapacityMs as the API's members", async () => {
+  const bodies = [];
+  const fake = http.createServer(async (req, res) => {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    bodies.push(JSON.parse(Buffer.concat(chunks).toString() || "null"));
+    res.writeHead(201, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ id: 9, state: "running" }));
+  });
+  await new Promise((r) => fake.listen(0, "127.0.0.1", r));
+  try {
+    const via = { server: `http://127.0.0.1:${fake.address().port}`, token: "prt_x" };
+    await Sandbox.create({ ...via, idleTimeoutSeconds: 30, waitForCapacityMs: 5000, timeoutSeconds: 60 });
+    assert.deepEqual(bodies[0], { timeout_seconds: 60, idle_timeout_seconds: 30, wait_for_capacity_ms: 5000 });
+    await Sandbox.create(via);
+    assert.deepEqual(bodies[1], {});
+  } finally {
+    await new Promise((r) => fake.close(r));
+  }
 });
 
 // ---- the end: nothing left running, serve stops cleanly, the closing line ----

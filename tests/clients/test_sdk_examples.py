@@ -1,6 +1,8 @@
 """The grading loops of examples/sdk, run as users run them, against a real
 `proctor serve` holding real jail sandboxes, on a SQLite store in a
-temporary directory.
+temporary directory: python_loop.py, and js_loop.mjs under node with the
+same cases (skipped where there is no node, a failure then under
+PROCTOR_MUST_WORK=1).
 
 Run by meson (tests/meson.build) with PROCTOR set to the built proctor and
 PYTHONPATH to clients/python; needs root (sandboxes).  Prints unittest's
@@ -22,6 +24,8 @@ from proctor_client import Sandbox  # noqa: E402
 PROCTOR = os.environ.get("PROCTOR", "proctor")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 LOOP = os.path.join(ROOT, "examples", "sdk", "python_loop.py")
+JS_LOOP = os.path.join(ROOT, "examples", "sdk", "js_loop.mjs")
+NODE = shutil.which("node")
 EXAMPLE = os.path.join(ROOT, "examples", "python-pytest")
 # Fewer slots than the loop's threads, so some creates meet `capacity`
 # and must wait for a slot, as a class larger than a host does.
@@ -32,9 +36,11 @@ JOBS = 4
 S: Server
 
 
-def run_loop(*args: str, token: str = "") -> subprocess.CompletedProcess:
+def run_loop(loop: list, *args: str, token: str = "") -> subprocess.CompletedProcess:
     env = dict(os.environ, PROCTOR_SERVER=S.url, PROCTOR_TOKEN=token or S.tokens["cs101"])
-    return subprocess.run([sys.executable, LOOP, "-j", str(JOBS), *args], env=env,
+    # Each loop decides how to wait for capacity itself (see README.md).
+    env.pop("PROCTOR_WAIT_FOR_CAPACITY_MS", None)
+    return subprocess.run([*loop, "-j", str(JOBS), *args], env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -46,10 +52,16 @@ def wait_no_keepers() -> list:
     return S.wait_no_keepers()
 
 
-class PythonLoopTests(unittest.TestCase):
+class LoopCases:
+    """The cases every loop passes; `loop` is its command line."""
+
+    loop: list
+
+    def run_loop(self, *args: str, token: str = "") -> subprocess.CompletedProcess:
+        return run_loop(self.loop, *args, token=token)
 
     def test_the_class_gets_the_verdicts_of_expected_tsv(self) -> None:
-        r = run_loop()
+        r = self.run_loop()
         print(r.stdout, r.stderr, sep="", end="")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         with open(os.path.join(EXAMPLE, "EXPECTED.tsv"), newline="") as f:
@@ -108,7 +120,7 @@ class PythonLoopTests(unittest.TestCase):
                 w.writeheader()
                 w.writerows(rows)
 
-            r = run_loop("--submissions", subs, "--expected", expected, "--timeout-ms", "3000")
+            r = self.run_loop("--submissions", subs, "--expected", expected, "--timeout-ms", "3000")
             print(r.stdout, r.stderr, sep="", end="")
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn(f"{len(rows)} as expected, 0 differ, 0 not graded", r.stdout)
@@ -119,7 +131,7 @@ class PythonLoopTests(unittest.TestCase):
                 w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t")
                 w.writeheader()
                 w.writerows(rows)
-            r = run_loop("--submissions", subs, "--expected", expected, "--timeout-ms", "3000")
+            r = self.run_loop("--submissions", subs, "--expected", expected, "--timeout-ms", "3000")
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertRegex(r.stdout, rf"(?m)^{rows[0]['submission']}\s.*MISMATCH")
         finally:
@@ -128,10 +140,50 @@ class PythonLoopTests(unittest.TestCase):
         self.assertEqual(wait_no_keepers(), [])
 
     def test_a_bad_token_is_not_graded_and_exits_2(self) -> None:
-        r = run_loop(token="prt_" + "0" * 80)
+        r = self.run_loop(token="prt_" + "0" * 80)
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn("NOT GRADED", r.stdout)
         self.assertIn("unauthorized", r.stdout)
+
+    def test_a_usage_error_exits_2(self) -> None:
+        for args in (("-j", "0"), ("--no-such-flag",)):
+            r = self.run_loop(*args)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn("usage:", r.stderr)
+
+
+class PythonLoopTests(LoopCases, unittest.TestCase):
+    loop = [sys.executable, LOOP]
+
+
+class JsLoopTests(LoopCases, unittest.TestCase):
+    """js_loop.mjs: the same class, the same verdicts, the same output."""
+
+    loop = [NODE or "node", JS_LOOP]
+
+    def setUp(self) -> None:
+        if NODE is None:
+            if os.environ.get("PROCTOR_MUST_WORK") == "1":
+                self.fail("no node on PATH (PROCTOR_MUST_WORK=1)")
+            self.skipTest("no node on PATH (scripts/install-deps.sh installs it)")
+
+    def test_it_waits_in_the_servers_line_or_retries(self) -> None:
+        """By default every create waits in the server's line for a slot
+        (waitForCapacityMs); with PROCTOR_WAIT_FOR_CAPACITY_MS=0 it asks for
+        an answer at once and waits out `capacity` by Retry-After itself.
+        Either way the class is graded, with more jobs than slots."""
+        env = dict(os.environ, PROCTOR_SERVER=S.url, PROCTOR_TOKEN=S.tokens["cs101"])
+        for wait in ("60000", "0"):
+            env["PROCTOR_WAIT_FOR_CAPACITY_MS"] = wait
+            r = subprocess.run([*self.loop, "-j", str(JOBS)], env=env, capture_output=True,
+                               text=True, timeout=300)
+            print(r.stdout, r.stderr, sep="", end="")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        env["PROCTOR_WAIT_FOR_CAPACITY_MS"] = "soon"
+        r = subprocess.run([*self.loop], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("PROCTOR_WAIT_FOR_CAPACITY_MS", r.stderr)
+        self.assertEqual(live_sandboxes(), [])
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ export interface CreateOptions extends ConnectionOptions {
   vcpu?: number;
   /** 16 to 65536 (default 512): every command's memory limit. */
   memoryMiB?: number;
-  /** 1 to 65536 (default 256): the writable tree (/work, /tmp). */
+  /** 1 to 65536 (default 256): the writable tree (/work, /tmp and any other directory made outside the system's). */
   diskMiB?: number;
   /** The only value: no network (a loopback inside works). */
   network?: "none";
@@ -36,6 +36,12 @@ export interface CreateOptions extends ConnectionOptions {
   env?: Record<string, string>;
   /** "jail" (default) or "auto"; "vm" is refused (Unavailable) for now. */
   isolation?: "jail" | "vm" | "auto";
+  /**
+   * 0 to 86400 (default 0: none): the sandbox ends ("expired", its
+   * end_reason mentioning idle) after this many seconds with no request
+   * and no command running.
+   */
+  idleTimeoutSeconds?: number;
   /** Retries when no answer came (default 3); never a second sandbox (Idempotency-Key). */
   retries?: number;
   /**
@@ -165,7 +171,17 @@ export interface SandboxInfo {
   [member: string]: unknown;
 }
 
-/** A sandbox's files: under /work and /tmp. */
+/** setTimeout's options. */
+export interface SetTimeoutOptions {
+  /** 0 to 86400: the idle timeout from now on (0: none); unchanged when not given. */
+  idleTimeoutSeconds?: number;
+}
+
+/**
+ * A sandbox's files: any absolute path outside the system directories
+ * (/usr, /etc, /bin, /sbin, /lib*, /proc, /dev, /sys, /var, /run), e.g.
+ * /work, /tmp, /workspace/submission, /grader; a relative path is below /work.
+ */
 export interface Files {
   /** Write a file (its parents are made); resolves to its size. */
   write(path: string, data: string | Uint8Array | ArrayBuffer | ArrayBufferView, options?: { executable?: boolean }): Promise<number>;
@@ -173,13 +189,38 @@ export interface Files {
   read(path: string): Promise<Uint8Array>;
   /** A file's text (UTF-8 unless told). */
   readText(path: string, encoding?: string): Promise<string>;
-  /** A directory's entries (default /work). */
-  /** The entries, with `truncated` true when the server cut the listing. */
+  /** A directory's entries (default /work), with `truncated` true when the server cut the listing. */
   list(dir?: string): Promise<FileEntry[] & { truncated: boolean }>;
-  /** Whether a file is there (NotFound is false; other errors reject). */
+  /** What is at `path` (a link is described, never followed), or null when nothing is there. */
+  stat(path: string): Promise<FileEntry | null>;
+  /** Whether anything (a file, a directory, a link) is at `path`. */
   exists(path: string): Promise<boolean>;
-  /** Every regular file under a local directory, written below remoteDir; resolves to how many (Node only). */
+  /**
+   * Remove a file, a link (not its target) or an empty directory; with
+   * `recursive` a whole tree. Nothing there is NotFound; a directory that
+   * is not empty, without `recursive`, is InvalidInput.
+   */
+  remove(path: string, options?: { recursive?: boolean }): Promise<void>;
+  /** Make a directory and its parents (one already there is fine). */
+  makeDir(path: string): Promise<void>;
+  /**
+   * Copy the tree localDir to remoteDir (made with its parents) as one
+   * gzip'd tar; resolves to how many files went. Regular files and
+   * directories only, execute bits kept (0755, else 0644); a symlink or a
+   * special file in localDir rejects with an Error naming it, before
+   * anything is sent. A name past ustar's 255 bytes goes in a pax header.
+   * Node only.
+   */
   upload(localDir: string, remoteDir: string): Promise<number>;
+  /**
+   * Copy the tree remoteDir into localDir (made if missing) as one gzip'd
+   * tar; resolves to how many files came. Links and special files in the
+   * sandbox are left out by the server. Every name is checked before
+   * anything is written (relative, no "..", a file or a directory), else it
+   * rejects with a ProctorError of code "bad_archive"; a link already in
+   * localDir is never written through. Node only.
+   */
+  download(remoteDir: string, localDir: string): Promise<number>;
 }
 
 /** A throwaway sandbox on the server, alive until killed or its lease ends. */
@@ -204,9 +245,15 @@ export declare class Sandbox {
   exec(cmd: readonly string[] | string, options?: ExecOptions): Promise<ExecResult>;
   /** State, labels, lease end, usage so far, asked now. */
   getInfo(): Promise<SandboxInfo>;
-  /** Destroy the sandbox now (one already ended is left as it is). */
+  /**
+   * End the lease `seconds` from now (1 to 86400), sooner or later than it
+   * was; optionally set the idle timeout too. Resolves to the sandbox's
+   * document; a sandbox already ended is NotFound.
+   */
+  setTimeout(seconds: number, options?: SetTimeoutOptions): Promise<SandboxInfo>;
   /** Every command run in the sandbox, oldest first (the API's documents). */
   execs(): Promise<Array<Record<string, unknown>>>;
+  /** Destroy the sandbox now (one already ended is left as it is). */
   kill(): Promise<void>;
   /** The same as kill(). */
   close(): Promise<void>;
@@ -219,7 +266,11 @@ export declare class ProctorError extends Error {
   constructor(status: number, code: string, message: string, retryAfter?: number | null, cause?: unknown);
   /** The HTTP status; 0 when no answer came. */
   readonly status: number;
-  /** The server's stable code ("not_found", "capacity", ...; "connection_failed" when no answer came). */
+  /**
+   * The server's stable code ("not_found", "capacity", ...); the client's
+   * own: "connection_failed" when no answer came, "bad_archive" when a
+   * download's archive is refused.
+   */
   readonly code: string;
   /** Seconds, from Retry-After; null without one. */
   readonly retryAfter: number | null;

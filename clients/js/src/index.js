@@ -4,13 +4,17 @@
 // are those of docs/api.md, "Sandboxes"; every error the server answers
 // rejects with a ProctorError carrying its stable code. The Python client
 // (clients/python) is the reference: same verbs, same defaults, same retries.
-// Only upload() needs Node (node:fs), and imports it when called, so the
-// rest also runs wherever fetch does.
+// Only files.upload() and files.download() need Node (node:fs, node:zlib, in
+// ./tar.js), and import it when called, so the rest also runs wherever fetch
+// does.
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 // An exec's request waits this much longer than the command's own limit:
 // the server answers when the command ended, and never holds it past that.
 const EXEC_SLACK_MS = 60_000;
+// An upload or a download moves a whole tree, which the sandbox's host packs
+// or unpacks before it answers: longer than any JSON call.
+const TRANSFER_TIMEOUT_MS = 300_000;
 
 // Node (18.18+, 20.4+) defines Symbol.asyncDispose as this registered
 // symbol; where the runtime has none, the method is still callable by it.
@@ -167,11 +171,23 @@ class Client {
     this.token = String(token);
   }
 
-  async call(method, path, { body, query, timeoutMs = DEFAULT_TIMEOUT_MS, idempotencyKey } = {}) {
+  /**
+   * One request: a JSON `body` (or `raw` bytes of `rawType`); the JSON
+   * answer (or, with `wantBytes`, its bytes as a Uint8Array).
+   */
+  async call(
+    method,
+    path,
+    { body, raw, rawType, wantBytes = false, query, timeoutMs = DEFAULT_TIMEOUT_MS, idempotencyKey } = {},
+  ) {
     let url = this.server + path;
     if (query) url += "?" + new URLSearchParams(query).toString();
-    const headers = { Authorization: `Bearer ${this.token}`, Accept: "application/json" };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const headers = {
+      Authorization: `Bearer ${this.token}`,
+      Accept: wantBytes ? "application/gzip, application/json" : "application/json",
+    };
+    if (raw !== undefined) headers["Content-Type"] = rawType;
+    else if (body !== undefined) headers["Content-Type"] = "application/json";
     if (idempotencyKey) headers["Idempotency-Key"] = idempotencyKey;
     let res;
     let text;
@@ -179,10 +195,11 @@ class Client {
       res = await fetch(url, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: raw !== undefined ? raw : body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
       });
       if (!res.ok) throw await errorOf(res);
+      if (wantBytes) return new Uint8Array(await res.arrayBuffer());
       text = await res.text();
     } catch (err) {
       if (err instanceof ProctorError) throw err;
@@ -245,7 +262,12 @@ function execResultOf(d) {
 
 // ---- files ----
 
-/** A sandbox's files: under /work and /tmp. */
+/**
+ * A sandbox's files: any absolute path outside the system directories
+ * (/usr, /etc, /bin, /sbin, /lib*, /proc, /dev, /sys, /var, /run), e.g.
+ * /work, /tmp, /workspace/submission, /grader; a relative path is below
+ * /work.
+ */
 class Files {
   #call;
 
@@ -279,61 +301,91 @@ class Files {
   /** A directory's entries. */
   async list(dir = "/work") {
     const r = await this.#call("GET", "/list", { query: { path: dir } });
-    const entries = (r?.entries ?? []).map((e) => ({
-      name: e.name,
-      type: e.type,
-      size: Number(e.size),
-      mode: Number(e.mode),
-      mtimeMs: Number(e.mtime_ms),
-    }));
+    const entries = (r?.entries ?? []).map(entryOf);
     // A listing the server cut (10,000 entries) says so: never silently short.
     entries.truncated = Boolean(r?.truncated);
     return entries;
   }
 
-  /** Whether a file is there (a directory is not a file: that rejects). */
+  /**
+   * What is at `path` (a link is described, never followed), or null when
+   * nothing is there.
+   */
+  async stat(path) {
+    const r = await this.#call("GET", "/stat", { query: { path } });
+    if (!r?.exists) return null;
+    return entryOf({ ...r, name: String(path).replace(/\/+$/, "").split("/").pop() });
+  }
+
+  /** Whether anything (a file, a directory, a link) is at `path`. */
   async exists(path) {
-    try {
-      await this.read(path);
-      return true;
-    } catch (err) {
-      if (err instanceof NotFound) return false;
-      throw err;
-    }
+    return (await this.stat(path)) !== null;
   }
 
   /**
-   * Write every regular file under localDir below remoteDir (symlinks and
-   * special files skipped, execute bits kept); resolves to how many.
+   * Remove a file, a link (not its target) or an empty directory; with
+   * `recursive` a whole tree. Nothing there rejects with NotFound.
+   */
+  async remove(path, options) {
+    const { recursive = false } = checkOptions(options, ["recursive"], "files.remove");
+    await this.#call("DELETE", "/files", { query: { path, recursive: recursive ? "true" : "false" } });
+  }
+
+  /** Make a directory and its parents (one already there is fine). */
+  async makeDir(path) {
+    await this.#call("POST", "/dirs", { body: { path } });
+  }
+
+  /**
+   * Copy the tree localDir to remoteDir (made with its parents) as one tar
+   * stream; resolves to how many files went. Regular files and directories
+   * only (execute bits kept); a symlink or a special file in localDir
+   * rejects, naming it, before anything is sent. Files already in
+   * remoteDir stay unless the tree has one of the same name. Node only.
    */
   async upload(localDir, remoteDir) {
-    const fs = await import("node:fs/promises");
-    const nodePath = await import("node:path");
-    const base = String(remoteDir).replace(/\/+$/, "");
-    let n = 0;
-    // Top-down as Python's os.walk: a directory's files, then its
-    // subdirectories, each in name order; a symlink to a directory is not
-    // followed.
-    const walk = async (dir, rel) => {
-      const entries = await fs.readdir(dir, { withFileTypes: true });
-      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      for (const e of entries) {
-        if (!e.isFile()) continue;
-        const src = nodePath.join(dir, e.name);
-        const st = await fs.lstat(src);
-        if (!st.isFile()) continue;
-        await this.write(`${base}/${rel}${e.name}`, await fs.readFile(src), {
-          executable: (st.mode & 0o111) !== 0,
-        });
-        n++;
-      }
-      for (const e of entries) {
-        if (e.isDirectory()) await walk(nodePath.join(dir, e.name), `${rel}${e.name}/`);
-      }
-    };
-    await walk(String(localDir), "");
-    return n;
+    const { packTree } = await import("./tar.js");
+    const { gz } = await packTree(localDir);
+    const r = await this.#call("PUT", "/archive", {
+      query: { path: String(remoteDir) },
+      raw: gz,
+      rawType: "application/gzip",
+      timeoutMs: TRANSFER_TIMEOUT_MS,
+    });
+    return Number(r.files);
   }
+
+  /**
+   * Copy the tree remoteDir into localDir (made if missing) as one tar
+   * stream; resolves to how many files came. Links and special files in the
+   * sandbox are left out by the server; every name is checked again here
+   * (relative, no "..", a file or a directory), else the download rejects
+   * with a ProctorError of code "bad_archive". Node only.
+   */
+  async download(remoteDir, localDir) {
+    const { unpackInto, BadArchive } = await import("./tar.js");
+    const data = await this.#call("GET", "/archive", {
+      query: { path: String(remoteDir) },
+      wantBytes: true,
+      timeoutMs: TRANSFER_TIMEOUT_MS,
+    });
+    try {
+      return await unpackInto(data, localDir);
+    } catch (err) {
+      if (!(err instanceof BadArchive)) throw err;
+      throw new ProctorError(0, "bad_archive", `download ${remoteDir}: ${err.message}`, null, err);
+    }
+  }
+}
+
+function entryOf(e) {
+  return {
+    name: e.name,
+    type: e.type,
+    size: Number(e.size),
+    mode: Number(e.mode),
+    mtimeMs: Number(e.mtime_ms),
+  };
 }
 
 // ---- sandboxes ----
@@ -348,6 +400,7 @@ const CREATE_OPTIONS = [
   "labels",
   "env",
   "isolation",
+  "idleTimeoutSeconds",
   "retries",
   "waitForCapacityMs",
   "maxCostMicros",
@@ -400,6 +453,7 @@ export class Sandbox {
     if (o.diskMiB !== undefined) body.disk_mib = o.diskMiB;
     if (o.network !== undefined) body.network = o.network;
     if (o.timeoutSeconds !== undefined) body.timeout_seconds = o.timeoutSeconds;
+    if (o.idleTimeoutSeconds !== undefined) body.idle_timeout_seconds = o.idleTimeoutSeconds;
     if (o.labels) body.labels = stringMap(o.labels, "labels");
     if (o.env) body.env = stringMap(o.env, "env");
     if (o.waitForCapacityMs !== undefined) body.wait_for_capacity_ms = o.waitForCapacityMs;
@@ -410,10 +464,7 @@ export class Sandbox {
     const idempotencyKey = await uuid();
     for (let attempt = 0; ; attempt++) {
       try {
-        return new Sandbox(
-          client,
-          await client.call("POST", "/v1/sandboxes", { body, idempotencyKey, timeoutMs }),
-        );
+        return new Sandbox(client, await client.call("POST", "/v1/sandboxes", { body, idempotencyKey, timeoutMs }));
       } catch (err) {
         if (!(err instanceof ConnectionFailed) || attempt >= retries) throw err;
         await sleep(200 * (attempt + 1));
@@ -450,6 +501,19 @@ export class Sandbox {
   /** State, labels, lease end, usage so far (the API's document), asked now. */
   async getInfo() {
     this.#info = await this.#call("GET", "");
+    return this.#info;
+  }
+
+  /**
+   * End the lease `seconds` from now (1 to 86400), sooner or later than it
+   * was; with `idleTimeoutSeconds` set the idle timeout too (0: none).
+   * Resolves to the sandbox's document; an ended sandbox is NotFound.
+   */
+  async setTimeout(seconds, options) {
+    const o = checkOptions(options, ["idleTimeoutSeconds"], "setTimeout");
+    const body = { timeout_seconds: seconds };
+    if (o.idleTimeoutSeconds !== undefined) body.idle_timeout_seconds = o.idleTimeoutSeconds;
+    this.#info = await this.#call("POST", "/timeout", { body });
     return this.#info;
   }
 
