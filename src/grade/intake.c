@@ -42,6 +42,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -592,6 +593,11 @@ static int read_pass(struct intake *in, int fd, struct arc_list *l, bool write, 
 			rc = reject(in, path, "archive reads differently the second time");
 		} else if (l->v[i].take) {
 			rc = take_create(in, l->v[i].final, archive_entry_mode(ae) & 0111, &out, e);
+		} else if (dir && in->rules->as_is && l->v[i].final[0]) {
+			/* An upload keeps its empty directories too (staging
+			 * holds only what intake made: no link to follow). */
+			if (mkdir_p_at(in->staging, l->v[i].final, 0755, (uid_t)-1, (gid_t)-1, e) < 0)
+				rc = err_wrap(e, "create '%s'", l->v[i].final);
 		}
 		if (rc == 0)
 			rc = consume(in, a, ae, out >= 0 ? l->v[i].final : path, out, e);
@@ -1029,10 +1035,36 @@ static int staging_create(int dest, char *name, size_t cap, int *ret_fd, struct 
 	return 0;
 }
 
+/* Move every top-level entry of staging into dest: an upload's empty
+ * directories are no taken file's parent. */
+static int publish_all(struct intake *in, int dest, struct err *e)
+{
+	int fd = openat(in->staging, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d) {
+		xclose(fd);
+		return err_set(e, errno, "read the staging directory");
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (renameat2(in->staging, de->d_name, dest, de->d_name, RENAME_NOREPLACE) < 0)
+			rc = err_set(e, errno, "move '%s' into the destination", de->d_name);
+	}
+	closedir(d);
+	return rc;
+}
+
 /* Move each top-level entry of the (sorted) taken files into dest. */
 static int publish(struct intake *in, int dest, struct err *e)
 {
 	char top[NAME_LEN_MAX + 1], prev[NAME_LEN_MAX + 1] = "";
+
+	if (in->rules->as_is)
+		return publish_all(in, dest, e);
 
 	for (size_t i = 0; i < in->taken.n; i++) {
 		size_t len = strcspn(in->taken.v[i], "/");

@@ -16,9 +16,10 @@ struct intake_rules {
 	uint64_t max_bytes;          /* total bytes of taken files (submission.max_bytes) */
 	uint64_t max_entries;        /* entries looked at, taken or not (default 10000) */
 	uint64_t max_expanded;       /* total uncompressed bytes read from an archive */
-	/* Take every regular file (globs unused) and keep the layout as it is,
-	 * never stripping a lone top-level directory: an upload of a tree
-	 * (the sandbox API's), not a submission. */
+	/* Take every regular file (globs unused) and every directory, empty
+	 * ones too, and keep the layout as it is, never stripping a lone
+	 * top-level directory: an upload of a tree (the sandbox API's), not a
+	 * submission. */
 	bool as_is;
 };
 

@@ -422,7 +422,7 @@ int op_snapshot(struct keeper *k, int fd, const json_t *head, const void *data, 
 	}
 	uint64_t max = k->disk_bytes + k->disk_bytes / 8 + (1u << 20);
 	if (rc == 0 && (rc = pack_path(host, max, &tar, &n, e)) < 0)
-		err_classify(e, ERR_INTERNAL);
+		err_classify(e, e->kind == ERR_INPUT ? ERR_TOO_LARGE : ERR_INTERNAL);
 	struct err ignored;
 	rm_tree_at(k->dir_fd, name, &ignored);
 	if (rc == 0)
@@ -517,8 +517,10 @@ int op_download(struct keeper *k, int fd, const json_t *head, const void *data, 
 		rc = err_setk(e, ERR_INPUT, 0, "'%s' is not a directory", path);
 	/* The archive of a full disk is a little larger than the files. */
 	uint64_t max = k->disk_bytes + k->disk_bytes / 8 + (1u << 20);
+	/* The tree came out of the backend's get: pack_path() can refuse it
+	 * only for its size (ERR_INPUT there), else it is our failure. */
 	if (rc == 0 && (rc = pack_path(host, max, &tar, &n, e)) < 0)
-		err_classify(e, ERR_INTERNAL);
+		err_classify(e, e->kind == ERR_INPUT ? ERR_TOO_LARGE : ERR_INTERNAL);
 	struct err ignored;
 	rm_tree_at(k->dir_fd, name, &ignored);
 	unlinkat(k->dir_fd, name, 0);

@@ -181,9 +181,11 @@ int pack_path(const char *path, uint64_t max, void **ret, size_t *ret_len, struc
 	a = archive_write_new();
 	if (!a)
 		return err_set(e, ENOMEM, "archive");
-	/* Deterministic: ustar, gzip without a timestamp, sorted names, owner
-	 * root, time 0; the same tree packs to the same bytes (and digest). */
-	if (archive_write_set_format_ustar(a) != ARCHIVE_OK ||
+	/* Deterministic: ustar (a pax header, named without a pid, only for
+	 * a name ustar cannot hold), gzip without a timestamp, sorted names,
+	 * owner root, time 0; the same tree packs to the same bytes (and
+	 * digest). */
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
 	    archive_write_set_filter_option(a, "gzip", "timestamp", NULL) != ARCHIVE_OK ||
 	    archive_write_open2(a, &m, NULL, mem_write, NULL, NULL) != ARCHIVE_OK) {

@@ -13,6 +13,7 @@
 /*
  * The bytes to upload for `path` (malloc'd into *ret, at most `max`): an
  * existing .zip, .tar, .tar.gz or .tgz as it is; otherwise a gzip'd ustar
+ * (a pax header for a name ustar cannot hold)
  * archive of the directory's tree, or of the one file under its base name.
  * Packing is deterministic (sorted names, owner root, mtime 0, modes 0644
  * or 0755, no gzip timestamp), so an unchanged directory packs to the same

@@ -281,7 +281,8 @@ class FileTreeTests(unittest.TestCase):
             os.chmod(os.path.join(src, "run.sh"), 0o755)
             self.assertEqual(s.files.upload(src, "/workspace/sub"), 3)
             self.assertEqual(s.exec(["./run.sh"], cwd="/workspace/sub").stdout, "ran\n")
-            r = s.exec("cd /workspace/sub && sha256sum pkg/deep/er/data.bin && ls -a empty")
+            r = s.exec("cd /workspace/sub && sha256sum pkg/deep/er/data.bin && test -d empty")
+            self.assertEqual(r.exit_code, 0, "an empty directory is uploaded too")
             with open(os.path.join(src, "pkg", "deep", "er", "data.bin"), "rb") as f:
                 want = hashlib.sha256(f.read()).hexdigest()
             self.assertIn(want, r.stdout)
@@ -301,6 +302,14 @@ class FileTreeTests(unittest.TestCase):
             self.assertFalse(os.path.lexists(os.path.join(dst, "link")))
             with open(os.path.join(dst, "made.txt")) as f:
                 self.assertEqual(f.read(), "out\n")
+            self.assertTrue(os.path.isdir(os.path.join(dst, "empty")))
+            # A name longer than ustar holds crosses both ways (pax).
+            deep = "/".join(["d" * 60] * 5) + "/" + "n" * 120 + ".txt"
+            s.files.write("/workspace/long/" + deep, "long")
+            back = os.path.join(d, "long")
+            s.files.download("/workspace/long", back)
+            with open(os.path.join(back, deep)) as f:
+                self.assertEqual(f.read(), "long")
             with self.assertRaises(InvalidInput):
                 s.files.download("/workspace/sub/made.txt", dst)
             with self.assertRaises(NotFound):
