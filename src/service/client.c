@@ -441,8 +441,8 @@ static int sandbox_id(const char *text, long long *ret)
 int cmd_sandbox(int argc, char **argv)
 {
 	struct client c = {.timeout_s = 3700};
-	const char *image = NULL;
-	unsigned memory = 512, timeout_ms = 60000, lease = 600;
+	const char *image = NULL, *template = NULL;
+	unsigned memory = 512, timeout_ms = 60000, lease = 600, wait_ms = 0;
 	bool json = false;
 	const struct cli_option opts[] = {
 	    CLIENT_OPTIONS(c),
@@ -451,6 +451,19 @@ int cmd_sandbox(int argc, char **argv)
 	     .value_name = "PIN",
 	     .dest = &image,
 	     .help = "run: the image (name@N; default the host's system)"},
+	    {.name = "template",
+	     .kind = CLI_STRING,
+	     .value_name = "NAME[@N]",
+	     .dest = &template,
+	     .help = "run: start from this template of the course (the latest\nversion without @N)"},
+	    {.name = "wait-ms",
+	     .kind = CLI_UINT,
+	     .value_name = "MS",
+	     .dest = &wait_ms,
+	     .min = 0,
+	     .max = 600000,
+	     .help = "run: wait in line this long for room on a full server\n(default 0: "
+		     "refused at once, exit status 3)"},
 	    {.name = "memory-mib",
 	     .kind = CLI_UINT,
 	     .value_name = "N",
@@ -476,7 +489,8 @@ int cmd_sandbox(int argc, char **argv)
 	};
 	const struct cli_command cmd = {
 	    .name = "sandbox",
-	    .synopsis = "run -- CMD... | exec ID -- CMD... | ls | kill ID",
+	    .synopsis = "run [--image PIN] [--template T] -- CMD... | exec ID -- CMD... | ls | "
+			"kill ID",
 	    .about = "Sandboxes on the service (docs/api.md, \"Sandboxes\").  run: one command\n"
 		     "in a fresh sandbox, destroyed after; exec: one command in a live sandbox;\n"
 		     "ls: the course's live sandboxes; kill: destroy one.",
@@ -502,10 +516,10 @@ int cmd_sandbox(int argc, char **argv)
 		/* The operands are argv[1..n]: the verb, then the command. */
 		if (n < 2)
 			return cli_usage_error("sandbox run: a command is required: run -- CMD...");
-		char *body =
-		    body_of(json_pack("{s:s, s:I, s:I}", "image", image ? image : "host",
-				      "memory_mib", (json_int_t)memory, "timeout_seconds",
-				      (json_int_t)lease));
+		char *body = body_of(json_pack(
+		    "{s:s, s:I, s:I, s:s?, s:I}", "image", image ? image : "host", "memory_mib",
+		    (json_int_t)memory, "timeout_seconds", (json_int_t)lease, "template", template,
+		    "wait_for_capacity_ms", (json_int_t)wait_ms));
 		if (!body)
 			return 3;
 		r = call(&c, "POST", "/v1/sandboxes", body, NULL, &status, &doc);

@@ -610,6 +610,18 @@ class CommandLineTests(unittest.TestCase):
         # Each run's sandbox is gone after it.
         self.assertEqual(self.run_proctor("ls").stdout, "")
 
+    def test_run_from_a_template_and_wait_for_room(self) -> None:
+        with sbx() as s:
+            s.files.write("/grader/answer.txt", "42\n")
+            s.snapshot("cli-tmpl")
+        r = self.run_proctor("run", "--template", "cli-tmpl", "--wait-ms", "5000", "--",
+                             "cat", "/grader/answer.txt")
+        self.assertEqual((r.returncode, r.stdout), (0, "42\n"), r.stderr)
+        r = self.run_proctor("run", "--template", "no-such-template", "--", "true")
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn("no-such-template", r.stderr)
+        self.assertEqual(self.run_proctor("ls").stdout, "")
+
     def test_exec_ls_and_kill_a_live_sandbox(self) -> None:
         s = sbx()
         self.addCleanup(lambda: s.get_info()["state"] == "running" and s.kill())
