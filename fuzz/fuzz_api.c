@@ -42,6 +42,13 @@ static const struct {
     {"GET", "/v1/sandboxes"},
     /* A token's limits (after the rest: a seed's first byte keeps its route). */
     {"PUT", "/v1/tokens/1"},
+    /* The sandbox API's later bodies (each parsed before the sandbox is
+     * looked up), and the templates. */
+    {"POST", "/v1/sandboxes/1/timeout"},
+    {"POST", "/v1/sandboxes/1/dirs"},
+    {"POST", "/v1/sandboxes/1/snapshot"},
+    {"GET", "/v1/templates"},
+    {"DELETE", "/v1/templates/1"},
 };
 
 static void setup(void)

@@ -1101,7 +1101,7 @@ static void test_store_opening_a_current_database_waits_for_no_lock(void **state
 	struct backend *b = *state;
 	char url[512], other[640];
 	struct err e;
-	int status;
+	int status = 0;
 
 	fresh_url(state, url, sizeof(url));
 	struct store *st = open_or_fail(url);
