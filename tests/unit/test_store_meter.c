@@ -312,6 +312,70 @@ static void test_store_migration_7_upgrades_a_version_6_database(void **state)
 	store_close(st);
 }
 
+/* Templates: each of a name is its next version, in its course only; a
+ * removed one is gone and its version never given again; the sandbox
+ * records the one it started from. */
+static void test_store_templates_take_the_next_version_never_a_reused_one(void **state)
+{
+	struct store *st = fresh_store(state);
+	struct store_token_info t = token_of(st, "cs101", STORE_TOKEN_UNLIMITED);
+	struct store_token_info o = token_of(st, "other", STORE_TOKEN_UNLIMITED);
+	struct store_template a, b, c, got, *v = NULL;
+	struct store_sandbox sb;
+	size_t n = 0;
+	struct err e;
+
+	int64_t src = running(st, &t, "host-a", 64, 0);
+	CHECK(store_template_add(st, t.course_id, "hw3", "tree-1", 6, src, &a, E));
+	CHECK(store_template_add(st, t.course_id, "hw3", "tree-2", 6, 0, &b, E));
+	assert_int_equal(a.version_no, 1);
+	assert_int_equal(b.version_no, 2);
+	assert_int_equal(a.source_sandbox_id, src);
+	assert_int_equal(b.source_sandbox_id, 0);
+	assert_int_equal(a.bytes, 6);
+	assert_string_not_equal(a.sha256, b.sha256);
+	/* The same name in another course starts again at 1. */
+	CHECK(store_template_add(st, o.course_id, "hw3", "tree-1", 6, 0, &c, E));
+	assert_int_equal(c.version_no, 1);
+	assert_string_equal(c.sha256, a.sha256); /* one blob, content-addressed */
+
+	CHECK(store_template_get(st, t.course_id, "hw3", 0, 0, &got, E));
+	assert_int_equal(got.version_no, 2);
+	CHECK(store_template_get(st, t.course_id, "hw3", 1, 0, &got, E));
+	assert_int_equal(got.template_id, a.template_id);
+	CHECK(store_template_get(st, t.course_id, NULL, 0, b.template_id, &got, E));
+	assert_string_equal(got.name, "hw3");
+	assert_int_equal(store_template_get(st, o.course_id, NULL, 0, b.template_id, &got, &e),
+			 STORE_NOT_FOUND);
+	assert_int_equal(store_template_get(st, t.course_id, "hw3", 9, 0, &got, &e),
+			 STORE_NOT_FOUND);
+	assert_int_equal(store_template_add(st, t.course_id, "Bad Name", "x", 1, 0, &got, &e),
+			 STORE_INVALID);
+	assert_int_equal(store_template_add(st, t.course_id, "-x", "x", 1, 0, &got, &e),
+			 STORE_INVALID);
+
+	CHECK(store_template_list(st, t.course_id, 100, &v, &n, E));
+	assert_int_equal(n, 2);
+	assert_int_equal(v[0].template_id, b.template_id); /* newest first */
+	free(v);
+
+	CHECK(store_template_remove(st, t.course_id, b.template_id, E));
+	assert_int_equal(store_template_remove(st, t.course_id, b.template_id, &e),
+			 STORE_NOT_FOUND);
+	assert_int_equal(store_template_remove(st, o.course_id, a.template_id, &e),
+			 STORE_NOT_FOUND);
+	CHECK(store_template_get(st, t.course_id, "hw3", 0, 0, &got, E));
+	assert_int_equal(got.version_no, 1); /* the latest not removed */
+	CHECK(store_template_add(st, t.course_id, "hw3", "tree-3", 6, 0, &c, E));
+	assert_int_equal(c.version_no, 3);
+
+	CHECK(store_sandbox_set_template(st, src, "hw3", 1, E));
+	CHECK(store_sandbox_get(st, src, &sb, E));
+	assert_string_equal(sb.template_pin, "hw3@1");
+	store_sandbox_clear(&sb);
+	store_close(st);
+}
+
 static int setup_sqlite(void **state)
 {
 	snprintf(sqlite_backend.tmpdir, sizeof(sqlite_backend.tmpdir), "/tmp/proctor-meter.XXXXXX");
@@ -368,6 +432,7 @@ int main(void)
 	    cmocka_unit_test(test_store_token_usage_counts_reserved_memory_and_exec_cpu),
 	    cmocka_unit_test(test_store_metered_lists_this_hosts_running_sandboxes_with_a_cap),
 	    cmocka_unit_test(test_store_migration_7_upgrades_a_version_6_database),
+	    cmocka_unit_test(test_store_templates_take_the_next_version_never_a_reused_one),
 	};
 	int failed =
 	    cmocka_run_group_tests_name("store_meter_sqlite", tests, setup_sqlite, teardown_sqlite);
