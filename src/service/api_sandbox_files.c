@@ -56,130 +56,98 @@ static const char *query_path(struct call *c)
 	return path;
 }
 
+/* A keeper call on a live sandbox of the caller (head taken): its answer
+ * and up to max_out bytes of data (ret_data NULL: none); else an answer
+ * and -1. */
+int sandbox_call(struct call *c, json_t *head, const void *data, size_t len, size_t max_out,
+		 json_t **ret, void **ret_data, size_t *ret_len)
+{
+	struct store_sandbox s = {0};
+	struct err e;
+	int rc = -1;
+
+	if (!head)
+		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
+	else if (live_sandbox(c, &s) == 0 &&
+		 (rc = keeper_call(&s, head, data, len, max_out, ret, ret_data, ret_len, &e)) < 0)
+		answer_keeper_failure(c, &s, &e);
+	json_decref(head);
+	store_sandbox_clear(&s);
+	return rc;
+}
+
+/* A call on one path whose answer is the keeper's JSON. */
+static void path_call(struct call *c, json_t *head, const void *data, size_t len)
+{
+	json_t *answer = NULL;
+
+	if (sandbox_call(c, head, data, len, 0, &answer, NULL, NULL) == 0)
+		answer_json(c->rs, 200, answer);
+}
+
 /* PUT /v1/sandboxes/{id}/files: {"path", "content" | "content_base64", "executable"} */
 void put_sandbox_file(struct call *c)
 {
 	static const char *const allowed[] = {"path", "content", "content_base64", "executable",
 					      NULL};
-	struct store_sandbox s = {0};
-	json_t *doc = NULL, *head = NULL, *answer = NULL;
-	const char *path, *text = NULL;
+	json_t *doc = NULL;
+	const char *path;
 	void *data = NULL;
 	size_t len = 0;
+	bool executable = false;
 	struct err e;
 
 	if (body_json(c, 0, &doc) < 0)
 		return;
-	bool executable = false;
+	const json_t *content = json_object_get(doc, "content");
 	if (jsonreq_only(doc, allowed, &e) < 0 ||
 	    jsonreq_string(doc, "path", true, 4096, &path, &e) < 0 ||
 	    jsonreq_bool(doc, "executable", false, &executable, &e) < 0 ||
-	    (json_object_get(doc, "content") && !json_is_string(json_object_get(doc, "content")) &&
+	    (content && !json_is_string(content) &&
 	     err_setk(&e, ERR_INPUT, 0, "'content' must be a string") < 0) ||
 	    (json_object_get(doc, "content_base64") &&
-	     body_archive(c->a, doc, "content_base64", &data, &len, &e) < 0)) {
+	     body_archive(c->a, doc, "content_base64", &data, &len, &e) < 0))
 		answer_member(c->rs, &e);
-		goto out;
-	}
-	text = json_string_value(json_object_get(doc, "content"));
-	if (!json_object_get(doc, "content") == !json_object_get(doc, "content_base64")) {
+	else if (!content == !json_object_get(doc, "content_base64"))
 		answer_fail(c->rs, ERR_INPUT, "give exactly one of 'content' and 'content_base64'");
-		goto out;
-	}
-	if (live_sandbox(c, &s) < 0)
-		goto out;
-	head = json_pack("{s:s, s:s, s:b}", "op", "write", "path", path, "executable", executable);
-	const void *bytes = data ? data : text;
-	size_t n = data ? len : text ? json_string_length(json_object_get(doc, "content")) : 0;
-	if (keeper_call(&s, head, bytes, n, 0, &answer, NULL, NULL, &e) < 0) {
-		answer_keeper_failure(c, &s, &e);
-		goto out;
-	}
-	answer_json(c->rs, 200, json_incref(answer));
-out:
-	json_decref(answer);
-	json_decref(head);
+	else
+		path_call(c,
+			  json_pack("{s:s, s:s, s:b}", "op", "write", "path", path, "executable",
+				    executable),
+			  data ? data : json_string_value(content),
+			  data ? len : json_string_length(content));
 	json_decref(doc);
 	free(data);
-	store_sandbox_clear(&s);
 }
 
 /* GET /v1/sandboxes/{id}/files?path=P: {"path", "size", "mode", "content_base64"} */
 void get_sandbox_file(struct call *c)
 {
-	struct store_sandbox s = {0};
-	json_t *head = NULL, *answer = NULL;
+	json_t *answer = NULL;
 	void *data = NULL;
 	size_t len = 0;
 	const char *path = query_path(c);
-	struct err e;
 
-	if (!path || live_sandbox(c, &s) < 0)
-		goto out;
-	head = json_pack("{s:s, s:s}", "op", "read", "path", path);
-	if (keeper_call(&s, head, NULL, 0, c->a->c.max_upload, &answer, &data, &len, &e) < 0) {
-		answer_keeper_failure(c, &s, &e);
-		goto out;
-	}
+	if (!path || sandbox_call(c, json_pack("{s:s, s:s}", "op", "read", "path", path), NULL, 0,
+				  c->a->c.max_upload, &answer, &data, &len) < 0)
+		return;
 	char *b64 = base64_of(data, len);
-	if (!b64) {
+	if (b64 && json_object_set_new(answer, "content_base64", json_string(b64)) == 0)
+		answer_json(c->rs, 200, json_incref(answer));
+	else
 		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
-		goto out;
-	}
-	json_object_set_new(answer, "content_base64", json_string(b64));
 	free(b64);
-	answer_json(c->rs, 200, json_incref(answer));
-out:
-	json_decref(answer);
-	json_decref(head);
 	free(data);
-	store_sandbox_clear(&s);
+	json_decref(answer);
 }
 
 /* GET /v1/sandboxes/{id}/list?path=D */
 void list_sandbox_dir(struct call *c)
 {
-	struct store_sandbox s = {0};
-	json_t *head = NULL, *answer = NULL;
 	const char *path = query_path(c);
-	struct err e;
 
-	if (!path || live_sandbox(c, &s) < 0)
-		goto out;
-	head = json_pack("{s:s, s:s}", "op", "list", "path", path);
-	if (keeper_call(&s, head, NULL, 0, 0, &answer, NULL, NULL, &e) < 0) {
-		answer_keeper_failure(c, &s, &e);
-		goto out;
-	}
-	answer_json(c->rs, 200, json_incref(answer));
-out:
-	json_decref(answer);
-	json_decref(head);
-	store_sandbox_clear(&s);
-}
-
-/* A call on one path that answers JSON: the keeper's answer is the API's. */
-static void path_call(struct call *c, json_t *head, const void *data, size_t len)
-{
-	struct store_sandbox s = {0};
-	json_t *answer = NULL;
-	struct err e;
-
-	if (!head) {
-		answer_fail(c->rs, ERR_INTERNAL, "out of memory");
-		return;
-	}
-	if (live_sandbox(c, &s) < 0)
-		goto out;
-	if (keeper_call(&s, head, data, len, 0, &answer, NULL, NULL, &e) < 0) {
-		answer_keeper_failure(c, &s, &e);
-		goto out;
-	}
-	answer_json(c->rs, 200, json_incref(answer));
-out:
-	json_decref(answer);
-	json_decref(head);
-	store_sandbox_clear(&s);
+	if (path)
+		path_call(c, json_pack("{s:s, s:s}", "op", "list", "path", path), NULL, 0);
 }
 
 /* GET /v1/sandboxes/{id}/stat?path=P: {"path", "exists", "type", "size", "mode", "mtime_ms"} */
@@ -242,40 +210,26 @@ void put_sandbox_archive(struct call *c)
 		  c->rq->body_len);
 }
 
-/* GET /v1/sandboxes/{id}/archive?path=D: the directory as a gzip'd tar */
+/* GET /v1/sandboxes/{id}/archive?path=D: the directory as a gzip'd tar
+ * (at most --max-upload bytes: past it 413 too_large) */
 void get_sandbox_archive(struct call *c)
 {
-	struct store_sandbox s = {0};
-	json_t *head = NULL, *answer = NULL;
+	json_t *answer = NULL;
 	void *data = NULL;
 	size_t len = 0;
 	const char *path = query_path(c);
-	struct err e;
 
-	if (!path || live_sandbox(c, &s) < 0)
-		goto out;
-	head = json_pack("{s:s, s:s}", "op", "download", "path", path);
-	if (keeper_call(&s, head, NULL, 0, c->a->c.max_upload, &answer, &data, &len, &e) < 0) {
-		if (e.kind == ERR_TOO_LARGE)
-			err_wrap(&e, "the archive of '%s' is larger than this server's max upload "
-				     "(%zu bytes)",
-				 path, (size_t)c->a->c.max_upload);
-		answer_keeper_failure(c, &s, &e);
-		goto out;
-	}
+	if (!path || sandbox_call(c, json_pack("{s:s, s:s}", "op", "download", "path", path), NULL,
+				  0, c->a->c.max_upload, &answer, &data, &len) < 0)
+		return;
+	json_decref(answer);
 	if (len == 0) { /* pack_path() never makes an empty archive */
-		answer_fail(c->rs, ERR_INTERNAL, "sandbox %lld: an empty archive",
-			    (long long)s.sandbox_id);
-		goto out;
+		free(data);
+		answer_fail(c->rs, ERR_INTERNAL, "an empty archive of '%.200s'", path);
+		return;
 	}
 	c->rs->status = 200;
 	c->rs->body = data;
 	c->rs->body_len = len;
 	c->rs->content_type = "application/gzip";
-	data = NULL;
-out:
-	free(data);
-	json_decref(answer);
-	json_decref(head);
-	store_sandbox_clear(&s);
 }

@@ -34,28 +34,19 @@ void post_sandbox_timeout(struct call *c)
 		answer_member(c->rs, &e);
 		goto out;
 	}
-	if (live_sandbox(c, &s) < 0)
-		goto out;
 	head = json_pack("{s:s, s:I}", "op", "lease", "lease_ms", (json_int_t)(lease * 1000));
 	if (head && idle >= 0)
 		json_object_set_new(head, "idle_ms", json_integer((json_int_t)(idle * 1000)));
-	if (keeper_call(&s, head, NULL, 0, 0, &answer, NULL, NULL, &e) < 0) {
-		answer_keeper_failure(c, &s, &e);
+	if (sandbox_call(c, head, NULL, 0, 0, &answer, NULL, NULL) < 0)
 		goto out;
-	}
-	if ((rc = store_sandbox_set_lease(c->st, s.sandbox_id, lease, &e)) < 0) {
-		answer_store(c->rs, rc, &e);
-		goto out;
-	}
-	store_sandbox_clear(&s);
-	if ((rc = store_sandbox_get(c->st, c->id, &s, &e)) < 0) {
+	if ((rc = store_sandbox_set_lease(c->st, c->id, lease, &e)) < 0 ||
+	    (rc = store_sandbox_get(c->st, c->id, &s, &e)) < 0) {
 		answer_store(c->rs, rc, &e);
 		goto out;
 	}
 	answer_json(c->rs, 200, sandbox_doc(c->a, &s));
 out:
 	json_decref(answer);
-	json_decref(head);
 	json_decref(doc);
 	store_sandbox_clear(&s);
 }

@@ -39,6 +39,11 @@ void answer_keeper_failure(struct call *c, const struct store_sandbox *s, const 
  * it could not be reached, in e. */
 int keeper_call(const struct store_sandbox *s, json_t *head, const void *data, size_t len,
 		size_t max_out, json_t **ret, void **ret_data, size_t *ret_len, struct err *e);
+/* A keeper call on a live sandbox of the caller (head taken, NULL: out of
+ * memory): its answer and up to max_out bytes of data (ret_data NULL:
+ * none); else an answer and -1 (api_sandbox_files.c). */
+int sandbox_call(struct call *c, json_t *head, const void *data, size_t len, size_t max_out,
+		 json_t **ret, void **ret_data, size_t *ret_len);
 /* After a send that failed: the keeper's own refusal, when it sent one. */
 void keeper_refusal(int fd, struct err *e);
 

@@ -46,9 +46,8 @@ int template_parse_pin(const char *pin, char *name, size_t cap, int *ret_version
 void post_sandbox_snapshot(struct call *c)
 {
 	static const char *const allowed[] = {"name", NULL};
-	struct store_sandbox s = {0};
 	struct store_template t;
-	json_t *doc = NULL, *head = NULL, *answer = NULL;
+	json_t *doc = NULL, *answer = NULL;
 	void *data = NULL;
 	size_t len = 0;
 	const char *name;
@@ -69,15 +68,12 @@ void post_sandbox_snapshot(struct call *c)
 			    STORE_TEMPLATE_NAME_MAX);
 		goto out;
 	}
-	if (live_sandbox(c, &s) < 0)
+	/* The sandbox's own id (c->id) is the template's source. */
+	if (sandbox_call(c, json_pack("{s:s}", "op", "snapshot"), NULL, 0, STORE_BLOB_MAX, &answer,
+			 &data, &len) < 0)
 		goto out;
-	head = json_pack("{s:s}", "op", "snapshot");
-	if (keeper_call(&s, head, NULL, 0, STORE_BLOB_MAX, &answer, &data, &len, &e) < 0) {
-		answer_keeper_failure(c, &s, &e);
-		goto out;
-	}
-	if ((rc = store_template_add(c->st, c->who->course_id, name, data, len, s.sandbox_id, &t,
-				     &e)) < 0) {
+	if ((rc = store_template_add(c->st, c->who->course_id, name, data, len, c->id, &t, &e)) <
+	    0) {
 		answer_store(c->rs, rc, &e);
 		goto out;
 	}
@@ -86,9 +82,7 @@ void post_sandbox_snapshot(struct call *c)
 out:
 	free(data);
 	json_decref(answer);
-	json_decref(head);
 	json_decref(doc);
-	store_sandbox_clear(&s);
 }
 
 /* GET /v1/templates */
