@@ -343,9 +343,7 @@ class Client {
     } catch (err) {
       if (err instanceof CallbackFailed) throw err.err;
       if (err instanceof ProctorError) throw err;
-      const why = idle
-        ? `no byte of the answer for ${idleMs} ms`
-        : err?.cause?.message || err?.message || String(err);
+      const why = idle ? `no byte of the answer for ${idleMs} ms` : err?.cause?.message || err?.message || String(err);
       throw new ConnectionFailed(0, "connection_failed", `${method} ${url}: ${why}`, null, err);
     } finally {
       clearTimeout(timer);
