@@ -1030,6 +1030,7 @@ async function fakeStream(handler) {
 
 check("streamed exec: lines cut anywhere, error lines by their code, a stream cut short", async () => {
   let answer; // what the fake server sends: bytes, written one at a time
+  let type = "application/x-ndjson";
   const bodies = [];
   const fake = await fakeStream(async (body, res) => {
     if (body === null) {
@@ -1038,7 +1039,7 @@ check("streamed exec: lines cut anywhere, error lines by their code, a stream cu
       return;
     }
     bodies.push(body);
-    res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+    res.writeHead(200, { "Content-Type": type });
     for (const b of answer) {
       res.write(Buffer.from([b]));
       await sleep(0);
@@ -1113,6 +1114,14 @@ check("streamed exec: lines cut anywhere, error lines by their code, a stream cu
     // Not JSON.
     answer = Buffer.from('{"type":"started"}\nnot json\n');
     await assert.rejects(s.exec(["x"], { onStdout: () => {} }), { code: "bad_stream" });
+    // Not a stream at all (a server, or a proxy, that answered one document).
+    type = "application/json";
+    answer = Buffer.from(JSON.stringify(result));
+    await assert.rejects(s.exec(["x"], { onStdout: () => {} }), (e) => {
+      assert.equal(e.code, "bad_stream");
+      assert.match(e.message, /not a stream of JSON lines \(application\/json\)/);
+      return true;
+    });
   } finally {
     fake.closeAllConnections?.();
     await new Promise((r) => fake.close(r));

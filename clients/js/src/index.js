@@ -99,10 +99,10 @@ const STATUS_OF_CODE = {
   unavailable: 503,
 };
 
-function errorOfCode(code, message, status) {
+function errorOfCode(code, message) {
   code = typeof code === "string" && code ? code : "unknown";
   const Cls = Object.hasOwn(BY_CODE, code) ? BY_CODE[code] : ProctorError;
-  return new Cls(status ?? STATUS_OF_CODE[code] ?? 0, code, typeof message === "string" ? message : "");
+  return new Cls(STATUS_OF_CODE[code] ?? 0, code, typeof message === "string" ? message : "");
 }
 
 function retryAfterOf(header) {
@@ -289,7 +289,14 @@ class Client {
         finished = true; // errorOf reads the (small) body to its end
         throw await errorOf(res);
       }
-      if (!res.body) throw new ProctorError(res.status, "unknown", `${method} ${url}: an answer with no body`);
+      const type = res.headers.get("content-type") ?? "";
+      if (!/^application\/x-ndjson\b/i.test(type) || !res.body) {
+        throw new ProctorError(
+          res.status,
+          "bad_stream",
+          `${method} ${url}: the answer is not a stream of JSON lines (${type || "no body"})`,
+        );
+      }
       reader = res.body.getReader();
       // JSON is UTF-8; "\n" is never part of a multi-byte character, so the
       // text decoded across reads splits into lines where the bytes do.
