@@ -4,13 +4,14 @@
 // Run by meson (tests/meson.build) with PROCTOR set to the built proctor;
 // imports the client from the source tree; needs root (sandboxes), else
 // exits 77 (skipped). Node's test runner reports each test; the last line is
-// "N passed, N failed".
+// "N passed, N failed". PROCTOR_TEST_ONLY=REGEX runs only the tests it names.
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -23,7 +24,9 @@ import {
   NotFound,
   ProctorError,
   Sandbox,
+  Templates,
   Unauthorized,
+  Unavailable,
 } from "../../clients/js/src/index.js";
 
 const PROCTOR = process.env.PROCTOR || "proctor";
@@ -112,9 +115,17 @@ async function sbx(opts = {}) {
   return s;
 }
 
+// PROCTOR_TEST_ONLY=REGEX runs only the tests whose names match (the others
+// are reported skipped), as node's --test-name-pattern would.
+const only = process.env.PROCTOR_TEST_ONLY ? new RegExp(process.env.PROCTOR_TEST_ONLY) : null;
+
 // Each test's sandboxes are killed when it ends, passed or not, so that one
 // failure does not hold the slots the next test needs.
 function check(name, fn) {
+  if (only && !only.test(name)) {
+    test(name, { skip: "not in PROCTOR_TEST_ONLY" }, () => {});
+    return;
+  }
   test(name, async (t) => {
     const first = made.length;
     try {
@@ -799,6 +810,416 @@ check("create sends idleTimeoutSeconds and waitForCapacityMs as the API's member
   } finally {
     await new Promise((r) => fake.close(r));
   }
+});
+
+// ---- streamed exec: output as it is produced, keepalives through an idle proxy ----
+
+check("streamed exec: output arrives as it is produced, a split character whole", async () => {
+  const s = await sbx();
+  const got = [];
+  const t0 = Date.now();
+  const r = await s.exec("echo first; sleep 1.5; echo second >&2; printf 'h\\303'; sleep 0.2; printf '\\251llo\\n'", {
+    onStdout: (t) => got.push(["out", t, Date.now() - t0]),
+    onStderr: (t) => got.push(["err", t, Date.now() - t0]),
+  });
+  const done = Date.now() - t0;
+  assert.equal(r.status, "ok");
+  assert.equal(r.exitCode, 0);
+  assert.ok(r.execId > 0);
+  // A character split across two writes reaches the callbacks whole.
+  assert.equal(r.stdout, "first\nh\u00e9llo\n");
+  const out = got.filter(([k]) => k === "out").map(([, t]) => t);
+  const err = got.filter(([k]) => k === "err").map(([, t]) => t);
+  assert.equal(out.join(""), r.stdout);
+  assert.ok(!out.some((t) => t.includes("\ufffd")), JSON.stringify(got));
+  assert.ok(out.length >= 3, JSON.stringify(got)); // three writes, apart in time
+  assert.equal(err.join(""), "second\n");
+  assert.equal(r.stderr, "second\n");
+  // "first" came a second and more before the command ended.
+  const first = got.find(([k]) => k === "out")[2];
+  assert.ok(first < done - 1000, JSON.stringify({ got, done }));
+  // The same command's record, as any other.
+  const last = (await s.execs()).at(-1);
+  assert.deepEqual([last.exec_id, last.state, last.status], [r.execId, "done", "ok"]);
+  // Only one callback: the other stream is in the result alone.
+  const only = [];
+  const r2 = await s.exec("echo o; echo e >&2; exit 4", { onStderr: (t) => only.push(t) });
+  assert.deepEqual(
+    [r2.status, r2.exitCode, r2.stdout, r2.stderr, only.join("")],
+    ["nonzero_exit", 4, "o\n", "e\n", "e\n"],
+  );
+  await s.kill();
+});
+
+check("streamed exec: a flood streams no more than the cap", async () => {
+  const s = await sbx();
+  let n = 0;
+  const r = await s.exec("yes | head -c 5000000", { maxOutputBytes: 100_000, onStdout: (t) => (n += t.length) });
+  assert.equal(r.status, "ok");
+  assert.equal(r.stdoutTruncated, true);
+  assert.equal(n, 100_000);
+  assert.equal(r.stdout.length, 100_000);
+  assert.equal(r.stdoutBytes, 5_000_000);
+  assert.equal(r.stderrTruncated, false);
+  await s.kill();
+});
+
+/**
+ * A TCP proxy on loopback that cuts a connection after `idleMs` with no
+ * byte either way, as load balancers and reverse proxies do. `cuts` counts
+ * the connections cut in the middle of an answer (a request sent and no
+ * answer yet, or a chunked answer not at its end); `idleCuts` those cut
+ * between requests (fetch keeps connections for the next request).
+ */
+async function idleProxy(upstream, idleMs) {
+  const { hostname, port } = new URL(upstream);
+  const proxy = { cuts: 0, idleCuts: 0, url: "" };
+  const conns = new Set();
+  const server = net.createServer((c) => {
+    const u = net.connect(Number(port), hostname);
+    conns.add(c).add(u);
+    let timer = null;
+    let waiting = false; // a request sent, no byte of its answer yet
+    let chunked = false; // a chunked answer not at its end
+    let tail = "";
+    const end = () => {
+      clearTimeout(timer);
+      c.destroy();
+      u.destroy();
+      conns.delete(c);
+      conns.delete(u);
+    };
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        if (waiting || chunked) proxy.cuts++;
+        else proxy.idleCuts++;
+        end();
+      }, idleMs);
+    };
+    arm();
+    c.on("data", (data) => {
+      arm();
+      waiting = true;
+      u.write(data);
+    });
+    u.on("data", (data) => {
+      arm();
+      waiting = false;
+      const text = data.toString("latin1");
+      if (/\r\ntransfer-encoding: *chunked\r\n/i.test(text)) chunked = true;
+      tail = (tail + text).slice(-5);
+      if (tail === "0\r\n\r\n") chunked = false;
+      c.write(data);
+    });
+    for (const x of [c, u]) {
+      x.on("end", end);
+      x.on("error", end);
+      x.on("close", end);
+    }
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  proxy.url = `http://127.0.0.1:${server.address().port}`;
+  proxy.close = () => {
+    for (const x of conns) x.destroy();
+    return new Promise((r) => server.close(r));
+  };
+  return proxy;
+}
+
+check("streamed exec: a quiet stream outlives an idle proxy", async () => {
+  const proxy = await idleProxy(url, 1000);
+  try {
+    const s = await sbx();
+    const far = await Sandbox.connect(s.id, { server: proxy.url, token: tokens.cs101 });
+    const seen = [];
+    let r = await far.exec("sleep 3; echo done", { onStdout: (t) => seen.push(t), keepaliveMs: 300 });
+    assert.deepEqual([r.status, r.stdout, seen.join("")], ["ok", "done\n", "done\n"]);
+    assert.equal(proxy.cuts, 0);
+    // keepaliveMs alone streams too: the same result, with no callbacks.
+    r = await far.exec("sleep 3; echo quiet", { keepaliveMs: 300 });
+    assert.deepEqual([r.status, r.stdout], ["ok", "quiet\n"]);
+    assert.equal(proxy.cuts, 0);
+    // A stream with the default keepalive (15 s) is cut as well...
+    await assert.rejects(far.exec("sleep 3; echo done", { onStdout: () => {} }), ConnectionFailed);
+    assert.equal(proxy.cuts, 1);
+    // ...and without a stream the same wait is too.
+    await assert.rejects(far.exec("sleep 3; echo done"), ConnectionFailed);
+    assert.equal(proxy.cuts, 2);
+    // ...and those commands still ran to their end, on record.
+    const deadline = Date.now() + 20_000;
+    let last;
+    while (Date.now() < deadline) {
+      last = (await s.execs()).at(-1);
+      if (last.state === "done") break;
+      await sleep(300);
+    }
+    assert.deepEqual([last.state, last.status], ["done", "ok"]);
+    await s.kill();
+  } finally {
+    await proxy.close();
+  }
+});
+
+check("streamed exec: a sandbox deleted mid-stream rejects with NotFound, saying so", async () => {
+  const s = await sbx();
+  let killing = null;
+  const t0 = Date.now();
+  await assert.rejects(
+    s.exec("echo up; sleep 30", {
+      // Killed from a second client once the command is seen running.
+      onStdout: () => {
+        killing ??= Sandbox.connect(s.id, cs101).then((again) => again.kill());
+      },
+    }),
+    (err) => {
+      assert.ok(err instanceof NotFound, String(err));
+      assert.equal(err.code, "not_found");
+      assert.equal(err.status, 404);
+      assert.match(err.message, /deleted/);
+      return true;
+    },
+  );
+  assert.ok(killing, "the command's output came");
+  await killing;
+  assert.ok(Date.now() - t0 < 20_000);
+  assert.equal((await s.getInfo()).state, "deleted");
+});
+
+check("streamed exec: a refusal before the command starts is an ordinary error", async () => {
+  const s = await sbx();
+  const onStdout = () => assert.fail("no output of a refused command");
+  for (const keepaliveMs of [50, 60_001]) {
+    await assert.rejects(s.exec(["true"], { onStdout, keepaliveMs }), (err) => {
+      assert.ok(err instanceof InvalidInput, String(err));
+      assert.equal(err.status, 422);
+      assert.match(err.message, /keepalive_ms/);
+      return true;
+    });
+  }
+  await assert.rejects(s.exec(["true"], { onStdout, timeoutMs: 0 }), InvalidInput);
+  await assert.rejects(s.exec(["true"], { onStdout: "print" }), TypeError);
+  await assert.rejects(s.exec(["true"], { on_stdout: onStdout }), TypeError);
+  // A callback's own error rejects the exec as it is; the command runs on.
+  const boom = new Error("callback failed");
+  await assert.rejects(
+    s.exec("echo one; sleep 1; echo two > /work/after.txt", {
+      onStdout: () => {
+        throw boom;
+      },
+    }),
+    (err) => err === boom,
+  );
+  const deadline = Date.now() + 20_000;
+  while (!(await s.files.exists("/work/after.txt")) && Date.now() < deadline) await sleep(200);
+  assert.equal(await s.files.readText("/work/after.txt"), "two\n");
+  await s.kill();
+  await assert.rejects(s.exec(["true"], { onStdout }), (err) => err instanceof NotFound && err.status === 404);
+});
+
+/** A server of our own: handler(body, res) answers each request. */
+async function fakeStream(handler) {
+  const fake = http.createServer(async (req, res) => {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    await handler(JSON.parse(Buffer.concat(chunks).toString() || "null"), res);
+  });
+  await new Promise((r) => fake.listen(0, "127.0.0.1", r));
+  return fake;
+}
+
+check("streamed exec: lines cut anywhere, error lines by their code, a stream cut short", async () => {
+  let answer; // what the fake server sends: bytes, written one at a time
+  let type = "application/x-ndjson";
+  const bodies = [];
+  const fake = await fakeStream(async (body, res) => {
+    if (body === null) {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ id: 7, state: "running" }));
+      return;
+    }
+    bodies.push(body);
+    res.writeHead(200, { "Content-Type": type });
+    for (const b of answer) {
+      res.write(Buffer.from([b]));
+      await sleep(0);
+    }
+    res.end();
+  });
+  try {
+    const s = await Sandbox.connect(7, { server: `http://127.0.0.1:${fake.address().port}`, token: "prt_x" });
+    const b64 = (bytes) => Buffer.from(bytes).toString("base64");
+    const nd = (...docs) => Buffer.from(docs.map((d) => JSON.stringify(d) + "\n").join(""));
+    // "é" split between two lines; "€" (3 bytes) split across three; a
+    // blank line and a keepalive between; a message in UTF-8.
+    const euro = Buffer.from("€");
+    const result = { status: "ok", exit_code: 0, stdout: "hé€!", stderr: "", stdout_bytes: 7, exec_id: 3 };
+    answer = nd(
+      { type: "started", exec_id: 3, sandbox_id: 7 },
+      { type: "stdout", data_base64: b64([0x68, 0xc3]) },
+      { type: "keepalive" },
+      { type: "stdout", data_base64: b64([0xa9, euro[0]]) },
+      { type: "stderr", data_base64: b64(Buffer.from("ünï")) },
+      { type: "stdout", data_base64: b64([euro[1]]) },
+      { type: "stdout", data_base64: b64([euro[2], 0x21]) },
+      { type: "result", result },
+    );
+    const nl = answer.indexOf("\n") + 1;
+    answer = Buffer.concat([answer.subarray(0, nl), Buffer.from("\n"), answer.subarray(nl)]);
+    const out = [];
+    const err = [];
+    const r = await s.exec(["x"], {
+      keepaliveMs: 100,
+      onStdout: async (t) => {
+        await sleep(5); // awaited: the next piece waits for it
+        out.push(t);
+      },
+      onStderr: (t) => err.push(t),
+    });
+    assert.deepEqual(bodies.at(-1), { timeout_ms: 60_000, argv: ["x"], stream: true, keepalive_ms: 100 });
+    assert.deepEqual(out, ["h", "é", "€!"]);
+    assert.deepEqual(err, ["ünï"]);
+    assert.deepEqual([r.status, r.stdout, r.stdoutBytes, r.execId], ["ok", "hé€!", 7, 3]);
+    // A character cut by the output's end is flushed (as U+FFFD) before the result.
+    answer = nd({ type: "stdout", data_base64: b64([0x61, 0xc3]) }, { type: "result", result });
+    out.length = 0;
+    await s.exec(["x"], { onStdout: (t) => out.push(t) });
+    assert.deepEqual(out, ["a", "\ufffd"]);
+    // An error line: the class and the status of its code.
+    const cases = [
+      ["not_found", "sandbox 7 was deleted while the command ran ✓", NotFound, 404],
+      ["unavailable", "the server is stopping", Unavailable, 503],
+      ["something_new", "a code this client does not know", ProctorError, 0],
+    ];
+    for (const [code, message, Cls, status] of cases) {
+      answer = nd({ type: "started", exec_id: 4, sandbox_id: 7 }, { type: "error", error: { code, message } });
+      await assert.rejects(s.exec(["x"], { onStdout: () => {} }), (e) => {
+        assert.ok(e instanceof Cls && e.constructor === Cls, `${code}: ${e}`);
+        assert.deepEqual([e.code, e.message, e.status], [code, message, status]);
+        return true;
+      });
+    }
+    // Cut short: with no last line, or in the middle of one.
+    for (const cut of [
+      nd({ type: "started", exec_id: 5 }),
+      nd({ type: "started" }, { type: "result", result }).subarray(0, 40),
+    ]) {
+      answer = cut;
+      await assert.rejects(s.exec(["x"], { onStdout: () => {} }), (e) => {
+        assert.ok(e instanceof ConnectionFailed, String(e));
+        assert.match(e.message, /stream ended/);
+        return true;
+      });
+    }
+    // Not JSON.
+    answer = Buffer.from('{"type":"started"}\nnot json\n');
+    await assert.rejects(s.exec(["x"], { onStdout: () => {} }), { code: "bad_stream" });
+    // Not a stream at all (a server, or a proxy, that answered one document).
+    type = "application/json";
+    answer = Buffer.from(JSON.stringify(result));
+    await assert.rejects(s.exec(["x"], { onStdout: () => {} }), (e) => {
+      assert.equal(e.code, "bad_stream");
+      assert.match(e.message, /not a stream of JSON lines \(application\/json\)/);
+      return true;
+    });
+  } finally {
+    fake.closeAllConnections?.();
+    await new Promise((r) => fake.close(r));
+  }
+});
+
+// ---- templates: a prepared sandbox kept as name@N ----
+
+check("snapshot twice, create from a pin and from the name, remove", async () => {
+  const other = { server: url, token: tokens.other };
+  const s = await sbx();
+  await s.files.write("/workspace/tests/test_hidden.py", "assert True\n");
+  await s.files.write("/work/run.sh", "#!/bin/sh\necho prepared\n", { executable: true });
+  await s.exec(
+    "mkdir -p /work/cache && echo built > /work/cache/out.txt && " +
+      "ln -s /etc/passwd /work/cache/link && mkfifo /work/cache/fifo",
+  );
+  const t1 = await s.snapshot("hw3");
+  assert.deepEqual([t1.name, t1.version, t1.template], ["hw3", 1, "hw3@1"]);
+  assert.equal(t1.source_sandbox_id, s.id);
+  assert.match(t1.digest, /^[0-9a-f]{64}$/);
+  assert.ok(t1.bytes > 0 && t1.id > 0 && t1.created_ms > 0, JSON.stringify(t1));
+  await s.files.write("/work/later.txt", "later");
+  const t2 = await s.snapshot("hw3");
+  assert.equal(t2.template, "hw3@2");
+  assert.notEqual(t1.digest, t2.digest);
+  assert.equal(s.info.template ?? null, null);
+  await s.kill();
+
+  const a = await sbx({ template: "hw3@1" });
+  assert.equal(a.info.template, "hw3@1");
+  assert.equal((await a.exec(["/work/run.sh"])).stdout, "prepared\n");
+  assert.equal(await a.files.readText("/work/cache/out.txt"), "built\n");
+  assert.equal(await a.files.exists("/workspace/tests/test_hidden.py"), true);
+  assert.equal(await a.files.exists("/work/later.txt"), false);
+  // Links and special files are not kept.
+  assert.equal(await a.files.exists("/work/cache/link"), false);
+  assert.equal(await a.files.exists("/work/cache/fifo"), false);
+  // Its files are the program's to change.
+  const r = await a.exec("echo x >> /work/cache/out.txt && echo y > /workspace/tests/new.txt");
+  assert.equal(r.status, "ok", JSON.stringify(r));
+  await a.kill();
+
+  const b = await sbx({ template: "hw3" }); // the latest
+  assert.equal(b.info.template, "hw3@2");
+  assert.equal((await b.getInfo()).template, "hw3@2");
+  assert.equal(await b.files.readText("/work/later.txt"), "later");
+  await b.kill();
+
+  const listed = await Templates.list(cs101);
+  assert.ok(
+    ["hw3@1", "hw3@2"].every((p) => listed.some((t) => t.template === p)),
+    JSON.stringify(listed),
+  );
+  assert.deepEqual(await Templates.get(t1.id, cs101), t1);
+  assert.deepEqual(await Templates.get(t2, cs101), t2); // a document stands for its id
+  // Another course sees none of them, and cannot start from them.
+  assert.ok(!(await Templates.list(other)).some((t) => t.name === "hw3"));
+  await assert.rejects(Templates.get(t1.id, other), NotFound);
+  await assert.rejects(Templates.remove(t1.id, other), NotFound);
+  await assert.rejects(sbx({ ...other, template: "hw3@1" }), NotFound);
+  await assert.rejects(sbx({ ...other, template: "hw3" }), NotFound);
+
+  const removed = await Templates.remove(t1.id, cs101);
+  assert.deepEqual([removed.template, removed.removed], ["hw3@1", true]);
+  await assert.rejects(sbx({ template: "hw3@1" }), NotFound);
+  await assert.rejects(Templates.get(t1.id, cs101), NotFound);
+  await assert.rejects(Templates.remove(t1.id, cs101), NotFound);
+  assert.ok(!(await Templates.list(cs101)).some((t) => t.template === "hw3@1"));
+  // A removed version is never given again.
+  const s2 = await sbx();
+  assert.equal((await s2.snapshot("hw3")).version, 3);
+  await s2.kill();
+  // Still from the name: the latest not removed.
+  const c = await sbx({ template: "hw3" });
+  assert.equal(c.info.template, "hw3@3");
+  await c.kill();
+});
+
+check("templates: malformed pins and names are InvalidInput, unknown ones NotFound", async () => {
+  for (const bad of ["Bad Name", "../x", "a@0", "hw3@x", "@1", "x@", "a@-1"]) {
+    await assert.rejects(sbx({ template: bad }), (err) => {
+      assert.ok(err instanceof InvalidInput, `${bad}: ${err}`);
+      assert.equal(err.status, 422);
+      return true;
+    });
+  }
+  await assert.rejects(sbx({ template: "never-made" }), NotFound);
+  await assert.rejects(sbx({ template: "never-made@1" }), NotFound);
+  const s = await sbx();
+  for (const bad of ["Bad Name", "", "../x", "a@1", "-x"]) {
+    await assert.rejects(s.snapshot(bad), InvalidInput, bad);
+  }
+  await s.kill();
+  await assert.rejects(s.snapshot("late"), NotFound); // an ended sandbox
+  await assert.rejects(Templates.get("nope", cs101), TypeError);
+  await assert.rejects(Templates.remove(999999, cs101), NotFound);
+  await assert.rejects(Templates.list({ ...cs101, course: "x" }), TypeError);
 });
 
 // ---- the end: nothing left running, serve stops cleanly, the closing line ----

@@ -55,6 +55,12 @@ export interface CreateOptions extends ConnectionOptions {
    * reaches this many millionths of a dollar; its end_reason says so.
    */
   maxCostMicros?: number;
+  /**
+   * A template of the course, "name@N" or "name" (its latest version): the
+   * sandbox starts with its files (made by sbx.snapshot()). An unknown or
+   * removed one is NotFound, a malformed one InvalidInput.
+   */
+  template?: string;
 }
 
 export interface ListFilter {
@@ -75,8 +81,24 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Processes at once, 1 to 4096 (default 256). */
   pids?: number;
-  /** Stdout and stderr kept, each, 0 to 16 MiB (default 1 MiB; the rest is counted). */
+  /** Stdout and stderr kept, each, 0 to 1 MiB (default 1 MiB; the rest is counted). */
   maxOutputBytes?: number;
+  /**
+   * Given (or onStderr), the command's stdout as it is produced: text,
+   * decoded as UTF-8 across pieces (a character split between two writes
+   * arrives whole), up to maxOutputBytes in all. A returned promise is
+   * awaited before the next piece; what it throws rejects the exec.
+   */
+  onStdout?: (text: string) => void | Promise<void>;
+  /** The same for stderr. */
+  onStderr?: (text: string) => void | Promise<void>;
+  /**
+   * With a callback (or alone, to keep a quiet command's connection through
+   * a proxy that cuts idle ones): the server sends a keepalive after this
+   * much quiet, 100 to 60,000 (default 15,000). The request fails with
+   * ConnectionFailed after three of these (at least 30 s) with no byte.
+   */
+  keepaliveMs?: number;
 }
 
 export interface Usage {
@@ -166,6 +188,8 @@ export interface SandboxInfo {
     reserved_gib_seconds: number;
     cost_micros: number;
   };
+  /** The template pin "name@N" it started from, or null. */
+  template: string | null;
   /** A create replayed with the same Idempotency-Key. */
   existing?: boolean;
   [member: string]: unknown;
@@ -223,6 +247,40 @@ export interface Files {
   download(remoteDir: string, localDir: string): Promise<number>;
 }
 
+/** A sandbox template of the course (docs/openapi.yaml, Template), as the server answers it. */
+export interface TemplateInfo {
+  id: number;
+  name: string;
+  /** 1, 2, ...: a name's versions in order; a removed one is never given again. */
+  version: number;
+  /** "name@version": what CreateOptions.template takes. */
+  template: string;
+  /** SHA-256 of the tree's archive (hex). */
+  digest: string;
+  bytes: number;
+  /** The sandbox it was made from (null once that is gone from the store). */
+  source_sandbox_id: number | null;
+  created_ms: number;
+  /** In the answer of Templates.remove(). */
+  removed?: boolean;
+  [member: string]: unknown;
+}
+
+/** The course's sandbox templates, made by sbx.snapshot(name). */
+export declare class Templates {
+  private constructor();
+  /** Every template not removed, newest first (at most 1000). */
+  static list(options?: ConnectionOptions): Promise<TemplateInfo[]>;
+  /** One template, by its id (or its document); a removed one is NotFound. */
+  static get(id: number | string | { id: number }, options?: ConnectionOptions): Promise<TemplateInfo>;
+  /**
+   * Remove a template: sandboxes made from it keep their files; its version
+   * is never given again. Resolves to its document with `removed: true`;
+   * NotFound when it is not there.
+   */
+  static remove(id: number | string | { id: number }, options?: ConnectionOptions): Promise<TemplateInfo>;
+}
+
 /** A throwaway sandbox on the server, alive until killed or its lease ends. */
 export declare class Sandbox {
   private constructor();
@@ -241,6 +299,9 @@ export declare class Sandbox {
   /**
    * Run one command and wait for its verdict: an argv array, or one string
    * run as `sh -c`. Past timeoutMs it is killed with everything it started.
+   * With onStdout / onStderr (or keepaliveMs) the answer is streamed: the
+   * output reaches the callbacks as it is produced, and the result is the
+   * same. The sandbox ending while the command runs rejects with NotFound.
    */
   exec(cmd: readonly string[] | string, options?: ExecOptions): Promise<ExecResult>;
   /** State, labels, lease end, usage so far, asked now. */
@@ -251,6 +312,13 @@ export declare class Sandbox {
    * document; a sandbox already ended is NotFound.
    */
   setTimeout(seconds: number, options?: SetTimeoutOptions): Promise<SandboxInfo>;
+  /**
+   * Keep this sandbox's files (/work, /tmp and its own top-level
+   * directories; links and special files left out) as the template
+   * "name@N", N the name's next version. Sandbox.create({ template })
+   * starts from it.
+   */
+  snapshot(name: string): Promise<TemplateInfo>;
   /** Every command run in the sandbox, oldest first (the API's documents). */
   execs(): Promise<Array<Record<string, unknown>>>;
   /** Destroy the sandbox now (one already ended is left as it is). */
@@ -264,12 +332,17 @@ export declare class Sandbox {
 /** An answer of the server that is not a success (or no answer at all). */
 export declare class ProctorError extends Error {
   constructor(status: number, code: string, message: string, retryAfter?: number | null, cause?: unknown);
-  /** The HTTP status; 0 when no answer came. */
+  /**
+   * The HTTP status; 0 when no answer came. An error line of a streamed
+   * exec (answered 200) carries the status its code has in docs/api.md
+   * (not_found 404, unavailable 503, ...).
+   */
   readonly status: number;
   /**
    * The server's stable code ("not_found", "capacity", ...); the client's
-   * own: "connection_failed" when no answer came, "bad_archive" when a
-   * download's archive is refused.
+   * own: "connection_failed" when no answer came (or a stream broke, or
+   * went quiet), "bad_archive" when a download's archive is refused,
+   * "bad_stream" when a streamed answer's line is not JSON.
    */
   readonly code: string;
   /** Seconds, from Retry-After; null without one. */

@@ -1,4 +1,4 @@
-// Sandboxes on a Proctor server: create, exec, files, leases.
+// Sandboxes on a Proctor server: create, exec, files, leases, templates.
 //
 // An ES module on the platform's `fetch`, with no dependencies. The routes
 // are those of docs/api.md, "Sandboxes"; every error the server answers
@@ -15,6 +15,16 @@ const EXEC_SLACK_MS = 60_000;
 // An upload or a download moves a whole tree, which the sandbox's host packs
 // or unpacks before it answers: longer than any JSON call.
 const TRANSFER_TIMEOUT_MS = 300_000;
+// A streamed exec has no whole-request timeout (the command's own limit
+// ends it on the server); the request fails when no byte came for this many
+// keepalive intervals, or STREAM_IDLE_MIN_MS, whichever is longer.
+const STREAM_IDLE_KEEPALIVES = 3;
+const STREAM_IDLE_MIN_MS = 30_000;
+const DEFAULT_KEEPALIVE_MS = 15_000;
+// One line of a streamed answer, at most: the server sends 48 KiB of
+// output a line (64 KiB of base64), and its result at most 1 MiB of each
+// stream (as JSON, up to six times that escaped).
+const STREAM_LINE_MAX = 16 << 20;
 
 // Node (18.18+, 20.4+) defines Symbol.asyncDispose as this registered
 // symbol; where the runtime has none, the method is still callable by it.
@@ -72,6 +82,28 @@ const BY_CODE = {
   budget_exceeded: BudgetExceeded,
   unavailable: Unavailable,
 };
+
+// The status each code has in docs/api.md, "Errors": an error line of a
+// streamed answer (which came with 200) carries it, as the same error
+// answered before the stream would.
+const STATUS_OF_CODE = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  budget_exceeded: 403,
+  not_found: 404,
+  too_large: 413,
+  invalid_input: 422,
+  capacity: 429,
+  internal: 500,
+  unavailable: 503,
+};
+
+function errorOfCode(code, message) {
+  code = typeof code === "string" && code ? code : "unknown";
+  const Cls = Object.hasOwn(BY_CODE, code) ? BY_CODE[code] : ProctorError;
+  return new Cls(STATUS_OF_CODE[code] ?? 0, code, typeof message === "string" ? message : "");
+}
 
 function retryAfterOf(header) {
   if (header == null || header === "") return null;
@@ -215,6 +247,125 @@ class Client {
     } catch {
       throw new ProctorError(res.status, "unknown", `${method} ${url}: the answer is not JSON`);
     }
+  }
+
+  /**
+   * One request whose answer is JSON lines (application/x-ndjson), read as
+   * they come: `onLine(doc)` for each, until it returns something other than
+   * undefined, which is the answer. The request fails with ConnectionFailed
+   * when no byte came for `idleMs` (the server's keepalives keep a quiet
+   * answer going), or when the answer ends before `onLine` had its answer.
+   * A refusal before the stream starts is an ordinary ProctorError. What
+   * `onLine` throws (a callback's own error) rejects as it is.
+   */
+  async stream(method, path, { body, idleMs, onLine }) {
+    const url = this.server + path;
+    const controller = new AbortController();
+    let timer = null;
+    let idle = false;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        idle = true;
+        controller.abort();
+      }, idleMs);
+    };
+    const pause = () => clearTimeout(timer);
+    let reader = null;
+    let finished = false;
+    try {
+      arm();
+      const res = await fetch(url, {
+        method,
+        headers: {
+          Authorization: `Bearer ${this.token}`,
+          Accept: "application/x-ndjson, application/json",
+          "Content-Type": "application/json",
+        },
+        body: JSON.stringify(body),
+        signal: controller.signal,
+      });
+      if (!res.ok) {
+        finished = true; // errorOf reads the (small) body to its end
+        throw await errorOf(res);
+      }
+      const type = res.headers.get("content-type") ?? "";
+      if (!/^application\/x-ndjson\b/i.test(type) || !res.body) {
+        throw new ProctorError(
+          res.status,
+          "bad_stream",
+          `${method} ${url}: the answer is not a stream of JSON lines (${type || "no body"})`,
+        );
+      }
+      reader = res.body.getReader();
+      // JSON is UTF-8; "\n" is never part of a multi-byte character, so the
+      // text decoded across reads splits into lines where the bytes do.
+      const text = new TextDecoder();
+      let pending = "";
+      for (;;) {
+        arm();
+        const { value, done } = await reader.read();
+        if (done) {
+          finished = true;
+          pending += text.decode();
+          if (pending.trim()) {
+            throw new ConnectionFailed(
+              0,
+              "connection_failed",
+              `${method} ${url}: the stream ended in the middle of a line`,
+            );
+          }
+          throw new ConnectionFailed(0, "connection_failed", `${method} ${url}: the stream ended with no result`);
+        }
+        pending += text.decode(value, { stream: true });
+        let start = 0;
+        for (let nl; (nl = pending.indexOf("\n", start)) >= 0; start = nl + 1) {
+          const line = pending.slice(start, nl);
+          if (!line.trim()) continue;
+          let doc;
+          try {
+            doc = JSON.parse(line);
+          } catch {
+            throw new ProctorError(res.status, "bad_stream", `${method} ${url}: a line of the stream is not JSON`);
+          }
+          pause(); // a slow callback is not a quiet server
+          let answer;
+          try {
+            answer = await onLine(doc);
+          } catch (err) {
+            throw new CallbackFailed(err);
+          }
+          if (answer !== undefined) return answer;
+          arm();
+        }
+        pending = pending.slice(start);
+        if (pending.length > STREAM_LINE_MAX) {
+          throw new ProctorError(
+            res.status,
+            "bad_stream",
+            `${method} ${url}: a line of the stream is past ${STREAM_LINE_MAX} characters`,
+          );
+        }
+      }
+    } catch (err) {
+      if (err instanceof CallbackFailed) throw err.err;
+      if (err instanceof ProctorError) throw err;
+      const why = idle ? `no byte of the answer for ${idleMs} ms` : err?.cause?.message || err?.message || String(err);
+      throw new ConnectionFailed(0, "connection_failed", `${method} ${url}: ${why}`, null, err);
+    } finally {
+      clearTimeout(timer);
+      // Leaving before the end (a result, an error line, a callback that
+      // threw): the connection goes; the command runs on, on record.
+      if (reader && !finished) reader.cancel().catch(() => {});
+    }
+  }
+}
+
+// A callback's own failure, carried through the stream's reading so that
+// it rejects as it is, never as a ConnectionFailed.
+class CallbackFailed {
+  constructor(err) {
+    this.err = err;
   }
 }
 
@@ -388,6 +539,49 @@ function entryOf(e) {
   };
 }
 
+// ---- templates ----
+
+function templateId(id) {
+  const s = String(typeof id === "object" && id !== null ? id.id : id);
+  if (!/^[0-9]{1,15}$/.test(s)) throw new TypeError(`not a template id: ${s}`);
+  return Number(s);
+}
+
+/**
+ * The course's sandbox templates, made by `sbx.snapshot(name)`: each a
+ * document { id, name, version, template ("name@N"), digest, bytes,
+ * source_sandbox_id, created_ms }.
+ */
+export class Templates {
+  /** @private Only static methods. */
+  constructor() {
+    throw new TypeError("Templates has only static methods");
+  }
+
+  /** Every template not removed, newest first (at most 1000). */
+  static async list(options = {}) {
+    const o = checkOptions(options, CONNECTION, "Templates.list");
+    return (await new Client(o.server, o.token).call("GET", "/v1/templates")).templates;
+  }
+
+  /** One template, by its id (or its document); a removed one is NotFound. */
+  static async get(id, options = {}) {
+    const o = checkOptions(options, CONNECTION, "Templates.get");
+    return new Client(o.server, o.token).call("GET", `/v1/templates/${templateId(id)}`);
+  }
+
+  /**
+   * Remove a template, by its id (or its document): sandboxes made from it
+   * keep their files, and its version number is never given again.
+   * Resolves to its document, with `removed: true`; NotFound when it is
+   * not there (or removed already).
+   */
+  static async remove(id, options = {}) {
+    const o = checkOptions(options, CONNECTION, "Templates.remove");
+    return new Client(o.server, o.token).call("DELETE", `/v1/templates/${templateId(id)}`);
+  }
+}
+
 // ---- sandboxes ----
 
 const CREATE_OPTIONS = [
@@ -404,10 +598,21 @@ const CREATE_OPTIONS = [
   "retries",
   "waitForCapacityMs",
   "maxCostMicros",
+  "template",
   ...CONNECTION,
 ];
 
-const EXEC_OPTIONS = ["cwd", "env", "stdin", "timeoutMs", "pids", "maxOutputBytes"];
+const EXEC_OPTIONS = [
+  "cwd",
+  "env",
+  "stdin",
+  "timeoutMs",
+  "pids",
+  "maxOutputBytes",
+  "onStdout",
+  "onStderr",
+  "keepaliveMs",
+];
 
 function sandboxId(id) {
   const s = String(id);
@@ -458,8 +663,11 @@ export class Sandbox {
     if (o.env) body.env = stringMap(o.env, "env");
     if (o.waitForCapacityMs !== undefined) body.wait_for_capacity_ms = o.waitForCapacityMs;
     if (o.maxCostMicros !== undefined) body.max_cost_micros = o.maxCostMicros;
-    // The answer may take the whole wait: the HTTP timeout outlasts it.
-    const timeoutMs = DEFAULT_TIMEOUT_MS + (Number(o.waitForCapacityMs) || 0);
+    if (o.template !== undefined) body.template = o.template;
+    // The answer may take the whole wait (and a template's files put in
+    // place): the HTTP timeout outlasts it.
+    const timeoutMs =
+      (o.template !== undefined ? TRANSFER_TIMEOUT_MS : DEFAULT_TIMEOUT_MS) + (Number(o.waitForCapacityMs) || 0);
     const retries = o.retries ?? 3;
     const idempotencyKey = await uuid();
     for (let attempt = 0; ; attempt++) {
@@ -517,6 +725,18 @@ export class Sandbox {
     return this.#info;
   }
 
+  /**
+   * Keep this sandbox's files (/work, /tmp and its own top-level
+   * directories: regular files and directories, execute bits kept; links
+   * and special files left out) as the template `name@N`, N the name's
+   * next version (a removed version is never given again).
+   * `Sandbox.create({ template: "name@N" })` (or `"name"`, the latest)
+   * starts from it. Resolves to the template's document.
+   */
+  async snapshot(name) {
+    return this.#call("POST", "/snapshot", { body: { name }, timeoutMs: TRANSFER_TIMEOUT_MS });
+  }
+
   /** Every command run in the sandbox, oldest first: argv, verdict, usage
    * (not the output), as the API's documents. */
   async execs() {
@@ -556,6 +776,20 @@ export class Sandbox {
    * `sh -c`. A command past `timeoutMs` is killed with everything it
    * started, and the result says `timedOut`. Anything else as `cmd` is
    * sent as it is, for the server to refuse with InvalidInput.
+   *
+   * With `onStdout` / `onStderr` the output also goes to them as it is
+   * produced: text, decoded as UTF-8 across pieces (a character split
+   * between two writes arrives whole), up to `maxOutputBytes` of each
+   * stream; a callback that returns a promise is awaited before the next
+   * piece. The server sends a keepalive after `keepaliveMs` of quiet
+   * (default 15,000; 100 to 60,000), so a proxy that cuts quiet
+   * connections keeps a quiet command's; `keepaliveMs` alone streams too,
+   * with no callbacks, for that. The request fails (ConnectionFailed) only
+   * after three keepalive intervals (at least 30 s) with no byte, never for
+   * the command's length. The result is the same either way; the sandbox
+   * ending while the command runs rejects with NotFound ("... was deleted
+   * while the command ran"). A callback that throws rejects the exec with
+   * its error and leaves the stream: the command runs on, on record.
    */
   async exec(cmd, options) {
     const o = checkOptions(options, EXEC_OPTIONS, "exec");
@@ -572,8 +806,44 @@ export class Sandbox {
     }
     if (o.pids != null) body.pids = o.pids;
     if (o.maxOutputBytes != null) body.max_output_bytes = o.maxOutputBytes;
-    const timeout = (Number.isFinite(timeoutMs) ? timeoutMs : DEFAULT_TIMEOUT_MS) + EXEC_SLACK_MS;
-    return execResultOf(await this.#call("POST", "/exec", { body, timeoutMs: timeout }));
+    const sinks = { stdout: o.onStdout, stderr: o.onStderr };
+    for (const [k, f] of Object.entries(sinks)) {
+      if (f != null && typeof f !== "function") {
+        throw new TypeError(`exec: ${k === "stdout" ? "onStdout" : "onStderr"} must be a function`);
+      }
+    }
+    if (sinks.stdout == null && sinks.stderr == null && o.keepaliveMs == null) {
+      const timeout = (Number.isFinite(timeoutMs) ? timeoutMs : DEFAULT_TIMEOUT_MS) + EXEC_SLACK_MS;
+      return execResultOf(await this.#call("POST", "/exec", { body, timeoutMs: timeout }));
+    }
+    body.stream = true;
+    if (o.keepaliveMs != null) body.keepalive_ms = o.keepaliveMs;
+    const keepalive = Number.isFinite(o.keepaliveMs) && o.keepaliveMs > 0 ? o.keepaliveMs : DEFAULT_KEEPALIVE_MS;
+    // One decoder a stream: a character split across two lines reaches the
+    // callback whole (undecodable bytes become U+FFFD, as in the result).
+    const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+    const give = async (k, text) => {
+      if (text && sinks[k]) await sinks[k](text);
+    };
+    return this.#client.stream("POST", `/v1/sandboxes/${this.id}/exec`, {
+      body,
+      idleMs: Math.max(STREAM_IDLE_MIN_MS, STREAM_IDLE_KEEPALIVES * keepalive),
+      onLine: async (line) => {
+        switch (line?.type) {
+          case "stdout":
+          case "stderr":
+            await give(line.type, decoders[line.type].decode(fromBase64(line.data_base64), { stream: true }));
+            return undefined;
+          case "result":
+            for (const k of ["stdout", "stderr"]) await give(k, decoders[k].decode());
+            return execResultOf(line.result ?? {});
+          case "error":
+            throw errorOfCode(line.error?.code, line.error?.message);
+          default:
+            return undefined; // "started", "keepalive", and lines still to come
+        }
+      },
+    });
   }
 
   #call(method, rest, opts) {
