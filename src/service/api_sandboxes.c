@@ -599,8 +599,8 @@ bool keeper_missing(const struct err *ke)
 
 /*
  * Answer a keeper call that failed.  A refusal of the keeper's (a path, a
- * file too large) keeps its kind.  No keeper: the sandbox is lost, and
- * recorded so.  A keeper that did not answer in time is busy (it takes one
+ * file too large) keeps its kind, and so does a failure it answered.  No
+ * keeper: the sandbox is lost, and recorded so.  A keeper that did not answer in time is busy (it takes one
  * call at a time, and an exec may run for long): 503, the sandbox as it is.
  */
 void answer_keeper_failure(struct call *c, const struct store_sandbox *s,
@@ -608,7 +608,9 @@ void answer_keeper_failure(struct call *c, const struct store_sandbox *s,
 {
 	struct err e;
 
-	if (ke->kind != ERR_INTERNAL) {
+	/* A refusal, or a failure the keeper itself answered (an error frame
+	 * carries no errno): its own answer, with its kind. */
+	if (ke->kind != ERR_INTERNAL || ke->errnum == 0) {
 		answer_err(c->rs, ke);
 		return;
 	}

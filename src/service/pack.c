@@ -185,7 +185,10 @@ int pack_path(const char *path, uint64_t max, void **ret, size_t *ret_len, struc
 	 * a name ustar cannot hold), gzip without a timestamp, sorted names,
 	 * owner root, time 0; the same tree packs to the same bytes (and
 	 * digest). */
+	/* Names are bytes (hdrcharset=BINARY): never translated through the
+	 * locale, which fails for a name that is not ASCII in the C locale. */
 	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
 	    archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
 	    archive_write_set_filter_option(a, "gzip", "timestamp", NULL) != ARCHIVE_OK ||
 	    archive_write_open2(a, &m, NULL, mem_write, NULL, NULL) != ARCHIVE_OK) {
