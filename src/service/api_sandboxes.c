@@ -159,6 +159,7 @@ struct create_req {
 	int64_t max_cost;    /* max_cost_micros; 0: none */
 	int64_t idle;	     /* idle_timeout_seconds; 0: none */
 	const char *template; /* a template pin, or NULL */
+	const char *isolation; /* "jail", "vm" or "auto" */
 	char *labels, *env;  /* JSON text, malloc'd */
 };
 
@@ -176,7 +177,7 @@ static int create_req_parse(struct call *c, struct create_req *r)
 	    "image",	       "isolation", "vcpu", "memory_mib",	    "disk_mib",
 	    "network",	       "timeout_seconds", "labels", "env", "wait_for_capacity_ms",
 	    "max_cost_micros", "idle_timeout_seconds", "template", NULL};
-	const char *isolation = NULL, *network = NULL;
+	const char *network = NULL;
 	struct err e;
 
 	*r = (struct create_req){.vcpu = 1, .memory = 512, .disk = 256, .lease = 300};
@@ -184,7 +185,7 @@ static int create_req_parse(struct call *c, struct create_req *r)
 		return -1;
 	if (jsonreq_only(r->doc, allowed, &e) < 0 ||
 	    jsonreq_string(r->doc, "image", false, 255, &r->image, &e) < 0 ||
-	    jsonreq_string(r->doc, "isolation", false, 16, &isolation, &e) < 0 ||
+	    jsonreq_string(r->doc, "isolation", false, 16, &r->isolation, &e) < 0 ||
 	    jsonreq_string(r->doc, "network", false, 16, &network, &e) < 0 ||
 	    jsonreq_int(r->doc, "vcpu", false, 1, VCPU_MAX, &r->vcpu, &e) < 0 ||
 	    jsonreq_int(r->doc, "memory_mib", false, 16, MEMORY_MIB_MAX, &r->memory, &e) < 0 ||
@@ -200,17 +201,19 @@ static int create_req_parse(struct call *c, struct create_req *r)
 	    string_map(r->doc, "env", &r->env, &e) < 0)
 		return answer_member(c->rs, &e), -1;
 	r->image = r->image ? r->image : "host";
-	isolation = isolation ? isolation : "jail";
+	r->isolation = r->isolation ? r->isolation : "jail";
 	if (network && strcmp(network, "none") != 0)
 		return answer_fail(c->rs, ERR_INPUT,
 				   "'network' must be \"none\" (sandboxes have no "
 				   "network; a loopback inside works)"),
 		       -1;
-	if (strcmp(isolation, "vm") == 0)
-		return answer_fail(c->rs, ERR_UNAVAILABLE,
-				   "isolation 'vm': sandboxes over the API run in the jail for now"),
+	if (strcmp(r->isolation, "vm") == 0 && strcmp(r->image, "host") == 0)
+		return answer_fail(c->rs, ERR_INPUT,
+				   "isolation 'vm' boots an image: give 'image' (name@N, "
+				   "docs/images.md)"),
 		       -1;
-	if (strcmp(isolation, "jail") != 0 && strcmp(isolation, "auto") != 0)
+	if (strcmp(r->isolation, "jail") != 0 && strcmp(r->isolation, "vm") != 0 &&
+	    strcmp(r->isolation, "auto") != 0)
 		return answer_fail(c->rs, ERR_INPUT,
 				   "'isolation' must be \"jail\", \"vm\" or \"auto\""),
 		       -1;
@@ -440,7 +443,7 @@ static bool create_now(struct call *c, const struct create_req *r)
 {
 	struct store_sandbox_in in = {.course_id = c->who->course_id,
 				      .token_id = c->who->token_id,
-				      .isolation = "jail",
+				      .isolation = r->isolation,
 				      .image_pin = r->image,
 				      .vcpu = (int)r->vcpu,
 				      .memory_mib = (int)r->memory,
@@ -474,10 +477,11 @@ static bool create_now(struct call *c, const struct create_req *r)
 		return false;
 	}
 	json_t *create = json_pack(
-	    "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "id", (json_int_t)id, "secret", secret,
-	    "image", r->image, "vcpu", (json_int_t)r->vcpu, "memory_mib", (json_int_t)r->memory,
-	    "disk_mib", (json_int_t)r->disk, "lease_ms", (json_int_t)(r->lease * 1000), "idle_ms",
-	    (json_int_t)(r->idle * 1000), "env", json_loads(r->env, 0, NULL));
+	    "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "id", (json_int_t)id, "secret",
+	    secret, "image", r->image, "isolation", r->isolation, "vcpu", (json_int_t)r->vcpu,
+	    "memory_mib", (json_int_t)r->memory, "disk_mib", (json_int_t)r->disk, "lease_ms",
+	    (json_int_t)(r->lease * 1000), "idle_ms", (json_int_t)(r->idle * 1000), "env",
+	    json_loads(r->env, 0, NULL));
 	rc = create ? sbx_host_spawn(c->a->sandboxes, id, create, &pid, socket, sizeof(socket), &e)
 		    : err_set(&e, ENOMEM, "sandbox");
 	json_decref(create);

@@ -160,11 +160,12 @@ void keeper_note_top(struct keeper *k, const char *rel)
 /* ---- creating the sandbox ------------------------------------------------ */
 
 static int parse_create(struct keeper *k, const json_t *head, const char **image,
-			unsigned *max_slots, uint64_t *lease_ms, struct err *e)
+			const char **isolation, unsigned *max_slots, uint64_t *lease_ms,
+			struct err *e)
 {
 	static const char *const members[] = {"op",   "id",	    "secret",	"image",
 					      "vcpu", "memory_mib", "disk_mib", "lease_ms",
-					      "env",  "max_slots",  "idle_ms",	NULL};
+					      "env",  "max_slots",  "idle_ms",	"isolation", NULL};
 	const char *op, *secret;
 	int64_t id = 0, vcpu = 1, mem = 0, disk = 0, lease = 0, idle = 0, slots = CLI_DEFAULT_SLOTS;
 
@@ -176,6 +177,7 @@ static int parse_create(struct keeper *k, const json_t *head, const char **image
 	if (jsonreq_int(head, "id", true, 1, INT64_MAX, &id, e) < 0 ||
 	    jsonreq_string(head, "secret", true, SECRET_LEN, &secret, e) < 0 ||
 	    jsonreq_string(head, "image", true, 200, image, e) < 0 ||
+	    jsonreq_string(head, "isolation", false, 16, isolation, e) < 0 ||
 	    jsonreq_int(head, "vcpu", false, 1, 64, &vcpu, e) < 0 ||
 	    jsonreq_int(head, "memory_mib", true, 4, 1048576, &mem, e) < 0 ||
 	    jsonreq_int(head, "disk_mib", true, 1, 1048576, &disk, e) < 0 ||
@@ -226,7 +228,7 @@ static int create_sandbox(struct keeper *k, const struct keeper_options *o, int 
 	json_t *head = NULL;
 	void *data = NULL;
 	size_t len;
-	const char *image;
+	const char *image, *isolation = NULL;
 	unsigned max_slots = 0;
 	uint64_t lease_ms = 0;
 	char why[256];
@@ -236,7 +238,7 @@ static int create_sandbox(struct keeper *k, const struct keeper_options *o, int 
 		err_wrap(e, "the create request");
 		goto out;
 	}
-	if (parse_create(k, head, &image, &max_slots, &lease_ms, e) < 0)
+	if (parse_create(k, head, &image, &isolation, &max_slots, &lease_ms, e) < 0)
 		goto out;
 	/* The lease runs from the request, so it never ends after the one
 	 * serve recorded when it sent it. */
@@ -244,9 +246,13 @@ static int create_sandbox(struct keeper *k, const struct keeper_options *o, int 
 	k->state_dir = o->state_dir;
 	k->last_call_ms = monotonic_ms();
 	bool host = strcmp(image, "host") == 0;
-	if (sandbox_select("jail", !host, &k->ops, why, sizeof(why), e) < 0 ||
+	/* "jail" unless asked: "vm" (an image's guest), or "auto" (the
+	 * microVM where the host has KVM and an image is pinned). */
+	if (sandbox_select(isolation ? isolation : "jail", !host, &k->ops, why, sizeof(why), e) <
+		0 ||
 	    k->ops->prepare(e) < 0)
 		goto out;
+	k->time_factor = k->ops->time_factor(o->state_dir, NULL);
 	snprintf(k->img.rootfs, sizeof(k->img.rootfs), "/");
 	if (!host && image_resolve(o->state_dir, image, &k->img, e) < 0) {
 		err_wrap(e, "image");
@@ -465,6 +471,7 @@ int cmd_sandbox_keeper(int argc, char **argv)
 	}
 	/* A pool would hold a second slot for a sandbox that never comes. */
 	unsetenv("PROCTOR_JAIL_POOL");
+	unsetenv("PROCTOR_VM_POOL");
 	signal(SIGPIPE, SIG_IGN);
 	struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
 	setsockopt(ready, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

@@ -52,6 +52,7 @@ struct keeper {
 	struct image_info img; /* the sandbox's system tree: lives as long as it */
 	const struct sandbox_ops *ops;
 	struct sandbox *sb;
+	double time_factor; /* the backend's slowdown (>1: a microVM under TCG) */
 	char dir[PATH_MAX]; /* DIR/service/sbx: the socket and the transfers' temporary files */
 	int dir_fd;
 	const char *socket;

@@ -181,6 +181,16 @@ int op_exec(struct keeper *k, int fd, const json_t *head, const void *data, size
 	bool by_lease = left < (uint64_t)timeout_ms;
 	l.wall_ms = by_lease ? left : (uint64_t)timeout_ms;
 	l.cpu_ms = l.wall_ms * k->vcpu;
+	/* A microVM under TCG computes this many times slower: its limits
+	 * grow as a grading's do (docs/vm.md), never past the lease. */
+	if (k->time_factor > 1.0) {
+		l.cpu_ms = (uint64_t)((double)l.cpu_ms * k->time_factor + 0.5);
+		if (!by_lease) {
+			uint64_t wall = (uint64_t)((double)l.wall_ms * k->time_factor + 0.5);
+			by_lease = wall > left;
+			l.wall_ms = by_lease ? left : wall;
+		}
+	}
 	l.memory_bytes = k->memory_bytes;
 	l.disk_bytes = k->disk_bytes;
 	l.fsize_bytes = k->disk_bytes;
@@ -205,6 +215,7 @@ int op_exec(struct keeper *k, int fd, const json_t *head, const void *data, size
 	    .stdin_fd = stdin_fd,
 	    .limits = l,
 	    .cwd = cwd,
+	    .time_factor = k->time_factor,
 	    .on_output = stream ? send_output : NULL,
 	    .on_output_ctx = &os,
 	};
