@@ -12,6 +12,7 @@
 #include "service/sbxhost.h"
 #include "service/sbxwire.h"
 #include "service/views.h"
+#include "util.h"
 
 /* Bounds of an exec. */
 #define ARGV_MAX	 4096
@@ -138,6 +139,8 @@ static void finish_exec(struct call *c, int fd, int64_t sandbox_id, int64_t exec
 		return;
 	}
 	answer_json(c->rs, 200, exec_result(c->a, c->st, doc, exec_id, memory_mib));
+	if (c->rq->first_ns)
+		metrics_observe_sandbox(c->a->metrics, "exec", now_ns() - c->rq->first_ns);
 }
 
 json_t *exec_result(struct api *a, struct store *st, json_t *doc, int64_t exec_id,

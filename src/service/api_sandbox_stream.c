@@ -38,6 +38,7 @@ struct exec_stream {
 	int fd; /* the keeper connection, until the answer came */
 	int64_t sandbox_id, exec_id, memory_mib;
 	unsigned keepalive_ms, polls;
+	uint64_t start_ns; /* the request's arrival (0: not known) */
 	uint64_t last_ms; /* when a line was last made */
 	struct dynbuf out; /* lines made and not yet sent */
 	size_t sent;
@@ -117,6 +118,8 @@ static void take_frame(struct exec_stream *x)
 	head = NULL;
 	add_line(x, json_pack("{s:s, s:o}", "type", "result", "result", doc));
 	x->finished = true;
+	if (x->start_ns)
+		metrics_observe_sandbox(x->a->metrics, "exec", now_ns() - x->start_ns);
 out:
 	if (x->finished) {
 		close(x->fd);
@@ -196,7 +199,8 @@ void exec_stream_start(struct call *c, int fd, int64_t sandbox_id, int64_t exec_
 				  .sandbox_id = sandbox_id,
 				  .exec_id = exec_id,
 				  .memory_mib = memory_mib,
-				  .keepalive_ms = keepalive_ms};
+				  .keepalive_ms = keepalive_ms,
+				  .start_ns = c->rq->first_ns};
 	/* Lines wait here only until the client takes them; a client that
 	 * takes nothing holds at most what one command may stream. */
 	dynbuf_init(&x->out, 16u << 20);

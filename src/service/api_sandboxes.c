@@ -234,6 +234,8 @@ static void answer_created(struct call *c, int64_t id, bool existing)
 	json_t *answer = sandbox_doc(c->a, &s);
 	if (answer && existing)
 		json_object_set_new(answer, "existing", json_true());
+	if (!existing && c->rq->first_ns) /* a waited create counts its wait */
+		metrics_observe_sandbox(c->a->metrics, "create", now_ns() - c->rq->first_ns);
 	answer_json(c->rs, existing ? 200 : 201, answer);
 	store_sandbox_clear(&s);
 }

@@ -35,9 +35,14 @@ struct counter {
 /* The exposition text at most: a scrape is never a memory hazard. */
 #define METRICS_MAX (8u << 20)
 
+/* The sandbox API's latencies, from the request's arrival to its answer. */
+enum sbx_op { SBX_CREATE, SBX_EXEC, SBX_COUNT };
+static const char *const sbx_op_names[SBX_COUNT] = {"create", "exec"};
+
 struct metrics {
 	pthread_mutex_t lock;
 	struct histogram h[PH_COUNT];
+	struct histogram sbx[SBX_COUNT];
 	struct counter counters[MAX_COUNTERS];
 	size_t n_counters;
 };
@@ -101,31 +106,47 @@ void metrics_observe_phases(struct metrics *m, int64_t queued_ms, int64_t starte
 	pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_observe_sandbox(struct metrics *m, const char *op, uint64_t ns)
+{
+	for (int i = 0; i < SBX_COUNT; i++)
+		if (strcmp(op, sbx_op_names[i]) == 0) {
+			pthread_mutex_lock(&m->lock);
+			observe(&m->sbx[i], (double)ns / 1e9);
+			pthread_mutex_unlock(&m->lock);
+		}
+}
+
+/* One histogram family: each of n histograms under its label value. */
+static void render_histograms(struct dynbuf *t, const char *name, const char *label,
+			      const struct histogram *h, const char *const *values, int n)
+{
+	for (int p = 0; p < n; p++) {
+		uint64_t cum = 0;
+		for (size_t i = 0; i <= N_BUCKETS; i++) {
+			cum += h[p].le[i];
+			if (i < N_BUCKETS)
+				dynbuf_addf(t, "%s_bucket{%s=\"%s\",le=\"%g\"} %" PRIu64 "\n", name,
+					    label, values[p], buckets[i], cum);
+			else
+				dynbuf_addf(t, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+					    name, label, values[p], cum);
+		}
+		dynbuf_addf(t, "%s_sum{%s=\"%s\"} %.6f\n", name, label, values[p], h[p].sum);
+		dynbuf_addf(t, "%s_count{%s=\"%s\"} %" PRIu64 "\n", name, label, values[p],
+			    h[p].count);
+	}
+}
+
 static void render_memory(struct metrics *m, struct dynbuf *t)
 {
 	dynbuf_adds(t, "# HELP proctor_job_phase_seconds Time of each phase of a finished job.\n"
 		       "# TYPE proctor_job_phase_seconds histogram\n");
 	pthread_mutex_lock(&m->lock);
-	for (int p = 0; p < PH_COUNT; p++) {
-		uint64_t cum = 0;
-		for (size_t i = 0; i <= N_BUCKETS; i++) {
-			cum += m->h[p].le[i];
-			if (i < N_BUCKETS)
-				dynbuf_addf(t,
-					    "proctor_job_phase_seconds_bucket{phase=\"%s\",le=\"%g\"} "
-					    "%" PRIu64 "\n",
-					    phase_names[p], buckets[i], cum);
-			else
-				dynbuf_addf(t,
-					    "proctor_job_phase_seconds_bucket{phase=\"%s\",le=\"+Inf\"} "
-					    "%" PRIu64 "\n",
-					    phase_names[p], cum);
-		}
-		dynbuf_addf(t, "proctor_job_phase_seconds_sum{phase=\"%s\"} %.6f\n", phase_names[p],
-			    m->h[p].sum);
-		dynbuf_addf(t, "proctor_job_phase_seconds_count{phase=\"%s\"} %" PRIu64 "\n",
-			    phase_names[p], m->h[p].count);
-	}
+	render_histograms(t, "proctor_job_phase_seconds", "phase", m->h, phase_names, PH_COUNT);
+	dynbuf_adds(t, "# HELP proctor_sandbox_seconds A sandbox API call, from the request to "
+		       "its answer (create: the sandbox ready; exec: the command's verdict).\n"
+		       "# TYPE proctor_sandbox_seconds histogram\n");
+	render_histograms(t, "proctor_sandbox_seconds", "op", m->sbx, sbx_op_names, SBX_COUNT);
 	for (size_t i = 0; i < m->n_counters; i++)
 		dynbuf_addf(t, "# TYPE proctor_%s_total counter\nproctor_%s_total %" PRIu64 "\n",
 			    m->counters[i].name, m->counters[i].name, m->counters[i].n);

@@ -31,6 +31,9 @@ struct metrics_gauge {
  * when out of memory. */
 char *metrics_render(struct metrics *m, struct store *st, const struct metrics_gauge *g,
 		     size_t n);
+/* A sandbox API call that answered, op "create" or "exec", ns from its
+ * request's arrival (proctor_sandbox_seconds{op}). */
+void metrics_observe_sandbox(struct metrics *m, const char *op, uint64_t ns);
 /* The phases of a job that finished (ms since the epoch; 0 when unknown). */
 void metrics_observe_phases(struct metrics *m, int64_t queued_ms, int64_t started_ms,
 			    int64_t ready_ms, int64_t finished_ms);

@@ -173,6 +173,10 @@ class SandboxTests(unittest.TestCase):
                 time.sleep(0.2)
             self.assertIn(f"proctor_sandboxes_live {SLOTS}\n", text)
             self.assertRegex(text, r"proctor_sandbox_creates_refused_capacity_total [1-9]")
+            # Creates and execs answered so far are in the latency histograms.
+            self.assertRegex(text, r'proctor_sandbox_seconds_count\{op="create"\} [1-9]')
+            self.assertRegex(text, r'proctor_sandbox_seconds_count\{op="exec"\} [1-9]')
+            self.assertIn('proctor_sandbox_seconds_bucket{op="exec",le="+Inf"}', text)
         finally:
             for s in held:
                 s.kill()
