@@ -56,7 +56,8 @@ int within_token_spend(struct call *c)
 	policy_time_format(policy_day_start(now) + 86400000, at);
 	answer_fail(c->rs, ERR_BUDGET_EXCEEDED,
 		    "this token spent %.0f of its daily_spend_micros %" PRId64
-		    " today (UTC) on sandboxes: creates resume at %s, or when an admin raises "
+		    " today (UTC) on sandboxes: creates and commands resume at %s, or when an "
+		    "admin raises "
 		    "its limit",
 		    spent, limit, at);
 	return -1;

@@ -125,12 +125,15 @@ static void finish_exec(struct call *c, int fd, int64_t sandbox_id, int64_t exec
 	if (sbx_recv(fd, &doc, NULL, NULL, 0, &e) < 0 || sbx_error_of(doc, &e) < 0) {
 		json_decref(doc);
 		record_exec(c->st, exec_id, NULL, memory_mib);
-		/* Ended while the command ran (deleted, its lease): say so. */
+		/* Ended while the command ran (deleted, its lease, its cost): say
+		 * so, and why. */
 		struct store_sandbox s = {0};
 		struct err e2;
 		if (store_sandbox_get(c->st, sandbox_id, &s, &e2) == 0 && !live(&s))
-			answer_fail(c->rs, ERR_NOT_FOUND, "sandbox %lld was %s while the command ran",
-				    (long long)sandbox_id, s.state);
+			answer_fail(c->rs, ERR_NOT_FOUND,
+				    "sandbox %lld was %s while the command ran%s%s",
+				    (long long)sandbox_id, s.state, s.end_reason[0] ? ": " : "",
+				    s.end_reason);
 		else if (keeper_missing(&e) || e.kind != ERR_INTERNAL)
 			answer_keeper_failure(c, &s, &e);
 		else
@@ -286,6 +289,10 @@ void post_sandbox_exec(struct call *c)
 		answer_member(c->rs, &e);
 		goto out;
 	}
+	if (!stream && json_object_get(doc, "keepalive_ms")) {
+		answer_fail(c->rs, ERR_INPUT, "'keepalive_ms' is for a streamed exec (\"stream\": true)");
+		goto out;
+	}
 	stdin_text = json_string_value(json_object_get(doc, "stdin"));
 	if (stdin_text && stdin_data) {
 		answer_fail(c->rs, ERR_INPUT, "give at most one of 'stdin' and 'stdin_base64'");
@@ -293,8 +300,9 @@ void post_sandbox_exec(struct call *c)
 	}
 	if (live_sandbox(c, &s) < 0)
 		goto out;
-	/* Sandbox commands count toward the course's daily CPU cap. */
-	if (within_budget(c) < 0)
+	/* Sandbox commands count toward the course's daily CPU cap, and
+	 * toward the token's own spending limit. */
+	if (within_budget(c) < 0 || within_token_spend(c) < 0)
 		goto out;
 	argv_text = json_dumps(argv, JSON_COMPACT);
 	if (!argv_text || (rc = store_exec_begin(c->st, s.sandbox_id, argv_text, cwd, &exec_id, &e)) < 0) {

@@ -74,8 +74,9 @@ static void lost_answer(struct exec_stream *x, struct store *st, const struct er
 	if (st)
 		record_exec(st, x->exec_id, NULL, x->memory_mib);
 	if (st && store_sandbox_get(st, x->sandbox_id, &s, &e) == 0 && !live(&s)) {
-		snprintf(msg, sizeof(msg), "sandbox %lld was %s while the command ran",
-			 (long long)x->sandbox_id, s.state);
+		snprintf(msg, sizeof(msg), "sandbox %lld was %s while the command ran%s%s",
+			 (long long)x->sandbox_id, s.state, s.end_reason[0] ? ": " : "",
+			 s.end_reason);
 		add_error(x, ERR_NOT_FOUND, msg);
 	} else if (keeper_missing(ke)) {
 		snprintf(msg, sizeof(msg), "sandbox %lld is lost: %s", (long long)x->sandbox_id,

@@ -124,8 +124,7 @@ void delete_template(struct call *c)
 	struct err e;
 	int rc;
 
-	if ((rc = store_template_get(c->st, c->who->course_id, NULL, 0, c->id, &t, &e)) < 0 ||
-	    (rc = store_template_remove(c->st, c->who->course_id, c->id, &e)) < 0) {
+	if ((rc = store_template_remove(c->st, c->who->course_id, c->id, &t, &e)) < 0) {
 		answer_store(c->rs, rc, &e);
 		return;
 	}

@@ -927,7 +927,9 @@ int store_template_get(struct store *st, int64_t course_id, const char *name, in
 int store_template_list(struct store *st, int64_t course_id, size_t max,
 			struct store_template **ret, size_t *ret_n, struct err *e);
 /* Remove template `id` of the course (its blob stays: sandboxes may have
- * started from it).  STORE_NOT_FOUND when it is not there. */
-int store_template_remove(struct store *st, int64_t course_id, int64_t id, struct err *e);
+ * started from it), in one statement: *ret (NULL: not wanted) is the
+ * template as it was.  STORE_NOT_FOUND when it is not there. */
+int store_template_remove(struct store *st, int64_t course_id, int64_t id,
+			  struct store_template *ret, struct err *e);
 
 #endif

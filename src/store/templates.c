@@ -45,7 +45,8 @@ static const char sql_template_list[] =
     "AND deleted_ms IS NULL ORDER BY id DESC LIMIT $2";
 static const char sql_template_remove[] =
     "UPDATE sandbox_templates SET deleted_ms = {now} WHERE id = $1 AND course_id = $2 "
-    "AND deleted_ms IS NULL RETURNING id";
+    "AND deleted_ms IS NULL RETURNING id, course_id, name, version_no, blob_sha256, bytes, "
+    "source_sandbox_id, created_ms, deleted_ms";
 
 static void template_fill(const struct store_rows *rows, size_t r, struct store_template *t)
 {
@@ -175,7 +176,8 @@ int store_template_list(struct store *st, int64_t course_id, size_t max,
 	return 0;
 }
 
-int store_template_remove(struct store *st, int64_t course_id, int64_t id, struct err *e)
+int store_template_remove(struct store *st, int64_t course_id, int64_t id,
+			  struct store_template *ret, struct err *e)
 {
 	struct store_rows *rows = NULL;
 	struct store_val p[] = {sv_int(id), sv_int(course_id)};
@@ -183,6 +185,8 @@ int store_template_remove(struct store *st, int64_t course_id, int64_t id, struc
 	if (store_q(st, sql_template_remove, p, 2, &rows, e) < 0)
 		return err_wrap(e, "template %lld", (long long)id);
 	size_t n = rows->nrows;
+	if (n && ret)
+		template_fill(rows, 0, ret);
 	store_rows_free(rows);
 	return n ? 0 : store_fail(e, STORE_NOT_FOUND, "no template %lld", (long long)id);
 }

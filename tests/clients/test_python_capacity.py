@@ -248,6 +248,7 @@ class MoneyTests(unittest.TestCase):
         print(f"max_cost_micros 10: the command was cut after {took:.2f} s", file=sys.stderr)
         self.assertLess(took, 15)
         self.assertIn("expired while the command ran", cm.exception.message)
+        self.assertIn("max_cost_micros", cm.exception.message)  # and why
         info = s.get_info()
         self.assertEqual(info["state"], "expired")
         self.assertIn("max_cost_micros", info["end_reason"])
@@ -259,6 +260,10 @@ class MoneyTests(unittest.TestCase):
         t = mint(daily_spend_micros=5)
         s = sbx(token=t["token"], memory_mib=2048)
         time.sleep(1.5)  # 2 GiB: 9 micro-dollars a second
+        # Its live sandbox's reserved memory counts as it goes: a command
+        # in it is refused too, not only the next create.
+        with self.assertRaises(BudgetExceeded):
+            s.exec(["true"])
         s.kill()
         with self.assertRaises(BudgetExceeded) as cm:
             sbx(token=t["token"], wait_for_capacity_ms=1000)

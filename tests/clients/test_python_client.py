@@ -545,6 +545,12 @@ class StreamTests(unittest.TestCase):
             first = next(at for k, t, at in got if k == "out")
             self.assertLess(first, done - 1.0, got)
 
+    def test_keepalive_is_for_a_stream_only(self) -> None:
+        with sbx() as s:
+            with self.assertRaises(InvalidInput) as cm:
+                s._c.call("POST", s._path("/exec"), {"argv": ["true"], "keepalive_ms": 500})
+            self.assertIn("keepalive_ms", cm.exception.message)
+
     def test_a_flood_streams_no_more_than_the_cap(self) -> None:
         with sbx() as s:
             n = [0]

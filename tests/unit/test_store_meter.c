@@ -359,10 +359,12 @@ static void test_store_templates_take_the_next_version_never_a_reused_one(void *
 	assert_int_equal(v[0].template_id, b.template_id); /* newest first */
 	free(v);
 
-	CHECK(store_template_remove(st, t.course_id, b.template_id, E));
-	assert_int_equal(store_template_remove(st, t.course_id, b.template_id, &e),
+	CHECK(store_template_remove(st, t.course_id, b.template_id, &got, E));
+	assert_int_equal(got.version_no, 2);
+	assert_true(got.deleted_ms > 0);
+	assert_int_equal(store_template_remove(st, t.course_id, b.template_id, NULL, &e),
 			 STORE_NOT_FOUND);
-	assert_int_equal(store_template_remove(st, o.course_id, a.template_id, &e),
+	assert_int_equal(store_template_remove(st, o.course_id, a.template_id, NULL, &e),
 			 STORE_NOT_FOUND);
 	CHECK(store_template_get(st, t.course_id, "hw3", 0, 0, &got, E));
 	assert_int_equal(got.version_no, 1); /* the latest not removed */
