@@ -233,6 +233,7 @@ int cgroup_slot_open(struct cgroup_slot *cg, unsigned index, struct err *e)
 				   .pids_fd = -1,
 				   .kill_fd = -1,
 				   .run_fd = -1,
+				   .run_kill_fd = -1,
 				   .peak_fd = -1,
 				   .watch_fd = -1};
 	if (cgroup_detect(&cg->layout, detail, sizeof(detail), e) < 0)
@@ -258,7 +259,9 @@ int cgroup_slot_open(struct cgroup_slot *cg, unsigned index, struct err *e)
 	/* A dead owner may have left processes or a run group behind. */
 	if (cgroup_kill_all(cg, e) < 0)
 		goto out_close;
-	if (unlinkat(cg->pids_fd, "run", AT_REMOVEDIR) < 0 && errno != ENOENT) {
+	if ((unlinkat(cg->pids_fd, "run", AT_REMOVEDIR) < 0 && errno != ENOENT) ||
+	    (cg->layout == CGROUP_HYBRID && unlinkat(cg->kill_fd, "run", AT_REMOVEDIR) < 0 &&
+	     errno != ENOENT)) {
 		err_set(e, errno, "remove stale run group of slot %u", index);
 		goto out_close;
 	}
@@ -275,10 +278,11 @@ void cgroup_slot_close(struct cgroup_slot *cg)
 	xclose(cg->pids_fd);
 	xclose(cg->kill_fd);
 	xclose(cg->run_fd);
+	xclose(cg->run_kill_fd);
 	xclose(cg->peak_fd);
 	xclose(cg->watch_fd);
 	cg->mem_fd = cg->cpu_fd = cg->pids_fd = cg->kill_fd = cg->run_fd = cg->peak_fd = -1;
-	cg->watch_fd = -1;
+	cg->run_kill_fd = cg->watch_fd = -1;
 }
 
 static int read_u64_at(int dirfd, const char *file, uint64_t *ret, struct err *e)
@@ -375,45 +379,82 @@ int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err
 	return 0;
 }
 
-int cgroup_run_group(struct cgroup_slot *cg, int *ret_fds, size_t *ret_nfds, struct err *e)
+/*
+ * The file a process writes "0" into to join the group of dirfd.  On a v1
+ * hierarchy `tasks`: it moves only the writing thread, and the kernel then
+ * skips the global cgroup_threadgroup_rwsem, whose write side waits for an
+ * RCU grace period unless another migration happened within the last one
+ * (7 to 10 ms on the development host, 0.03 ms through `tasks`).  So the
+ * writer must be single-threaded (a fork child before exec, the jail's
+ * program stub): then the thread is the whole process.  A v2 group only
+ * takes whole processes, through cgroup.procs.
+ */
+static const char *join_file(const struct cgroup_slot *cg, int dirfd)
+{
+	return cg->layout != CGROUP_V2 && dirfd != cg->kill_fd ? "tasks" : "cgroup.procs";
+}
+
+int cgroup_run_group(struct cgroup_slot *cg, unsigned flags, int *ret_fds, size_t *ret_nfds,
+		     int *ret_into, struct err *e)
 {
 	size_t n = 0;
 	int fds[CGROUP_MAX_JOIN];
 
+	*ret_into = -1;
 	if (mkdirat(cg->pids_fd, "run", 0755) < 0)
 		return err_set(e, errno, "create run group of slot %u", cg->index);
 	cg->run_fd = openat(cg->pids_fd, "run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg->run_fd < 0)
 		return err_set(e, errno, "open run group");
+	/*
+	 * A hybrid host's v2 group has no controllers, so the program's
+	 * parent may be in it too: it is cloned into a group of the run's
+	 * own below the slot's.  Its own, made now, because a clone into a
+	 * group that has ever been killed through cgroup.kill is killed at
+	 * birth by the kernels this was written on (6.18: the clone compares
+	 * the group's count of kills with the parent's own group's); the
+	 * slot's cgroup.kill still reaches it.
+	 */
+	if ((flags & CGROUP_RUN_CLONE_INTO) && cg->layout == CGROUP_HYBRID) {
+		if (mkdirat(cg->kill_fd, "run", 0755) < 0)
+			return err_set(e, errno, "create the v2 run group of slot %u", cg->index);
+		cg->run_kill_fd = openat(cg->kill_fd, "run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cg->run_kill_fd < 0)
+			return err_set(e, errno, "open the v2 run group");
+	}
 
-	/* The program joins every hierarchy it is accounted in. */
+	/* The program joins every hierarchy it is accounted in, but the one
+	 * its parent was cloned into. */
 	int dirs[CGROUP_MAX_JOIN] = {cg->run_fd, -1, -1, -1};
 	size_t ndirs = 1;
 	if (cg->layout != CGROUP_V2) {
 		dirs[ndirs++] = cg->mem_fd;
 		dirs[ndirs++] = cg->cpu_fd;
-		if (cg->kill_fd >= 0)
+		if (cg->kill_fd >= 0 && cg->run_kill_fd < 0)
 			dirs[ndirs++] = cg->kill_fd;
 	}
 	for (size_t i = 0; i < ndirs; i++) {
-		fds[n] = openat(dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		fds[n] = openat(dirs[i], join_file(cg, dirs[i]), O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			int saved = errno;
 			while (n > 0)
 				close(fds[--n]);
-			return err_set(e, saved, "open cgroup.procs");
+			return err_set(e, saved, "open the run group's %s", join_file(cg, dirs[i]));
 		}
 		n++;
 	}
 	memcpy(ret_fds, fds, n * sizeof(int));
 	*ret_nfds = n;
+	*ret_into = cg->run_kill_fd;
 	return 0;
 }
 
 int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds, size_t *ret_nfds,
 		     struct err *e)
 {
-	if (cgroup_run_group(cg, ret_fds, ret_nfds, e) < 0)
+	int into;
+
+	if (cgroup_run_group(cg, 0, ret_fds, ret_nfds, &into, e) < 0)
 		return -1;
 	if (cgroup_run_limits(cg, l, e) == 0)
 		return 0;
@@ -672,6 +713,10 @@ void cgroup_run_end(struct cgroup_slot *cg)
 	cg->peak_fd = xclose(cg->peak_fd);
 	if (cg->pids_fd >= 0)
 		unlinkat(cg->pids_fd, "run", AT_REMOVEDIR);
+	if (cg->run_kill_fd >= 0) {
+		cg->run_kill_fd = xclose(cg->run_kill_fd);
+		unlinkat(cg->kill_fd, "run", AT_REMOVEDIR);
+	}
 }
 
 /* ---- the helper's group ---- */
@@ -742,6 +787,7 @@ int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
 					   .pids_fd = -1,
 					   .kill_fd = -1,
 					   .run_fd = -1,
+					   .run_kill_fd = -1,
 					   .peak_fd = -1,
 					   .watch_fd = -1},
 				    .quota_fd = -1};
@@ -786,10 +832,13 @@ int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
 	if (helper_limits(h, l, e) < 0 || read_cpu_ns(&h->cg, &h->cg.cpu_base_ns, e) < 0 ||
 	    read_oom_kills(&h->cg, &h->cg.oom_base, e) < 0)
 		goto out_close;
+	/* The helper joins between fork and exec, single-threaded: v1's
+	 * `tasks` (join_file()). */
 	for (size_t i = 0; i < ndirs; i++) {
-		h->join_fds[i] = openat(dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		const char *file = join_file(&h->cg, dirs[i]);
+		h->join_fds[i] = openat(dirs[i], file, O_WRONLY | O_CLOEXEC);
 		if (h->join_fds[i] < 0) {
-			err_set(e, errno, "open the helper's cgroup.procs");
+			err_set(e, errno, "open the helper's %s", file);
 			goto out_close;
 		}
 		h->n_join++;

@@ -38,6 +38,8 @@ struct cgroup_slot {
 	int pids_fd;     /* pids slot group (v2: the slot group) */
 	int kill_fd;     /* group with cgroup.kill (hybrid: unified slot; v2: slot), or -1 */
 	int run_fd;      /* per-run pids group "run", -1 between runs */
+	int run_kill_fd; /* hybrid: per-run v2 group "run" below kill_fd, made when a
+			  * run's parent is cloned into it (CGROUP_RUN_CLONE_INTO), or -1 */
 	int peak_fd;     /* v2 memory.peak opened for per-fd reset, or -1 */
 	int watch_fd;    /* v1 eventfd signalled when usage crosses a threshold, or -1 */
 	uint64_t watch_threshold; /* the charge watch_fd is armed for */
@@ -57,18 +59,32 @@ void cgroup_slot_close(struct cgroup_slot *cg);
 /*
  * Prepare one run: set limits (memory hard limit = memory + disk, because
  * tmpfs pages written by the program are charged to it), reset peaks,
- * snapshot counters, create the run's pids group, and open the
- * cgroup.procs files the program must join.  ret_fds receives up to
- * CGROUP_MAX_JOIN O_WRONLY|O_CLOEXEC fds, owned by the caller.
+ * snapshot counters, create the run's pids group, and open the files
+ * the program must join by (cgroup_run_group()'s, every group included).
+ * ret_fds receives up to CGROUP_MAX_JOIN O_WRONLY|O_CLOEXEC fds, owned by
+ * the caller.
  */
 int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds,
 		     size_t *ret_nfds, struct err *e);
 
 /* cgroup_run_begin() in two halves, for a run whose program joins its
  * groups before its limits are known (a jail started ahead, jail/jail.c):
- * the run's pids group and the cgroup.procs fds; then the limits, peaks and
- * counters, taken when the run starts. */
-int cgroup_run_group(struct cgroup_slot *cg, int *ret_fds, size_t *ret_nfds, struct err *e);
+ * the run's pids group and the fds to join by; then the limits, peaks and
+ * counters, taken when the run starts.
+ *
+ * The fds are the groups' `tasks` on v1 hierarchies (a write there skips
+ * the RCU grace period a cgroup.procs write waits for after a quiet
+ * moment, but moves only the writing thread: write from a single-threaded
+ * process) and cgroup.procs on v2.  With CGROUP_RUN_CLONE_INTO the caller
+ * may instead place the program's parent in a group by cloning it there
+ * (clone3 CLONE_INTO_CGROUP, which waits for nothing): *ret_into is then
+ * that group's directory fd (the cgroup_slot's, valid until
+ * cgroup_run_end()), left out of ret_fds; or -1, and every group is in
+ * ret_fds.  Only a group without controllers can take the parent too: a
+ * hybrid host's v2 group (its cgroup.kill and `populated`). */
+#define CGROUP_RUN_CLONE_INTO 1u
+int cgroup_run_group(struct cgroup_slot *cg, unsigned flags, int *ret_fds, size_t *ret_nfds,
+		     int *ret_into, struct err *e);
 int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err *e);
 
 /* What the run used so far. */
@@ -141,7 +157,7 @@ struct cgroup_helper_limits {
 struct cgroup_helper {
 	struct cgroup_slot cg;	       /* layout, mem_fd, cpu_fd (accounting), pids_fd; bases */
 	int quota_fd;		       /* group with the cpu controller, or -1 */
-	int join_fds[CGROUP_MAX_JOIN]; /* cgroup.procs of each hierarchy, O_WRONLY */
+	int join_fds[CGROUP_MAX_JOIN]; /* each hierarchy's tasks (v1) or cgroup.procs, O_WRONLY */
 	size_t n_join;
 };
 
@@ -155,7 +171,8 @@ struct cgroup_helper_usage {
 int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
 		       const struct cgroup_helper_limits *l, struct err *e);
 
-/* In the helper's process, between fork and exec: move itself into every
+/* In the helper's process, between fork and exec (single-threaded, as the
+ * v1 `tasks` files need: cgroup_run_group()): move itself into every
  * hierarchy's group.  Only write(2): async-signal-safe.  -1 on failure. */
 int cgroup_helper_join(const struct cgroup_helper *h);
 

@@ -27,10 +27,12 @@
  * The supervisor first moves into a private mount namespace (jail_prepare),
  * then leases a slot (uid, cgroups, scratch dir) and mounts the slot's
  * size-capped scratch tmpfs (/work, /tmp, /dev/shm).  For each run it
- * makes the run's pids group and clones init (jail_launch).  Init first
- * clones the program's process, which joins the run's cgroups through fds
- * the supervisor opened (on cgroup v1 the first such write waits for an
- * RCU grace period, several ms), unshares a cgroup namespace, starts a
+ * makes the run's pids group and clones init (jail_launch), on a hybrid
+ * host straight into the slot's v2 group (CLONE_INTO_CGROUP).  Init first
+ * clones the program's process, which joins the run's other cgroups
+ * through fds the supervisor opened (v1's `tasks`: a cgroup.procs write
+ * would wait for an RCU grace period after a quiet moment, 7 to 10 ms
+ * here; cgroup_run_group()), unshares a cgroup namespace, starts a
  * session, resets its signals and empties its capability bounding set
  * (contain_early), while init builds the new root and pivots into it
  * (mount.c).  Then init waits for the run: the supervisor sets the run's
@@ -68,6 +70,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -97,9 +100,6 @@
 #include "scratch.h"
 #include "util.h"
 
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
 
 #define SAMPLE_NS      (10ull * 1000000ull)   /* CPU and memory sampling period */
 #define SETUP_SLACK_NS (5ull * 1000000000ull) /* time init may take to start the program */
@@ -247,7 +247,11 @@ static void contain_early(struct child_ctx *c, int report_fd)
 
 	/* 1. Join the run's cgroups (memory, cpu, pids, kill) before anything
 	 *    of the program runs, so every byte and fork is accounted.  Both
-	 *    programs of a split run join the same groups: one budget. */
+	 *    programs of a split run join the same groups: one budget.  A v1
+	 *    `tasks` fd moves only the writing thread: this process is one
+	 *    thread (cloned without CLONE_THREAD, before anything of the
+	 *    program runs).  The kill group of a hybrid host it is in already
+	 *    (init was cloned into it). */
 	for (size_t i = 0; i < c->n_cg; i++)
 		if ((r = RAW3(SYS_write, c->cg_fds[i], "0", 1)) != 1)
 			exec_fail(report_fd, 1, r < 0 ? (int)-r : EIO, "join cgroup");
@@ -491,11 +495,11 @@ static pid_t start_program(struct child_ctx *c, const struct program *p, char *s
  * The run's first program (a split run's harness) is cloned before the root
  * is built and before the run is known: it shares init's memory (so its
  * pages are charged as init's, as a vfork'd program's are) and joins the
- * run's cgroups first, which waits for an RCU grace period in the kernel
- * (7 ms and more here) while init builds the root, or while a pooled jail
- * is idle.  Then it waits on `go` for the descriptors of the run (its
- * stdin, its end of a split run's channel; init has filled the context by
- * then) and contains itself.  Its pre-exec report goes to report_fd.
+ * run's cgroups first (contain_early), while init builds the root, or
+ * while a pooled jail is idle.  Then it waits on `go` for the descriptors
+ * of the run (its stdin, its end of a split run's channel; init has
+ * filled the context by then) and contains itself.  Its pre-exec report
+ * goes to report_fd.
  */
 struct stub_arg {
 	struct child_ctx *c;
@@ -1059,6 +1063,40 @@ static void launch_kill(struct jail *j, struct launch *l, struct err *e, bool *f
 }
 
 /*
+ * Whether a clone into a cgroup works in this process: a kernel that
+ * compares the group's count of cgroup.kill writes with the parent's own
+ * group's (6.18) kills the child at birth when they differ.  The run's
+ * group is new, so only a parent in a group that was once killed meets
+ * it; then every later launch of this process joins by writing.  A fact
+ * about this process and its kernel, found by its first launch.
+ */
+static enum { CLONE_INTO_UNTRIED, CLONE_INTO_WORKS, CLONE_INTO_BROKEN } clone_into;
+
+/* The child `pid` was just cloned: whether the kernel killed it at birth
+ * (queued before clone3 returned, so it is already pending, or done). */
+static bool killed_at_birth(long pid, int pidfd)
+{
+	char path[64], status[4096];
+	struct err ignored;
+	siginfo_t si = {0};
+
+	if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0)
+		return si.si_code == CLD_KILLED && si.si_status == SIGKILL;
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	if (read_file_at(AT_FDCWD, path, status, sizeof(status), &ignored) < 0)
+		return false;
+	/* A SIGKILL is queued for the process and, once delivery started,
+	 * for its thread as well. */
+	static const char *const keys[] = {"\nSigPnd:", "\nShdPnd:"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *at = strstr(status, keys[i]);
+		if (at && (strtoull(at + strlen(keys[i]), NULL, 16) & (1ull << (SIGKILL - 1))))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Clone the init of the next run: the run's pids group, the pipes, and
  * init, which builds the root and starts the program's process (joining
  * the run's groups) and then waits for the run (send_spec).  The jail's
@@ -1068,7 +1106,7 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 {
 	struct child_ctx c = {.j = j, .stdin_fd = -1};
 	int out[2] = {-1, -1}, errp[2] = {-1, -1}, msg[2] = {-1, -1}, life[2] = {-1, -1};
-	int spec[2] = {-1, -1}, pidfd = -1, rc = -1;
+	int spec[2] = {-1, -1}, pidfd = -1, rc = -1, into;
 	long pid = -1;
 
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(msg, O_CLOEXEC) < 0 ||
@@ -1088,18 +1126,28 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 	c.msg_w = msg[1];
 	c.life_r = life[0];
 	c.spec_r = spec[1];
-	if (cgroup_run_group(&j->cg, c.cg_fds, &c.n_cg, e) < 0)
+again:
+	if (cgroup_run_group(&j->cg, clone_into != CLONE_INTO_BROKEN ? CGROUP_RUN_CLONE_INTO : 0,
+			     c.cg_fds, &c.n_cg, &into, e) < 0)
 		goto out; /* the caller removes a run group it may have made */
 
 	/* SECURITY: new pid, mount, network, IPC and UTS namespaces for init
 	 * and everything below it.  No user namespace: the program is held by
 	 * a real unprivileged uid, which the host kernel's checks understand.
 	 * The cgroup namespace is entered by the program after joining its
-	 * groups (contain_program). */
-	pid = syscall(SYS_clone,
-		      CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-			  CLONE_PIDFD | SIGCHLD,
-		      NULL, &pidfd, NULL, 0);
+	 * groups (contain_program).  Where the run has a group without
+	 * controllers (a hybrid host's v2 group: cgroup_run_group()), init is
+	 * born in it: everything below init is in the group cgroup.kill
+	 * empties from its first instruction, and nobody waits for the grace
+	 * period a cgroup.procs write costs. */
+	struct clone_args ca = {
+	    .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+		     CLONE_PIDFD | (into >= 0 ? CLONE_INTO_CGROUP : 0),
+	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+	    .exit_signal = SIGCHLD,
+	    .cgroup = into >= 0 ? (uint64_t)into : 0,
+	};
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid < 0) {
 		err_set(e, errno, "clone the sandbox init");
 		goto out;
@@ -1111,6 +1159,18 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 		close(life[1]);
 		close(spec[0]);
 		init_main(&c);
+	}
+	if (into >= 0 && clone_into == CLONE_INTO_UNTRIED) {
+		clone_into = killed_at_birth(pid, pidfd) ? CLONE_INTO_BROKEN : CLONE_INTO_WORKS;
+		if (clone_into == CLONE_INTO_BROKEN) {
+			while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			pidfd = xclose(pidfd);
+			while (c.n_cg > 0)
+				close(c.cg_fds[--c.n_cg]);
+			cgroup_run_end(&j->cg);
+			goto again;
+		}
 	}
 	char ns[64];
 	snprintf(ns, sizeof(ns), "/proc/%ld/ns/ipc", pid);
