@@ -1,4 +1,4 @@
-/* proctor-service sandbox-keeper: the process that holds one live sandbox of the sandbox API. */
+/* proctor-keeper sandbox-keeper: the process that holds one live sandbox of the sandbox API. */
 
 /*
  * Theory of operation (docs/sandbox-keeper.md)
@@ -548,7 +548,7 @@ int cmd_sandbox_keeper(int argc, char **argv)
 	if (fcntl(ready, F_SETFD, FD_CLOEXEC) < 0)
 		return cli_usage_error("--ready-fd: %u is not an open descriptor", o.ready_fd);
 	if ((unsigned)getppid() != o.parent) {
-		service_log("sandbox-keeper", "the parent %u is gone", o.parent);
+		cli_say("sandbox-keeper: the parent %u is gone", o.parent);
 		return KEEPER_EXIT_CREATE;
 	}
 	/* A pool would hold a second slot for a sandbox that never comes. */
