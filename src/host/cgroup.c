@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -340,12 +341,6 @@ int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err
 	cg->mem_limit_bytes = l->memory_bytes;
 	cg->hard_limit_bytes = l->memory_bytes + l->disk_bytes;
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)(l->memory_bytes + l->disk_bytes));
-	/* Page cache a previous run of this slot read in is still charged to
-	 * the slot's group; reclaim it so this run's peak is its own. */
-	if (cg->layout == CGROUP_V2)
-		write_file_at(cg->mem_fd, "memory.reclaim", "1G", &ignored);
-	else
-		write_file_at(cg->mem_fd, "memory.force_empty", "0", &ignored);
 	if (cg->layout == CGROUP_V2) {
 		if (write_file_at(cg->mem_fd, "memory.max", val, e) < 0)
 			return err_wrap(e, "set memory limit");
@@ -399,8 +394,18 @@ int cgroup_run_group(struct cgroup_slot *cg, unsigned flags, int *ret_fds, size_
 {
 	size_t n = 0;
 	int fds[CGROUP_MAX_JOIN];
+	struct err ignored;
 
 	*ret_into = -1;
+	/* Page cache a previous run of this slot read in is still charged to
+	 * the slot's group; reclaim it so this run's peak is its own.  Here,
+	 * not with the limits: nothing is charged to the group until the
+	 * program runs, and a run launched ahead then does not wait for it
+	 * (0.6 to 0.9 ms on v1). */
+	if (cg->layout == CGROUP_V2)
+		write_file_at(cg->mem_fd, "memory.reclaim", "1G", &ignored);
+	else
+		write_file_at(cg->mem_fd, "memory.force_empty", "0", &ignored);
 	if (mkdirat(cg->pids_fd, "run", 0755) < 0)
 		return err_set(e, errno, "create run group of slot %u", cg->index);
 	cg->run_fd = openat(cg->pids_fd, "run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -534,16 +539,20 @@ int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
 	return 0;
 }
 
-static bool group_empty(struct cgroup_slot *cg)
+/* `events`: the kill group's cgroup.events, open (reading it from that
+ * descriptor re-arms its poll()), or -1. */
+static bool group_empty(struct cgroup_slot *cg, int events)
 {
 	char buf[256];
 	struct err ignored;
 	uint64_t populated;
+	ssize_t n;
 
-	if (cg->kill_fd >= 0 &&
-	    read_file_at(cg->kill_fd, "cgroup.events", buf, sizeof(buf), &ignored) == 0 &&
-	    stat_field(buf, "populated", &populated) == 0)
-		return populated == 0;
+	if (events >= 0 && (n = pread(events, buf, sizeof(buf) - 1, 0)) > 0) {
+		buf[n] = '\0';
+		if (stat_field(buf, "populated", &populated) == 0)
+			return populated == 0;
+	}
 	/* v1 only: the memory group holds every process of the sandbox. */
 	if (read_file_at(cg->mem_fd, "cgroup.procs", buf, sizeof(buf), &ignored) < 0)
 		return false;
@@ -571,10 +580,17 @@ int cgroup_kill_all(struct cgroup_slot *cg, struct err *e)
 {
 	struct timespec tick = {0, 1000000};
 	struct err ignored;
+	/* With a v2 group the kernel says when it empties: poll() of its
+	 * cgroup.events wakes at the change, where a 1 ms tick made every
+	 * run's teardown wait a millisecond it did not need. */
+	int events =
+	    cg->kill_fd >= 0 ? openat(cg->kill_fd, "cgroup.events", O_RDONLY | O_CLOEXEC) : -1;
 
 	for (int i = 0; i < 5000; i++) {
-		if (group_empty(cg))
+		if (group_empty(cg, events)) {
+			xclose(events);
 			return 0;
+		}
 		if (cg->kill_fd >= 0) {
 			if (i % 100 == 0 &&
 			    write_file_at(cg->kill_fd, "cgroup.kill", "1", &ignored) < 0)
@@ -582,8 +598,11 @@ int cgroup_kill_all(struct cgroup_slot *cg, struct err *e)
 		} else {
 			kill_listed(cg);
 		}
-		nanosleep(&tick, NULL);
+		struct pollfd p = {.fd = events, .events = POLLPRI};
+		if (events < 0 || poll(&p, 1, 1) < 0)
+			nanosleep(&tick, NULL);
 	}
+	xclose(events);
 	return err_set(e, 0, "processes of slot %u survived SIGKILL for 5 s", cg->index);
 }
 
