@@ -48,7 +48,11 @@
  * process is idle: a pooled jail is a whole new jail whose first run's
  * init waits; create() hands it out and only the run's limits, its
  * arguments and the exec are left.  Runs after a jail's first launch
- * their init when they start.
+ * their init when they start, unless the holder warmed the jail while it
+ * was idle (jail_warm(): the same launch ahead, for the next run).  A
+ * launched init holds the run's own cgroups (pids "run", and on a hybrid
+ * host the v2 "run" it was cloned into): a holder killed then leaves them
+ * empty, and the slot's next lease removes them (cgroup_slot_open()).
  *
  * The program cannot signal or ptrace init (other uid; PID 1 ignores
  * signals it has no handler for; ptrace is filtered) and cannot see it
@@ -99,7 +103,6 @@
 #include "rawsys.h"
 #include "scratch.h"
 #include "util.h"
-
 
 #define SAMPLE_NS      (10ull * 1000000ull)   /* CPU and memory sampling period */
 #define SETUP_SLACK_NS (5ull * 1000000000ull) /* time init may take to start the program */
@@ -1505,6 +1508,22 @@ static int jail_create(const struct sandbox_options *opts, struct sandbox **ret,
 	return 0;
 }
 
+/* The next run's init, launched ahead (sandbox_ops.warm): what the pool
+ * does for a jail's first run, for any run of a jail a holder keeps (a
+ * keeper of the sandbox API, between its calls). */
+static void jail_warm(struct sandbox *sb)
+{
+	struct jail *j = (struct jail *)sb;
+	struct err ignored;
+
+	if (j->ready.pid)
+		return;
+	if (jail_launch(j, &j->ready, &ignored) < 0) {
+		launch_close(&j->ready);
+		cgroup_run_end(&j->cg);
+	}
+}
+
 static int jail_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
 		    unsigned flags, struct err *e)
 {
@@ -1607,4 +1626,5 @@ const struct sandbox_ops jail_ops = {
     .pool_hint = jail_pool_hint,
     .pool_drain = jail_pool_drain,
     .pool_fill = jail_pool_fill,
+    .warm = jail_warm,
 };

@@ -25,8 +25,11 @@
  * call (0), the end of its lease (10: it waits for calls with the time
  * left as its poll timeout and clamps each exec's wall limit to it), and
  * its parent's death (SIGKILL by PR_SET_PDEATHSIG; the jail is built so
- * that killing its holder leaves nothing).  A sandbox that could not be
- * created is 11, its error sent on the ready descriptor.
+ * that killing its holder leaves nothing running or mounted; while it
+ * waits for a call it watches the parent's pidfd instead, destroys the
+ * sandbox and exits 12).  A sandbox that could not be created is 11, its
+ * error sent on the ready descriptor.  Between calls the keeper starts the
+ * next exec's init ahead (sandbox_warm()), so an exec only sends its run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +44,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capbuf.h"
@@ -475,6 +479,9 @@ answer:
 
 /* ---- the process ------------------------------------------------------------ */
 
+/* Quiet after a call before the keeper starts the next exec's init. */
+#define WARM_IDLE_MS 10
+
 static _Noreturn void end(struct keeper *k, int status)
 {
 	sandbox_destroy(k->sb);
@@ -551,6 +558,8 @@ int cmd_sandbox_keeper(int argc, char **argv)
 		cli_say("sandbox-keeper: the parent %u is gone", o.parent);
 		return KEEPER_EXIT_CREATE;
 	}
+	/* The parent, to watch while idle (below); -1: PR_SET_PDEATHSIG only. */
+	int parent_fd = (int)syscall(SYS_pidfd_open, (pid_t)o.parent, 0);
 	/* A pool would hold a second slot for a sandbox that never comes. */
 	unsetenv("PROCTOR_JAIL_POOL");
 	signal(SIGPIPE, SIG_IGN);
@@ -572,23 +581,55 @@ int cmd_sandbox_keeper(int argc, char **argv)
 	if (r < 0) /* the spawner is gone or gave up: nobody will ever call */
 		end(&k, KEEPER_EXIT_CREATE);
 
+	/* The next exec's start is made while the keeper waits (sandbox_warm:
+	 * the jail's init, its root and its groups): at once after the create,
+	 * which an exec almost always follows, and after WARM_IDLE_MS of quiet
+	 * after a call, so that a burst of calls (a create, an exec, a destroy)
+	 * does not pay for a start nobody uses. */
+	uint64_t warm_at = monotonic_ms();
 	while (!k.destroy_asked) {
 		uint64_t now = monotonic_ms();
 		if (now >= k.lease_end_ms)
 			break;
-		uint64_t left = k.lease_end_ms - now;
-		struct pollfd p = {.fd = k.listen_fd, .events = POLLIN};
-		int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-		if (n <= 0)
-			continue; /* the lease is checked above; EINTR too */
+		if (warm_at && now >= warm_at) {
+			sandbox_warm(k.sb);
+			warm_at = 0;
+			continue;
+		}
+		uint64_t until = warm_at && warm_at < k.lease_end_ms ? warm_at : k.lease_end_ms;
+		struct pollfd p[2] = {{.fd = k.listen_fd, .events = POLLIN},
+				      {.fd = parent_fd, .events = POLLIN}};
+		/* SECURITY: the sandbox still dies with the server.  While the
+		 * keeper waits for a call, it watches the server's pidfd and
+		 * destroys the sandbox itself when it ends (exit 12), instead of
+		 * dying by PR_SET_PDEATHSIG, which would leave behind the
+		 * warmed run's cgroups (the jail removes them in destroy, and
+		 * only an empty group can be removed); everywhere else (a call,
+		 * an exec) the death signal is armed.  A parent that died
+		 * before the re-arm is seen by getppid() below. */
+		if (parent_fd >= 0)
+			prctl(PR_SET_PDEATHSIG, 0);
+		int n = poll(p, 2, until - now > INT_MAX ? INT_MAX : (int)(until - now));
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if ((unsigned)getppid() != o.parent)
+			break;
+		if (n <= 0 || !(p[0].revents & POLLIN))
+			continue; /* the lease and the warming are checked above; EINTR too */
 		int fd;
 		if (sbx_accept(k.listen_fd, &fd, &e) < 0)
 			continue; /* that caller's loss, not the sandbox's */
+		warm_at = monotonic_ms() + WARM_IDLE_MS;
 		serve_call(&k, fd);
 		close(fd);
 	}
+	int status = KEEPER_EXIT_LEASE;
+	if (k.destroy_asked)
+		status = KEEPER_EXIT_DESTROYED;
+	else if ((unsigned)getppid() != o.parent)
+		status = KEEPER_EXIT_ORPHANED;
 	env_free(k.env, k.n_env);
 	xclose(k.dir_fd);
 	xclose(k.listen_fd);
-	end(&k, k.destroy_asked ? KEEPER_EXIT_DESTROYED : KEEPER_EXIT_LEASE);
+	xclose(parent_fd);
+	end(&k, status);
 }
