@@ -326,6 +326,17 @@ static int read_oom_kills(struct cgroup_slot *cg, uint64_t *ret, struct err *e)
 	return read_field_at(cg->mem_fd, "memory.oom_control", "oom_kill", ret, e);
 }
 
+void cgroup_run_reclaim(struct cgroup_slot *cg)
+{
+	struct err ignored;
+
+	if (cg->layout == CGROUP_V2)
+		write_file_at(cg->mem_fd, "memory.reclaim", "1G", &ignored);
+	else
+		write_file_at(cg->mem_fd, "memory.force_empty", "0", &ignored);
+	cg->reclaimed = true;
+}
+
 int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err *e)
 {
 	char val[32];
@@ -341,6 +352,8 @@ int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err
 	cg->mem_limit_bytes = l->memory_bytes;
 	cg->hard_limit_bytes = l->memory_bytes + l->disk_bytes;
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)(l->memory_bytes + l->disk_bytes));
+	if (!cg->reclaimed)
+		cgroup_run_reclaim(cg);
 	if (cg->layout == CGROUP_V2) {
 		if (write_file_at(cg->mem_fd, "memory.max", val, e) < 0)
 			return err_wrap(e, "set memory limit");
@@ -394,18 +407,9 @@ int cgroup_run_group(struct cgroup_slot *cg, unsigned flags, int *ret_fds, size_
 {
 	size_t n = 0;
 	int fds[CGROUP_MAX_JOIN];
-	struct err ignored;
 
 	*ret_into = -1;
-	/* Page cache a previous run of this slot read in is still charged to
-	 * the slot's group; reclaim it so this run's peak is its own.  Here,
-	 * not with the limits: nothing is charged to the group until the
-	 * program runs, and a run launched ahead then does not wait for it
-	 * (0.6 to 0.9 ms on v1). */
-	if (cg->layout == CGROUP_V2)
-		write_file_at(cg->mem_fd, "memory.reclaim", "1G", &ignored);
-	else
-		write_file_at(cg->mem_fd, "memory.force_empty", "0", &ignored);
+	cg->reclaimed = false;
 	if (mkdirat(cg->pids_fd, "run", 0755) < 0)
 		return err_set(e, errno, "create run group of slot %u", cg->index);
 	cg->run_fd = openat(cg->pids_fd, "run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

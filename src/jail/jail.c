@@ -1175,6 +1175,8 @@ again:
 			goto again;
 		}
 	}
+	/* While init builds the root. */
+	cgroup_run_reclaim(&j->cg);
 	char ns[64];
 	snprintf(ns, sizeof(ns), "/proc/%ld/ns/ipc", pid);
 	*l = (struct launch){.pid = pid,
