@@ -143,7 +143,17 @@ void cgroup_watch_fired(struct cgroup_slot *cg);
 /* SIGKILL every process in the slot and wait until the groups are empty. */
 int cgroup_kill_all(struct cgroup_slot *cg, struct err *e);
 
-/* Remove the run's pids group (the slot must be empty). */
+/*
+ * SIGKILL every process in the slot, and wait until those of the run's
+ * program are gone: where the program's parent was cloned into the run's
+ * v2 group (CGROUP_RUN_CLONE_INTO), it is killed too but not waited for
+ * (the jail's init, whose exit tears its namespaces down, a millisecond
+ * that no result needs); the caller reaps it, then calls cgroup_run_end().
+ * Elsewhere cgroup_kill_all().
+ */
+int cgroup_kill_run(struct cgroup_slot *cg, struct err *e);
+
+/* Remove the run's groups (the slot must be empty). */
 void cgroup_run_end(struct cgroup_slot *cg);
 
 /*

@@ -60,7 +60,11 @@
  * processes die with init (pid namespace), so a sandbox never outlives the
  * proctor that owns it.  The supervisor never waits for EOF on the
  * program's stdout/stderr: the verdict is taken when the program exits,
- * then the whole slot cgroup is killed and the pipes drain.
+ * then the whole slot cgroup is killed and the pipes drain.  The result
+ * waits for the program's processes to be gone, not for init's own end
+ * (the teardown of its namespaces, about a millisecond): init is reaped,
+ * and the run's groups removed, before the next run or in destroy
+ * (jail_reap()).
  *
  * What the supervisor reads from the sandbox: the program's output (bytes
  * copied into fixed-size buffers, later repaired as UTF-8) and, for --get,
@@ -119,7 +123,8 @@ struct launch {
 
 struct jail {
 	struct sandbox base;
-	struct launch ready; /* started ahead (the pool), for the first run */
+	struct launch ready; /* started ahead (the pool, jail_warm()), for the next run */
+	struct launch dying; /* the last run's init, killed, not reaped yet (jail_reap()) */
 	struct sandbox_options opts;
 	struct slot slot;
 	struct cgroup_slot cg;
@@ -1065,6 +1070,20 @@ static void launch_kill(struct jail *j, struct launch *l, struct err *e, bool *f
 		;
 }
 
+/* The last run's init, killed by jail_run(): reap it (its exit is long
+ * done when the next run or the destroy comes), then remove the run's
+ * groups it was in. */
+static void jail_reap(struct jail *j)
+{
+	if (!j->dying.pid)
+		return;
+	while (waitpid((pid_t)j->dying.pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	xclose(j->dying.pidfd);
+	j->dying = (struct launch){0};
+	cgroup_run_end(&j->cg);
+}
+
 /*
  * Whether a clone into a cgroup works in this process: a kernel that
  * compares the group's count of cgroup.kill writes with the parent's own
@@ -1129,6 +1148,7 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 	c.msg_w = msg[1];
 	c.life_r = life[0];
 	c.spec_r = spec[1];
+	jail_reap(j);
 again:
 	if (cgroup_run_group(&j->cg, clone_into != CLONE_INTO_BROKEN ? CGROUP_RUN_CLONE_INTO : 0,
 			     c.cg_fds, &c.n_cg, &into, e) < 0)
@@ -1253,6 +1273,7 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	struct run_state s = {0};
 	int rc = -1;
 
+	jail_reap(j);
 	j->ready = (struct launch){0};
 	if (spec->privileged || (spec->peer_argv && !spec->peer_argv[0])) {
 		err_set(e, spec->privileged ? 0 : EINVAL, "%s",
@@ -1274,8 +1295,12 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	supervise(j, spec, l.pidfd, l.out_r, l.err_r, l.msg_r, res, &s);
 
 	/* Kill everything: init (and with it the pid namespace) and every
-	 * process in the slot's cgroups, then reap init. */
-	launch_kill(j, &l, e, &s.failed);
+	 * process in the slot's cgroups.  Init itself is reaped later
+	 * (jail_reap()): its exit, which tears down its namespaces, takes a
+	 * millisecond that the result does not need. */
+	syscall(SYS_pidfd_send_signal, l.pidfd, SIGKILL, NULL, 0);
+	if (cgroup_kill_run(&j->cg, e) < 0)
+		s.failed = true;
 	ipc_clear(l.ipcfd);
 	/* All writers are dead now: the rest of the output drains to EOF. */
 	uint64_t drain_end = now_ns() + DRAIN_NS;
@@ -1296,6 +1321,9 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	} else {
 		rc = 0;
 	}
+	j->dying = (struct launch){.pid = l.pid, .pidfd = take_fd(&l.pidfd)};
+	launch_close(&l);
+	return rc;
 out:
 	launch_close(&l);
 	cgroup_run_end(&j->cg);
@@ -1311,6 +1339,7 @@ static void jail_destroy(struct sandbox *sb)
 
 	if (!j)
 		return;
+	jail_reap(j);
 	if (j->ready.pid) {
 		launch_kill(j, &j->ready, NULL, NULL);
 		launch_close(&j->ready);
