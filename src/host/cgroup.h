@@ -89,7 +89,7 @@ int cgroup_run_group(struct cgroup_slot *cg, unsigned flags, int *ret_fds, size_
 int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err *e);
 /* Page cache an earlier run of the slot read in is still charged to the
  * slot's group: reclaim it, so that a run's peak is its own (0.6 to 0.9 ms
- * on v1).  cgroup_run_limits() does it unless it was done since
+ * on v1; skipped when under 64 KiB of it is left).  cgroup_run_limits() does it unless it was done since
  * cgroup_run_group(): nothing is charged to the group before the program
  * runs, so a caller may do it earlier, off the run's way (the jail: while
  * its init builds the root, or while a jail launched ahead is idle). */
