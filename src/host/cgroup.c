@@ -638,11 +638,11 @@ int cgroup_kill_run(struct cgroup_slot *cg, struct err *e)
 	 * parent (cloned into the v2 group only): empty once they are gone,
 	 * which cgroup.kill (the v2 group holds them too) sees to. */
 	for (int i = 0; i < 25000; i++) {
+		if (i % 500 == 0)
+			write_file_at(cg->kill_fd, "cgroup.kill", "1", &ignored);
 		if (read_file_at(cg->mem_fd, "cgroup.procs", buf, sizeof(buf), &ignored) == 0 &&
 		    buf[0] == '\0')
 			return 0;
-		if (i % 500 == 0)
-			write_file_at(cg->kill_fd, "cgroup.kill", "1", &ignored);
 		nanosleep(&tick, NULL);
 	}
 	return err_set(e, 0, "processes of slot %u survived SIGKILL for 5 s", cg->index);
