@@ -88,7 +88,8 @@ def build_release() -> str:
         log(f"setting up {BUILD_DIR} (release, -Dwerror=true)")
         subprocess.run(["meson", "setup", BUILD_DIR, "--buildtype=release", "-Dwerror=true"],
                        cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["ninja", "-C", BUILD_DIR, "proctor", "proctor-service", "proctor-helper"],
+    subprocess.run(["ninja", "-C", BUILD_DIR, "proctor", "proctor-service", "proctor-keeper",
+                    "proctor-helper"],
                    check=True, stdout=subprocess.DEVNULL)
     return os.path.join(BUILD_DIR, "proctor")
 

@@ -28,6 +28,8 @@
 #include "capbuf.h"
 #include "grade/elfscan.h"
 #include "grade/intake.h"
+#include "service/pack.h"
+#include "util.h"
 #include "grade/report.h"
 
 /* All of fd, or *ret_over once more than `cap` bytes came: at most cap + 1
@@ -227,6 +229,37 @@ static int scan_object(void)
 	return emit(json_pack("{s:o}", "object", facts));
 }
 
+/* The directory open at fd 3 packed as one gzip'd tar (service/pack.h:
+ * deterministic, regular files and directories) into fd 4, at most
+ * {"max"} bytes: {"bytes": N}.  For the sandbox keeper's download and
+ * snapshot: the tree came out of a sandbox, so its names are a program's
+ * (pack_path() takes them as bytes), and only an unprivileged process
+ * walks it. */
+static int pack(void)
+{
+	json_error_t jerr;
+	json_t *req = json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr);
+	json_int_t max = 0;
+	void *data = NULL;
+	size_t len = 0;
+	struct err e;
+
+	if (!req || json_unpack(req, "{s:I}", "max", &max) < 0 || max <= 0) {
+		json_decref(req);
+		return our_failure("bad pack request");
+	}
+	json_decref(req);
+	/* The magic link reaches the directory proctor opened, whatever path
+	 * it has (this uid could not walk to it). */
+	/* Past `max` is the tree's doing (ERR_INPUT, no errno); anything
+	 * else (a file this uid cannot read) is Proctor's. */
+	if (pack_path("/proc/self/fd/3", (uint64_t)max, &data, &len, &e) < 0)
+		return e.kind == ERR_INPUT && e.errnum == 0 ? fail(e.msg) : our_failure(e.msg);
+	int rc = write_all(4, data, len) < 0 ? our_failure("write the archive") : 0;
+	free(data);
+	return rc ? rc : emit(json_pack("{s:I}", "bytes", (json_int_t)len));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "parse-report") == 0)
@@ -235,8 +268,10 @@ int main(int argc, char **argv)
 		return intake();
 	if (argc == 2 && strcmp(argv[1], "scan-object") == 0)
 		return scan_object();
+	if (argc == 2 && strcmp(argv[1], "pack") == 0)
+		return pack();
 	fprintf(stderr, "usage: proctor-helper parse-report FORMAT | proctor-helper intake | "
-			"proctor-helper scan-object\n"
+			"proctor-helper scan-object | proctor-helper pack\n"
 			"(run by proctor, unprivileged; not meant to be run by hand)\n");
 	return 2;
 }

@@ -236,6 +236,14 @@ struct sandbox_ops {
 	 * harness identity, loaded and waiting to fork once per run that asks
 	 * (run_spec.zygote).  0 once it says it is ready. */
 	int (*zygote)(struct sandbox *sb, const struct run_spec *spec, struct err *e);
+	/* Optional (NULL: nothing to do ahead).  Start now, while the caller
+	 * is idle, what sb's next run() needs before it knows its spec (the
+	 * jail: its init, which builds the root and joins the run's groups
+	 * while it waits), so that the run starts sooner.  Nothing of a run
+	 * is decided by it: the run's limits are set when the run starts.
+	 * Does nothing when that is made already; a failure is left for the
+	 * run to meet. */
+	void (*warm)(struct sandbox *sb);
 };
 
 /* Every backend embeds this first, so the generic helpers can dispatch. */
@@ -332,6 +340,11 @@ static inline int sandbox_run(struct sandbox *sb, const struct run_spec *spec,
 			      struct run_result *res, struct err *e)
 {
 	return sb->ops->run(sb, spec, res, e);
+}
+static inline void sandbox_warm(struct sandbox *sb)
+{
+	if (sb->ops->warm)
+		sb->ops->warm(sb);
 }
 static inline void sandbox_destroy(struct sandbox *sb)
 {

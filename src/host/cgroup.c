@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -233,6 +234,7 @@ int cgroup_slot_open(struct cgroup_slot *cg, unsigned index, struct err *e)
 				   .pids_fd = -1,
 				   .kill_fd = -1,
 				   .run_fd = -1,
+				   .run_kill_fd = -1,
 				   .peak_fd = -1,
 				   .watch_fd = -1};
 	if (cgroup_detect(&cg->layout, detail, sizeof(detail), e) < 0)
@@ -258,7 +260,9 @@ int cgroup_slot_open(struct cgroup_slot *cg, unsigned index, struct err *e)
 	/* A dead owner may have left processes or a run group behind. */
 	if (cgroup_kill_all(cg, e) < 0)
 		goto out_close;
-	if (unlinkat(cg->pids_fd, "run", AT_REMOVEDIR) < 0 && errno != ENOENT) {
+	if ((unlinkat(cg->pids_fd, "run", AT_REMOVEDIR) < 0 && errno != ENOENT) ||
+	    (cg->layout == CGROUP_HYBRID && unlinkat(cg->kill_fd, "run", AT_REMOVEDIR) < 0 &&
+	     errno != ENOENT)) {
 		err_set(e, errno, "remove stale run group of slot %u", index);
 		goto out_close;
 	}
@@ -275,10 +279,11 @@ void cgroup_slot_close(struct cgroup_slot *cg)
 	xclose(cg->pids_fd);
 	xclose(cg->kill_fd);
 	xclose(cg->run_fd);
+	xclose(cg->run_kill_fd);
 	xclose(cg->peak_fd);
 	xclose(cg->watch_fd);
 	cg->mem_fd = cg->cpu_fd = cg->pids_fd = cg->kill_fd = cg->run_fd = cg->peak_fd = -1;
-	cg->watch_fd = -1;
+	cg->run_kill_fd = cg->watch_fd = -1;
 }
 
 static int read_u64_at(int dirfd, const char *file, uint64_t *ret, struct err *e)
@@ -321,6 +326,33 @@ static int read_oom_kills(struct cgroup_slot *cg, uint64_t *ret, struct err *e)
 	return read_field_at(cg->mem_fd, "memory.oom_control", "oom_kill", ret, e);
 }
 
+/* Page cache left charged to a slot's group below which a run does not
+ * reclaim it: at most this much of an earlier run in the next one's peak. */
+#define RECLAIM_MIN_BYTES (64u << 10)
+
+void cgroup_run_reclaim(struct cgroup_slot *cg)
+{
+	struct err ignored;
+	char stat[8192];
+	uint64_t cache = 0, shmem = 0;
+
+	/* The write costs 0.6 to 0.9 ms however little there is to give back
+	 * (the kernel drains every CPU's page lists first), and a slot's group
+	 * mostly holds a few pages of cache or none: reclaimed only when
+	 * there is more. */
+	cg->reclaimed = true;
+	if (read_file_at(cg->mem_fd, "memory.stat", stat, sizeof(stat), &ignored) == 0 &&
+	    stat_field(stat, cg->layout == CGROUP_V2 ? "file" : "total_cache", &cache) == 0) {
+		stat_field(stat, cg->layout == CGROUP_V2 ? "shmem" : "total_shmem", &shmem);
+		if (cache < shmem + RECLAIM_MIN_BYTES)
+			return;
+	}
+	if (cg->layout == CGROUP_V2)
+		write_file_at(cg->mem_fd, "memory.reclaim", "1G", &ignored);
+	else
+		write_file_at(cg->mem_fd, "memory.force_empty", "0", &ignored);
+}
+
 int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err *e)
 {
 	char val[32];
@@ -336,12 +368,8 @@ int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err
 	cg->mem_limit_bytes = l->memory_bytes;
 	cg->hard_limit_bytes = l->memory_bytes + l->disk_bytes;
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)(l->memory_bytes + l->disk_bytes));
-	/* Page cache a previous run of this slot read in is still charged to
-	 * the slot's group; reclaim it so this run's peak is its own. */
-	if (cg->layout == CGROUP_V2)
-		write_file_at(cg->mem_fd, "memory.reclaim", "1G", &ignored);
-	else
-		write_file_at(cg->mem_fd, "memory.force_empty", "0", &ignored);
+	if (!cg->reclaimed)
+		cgroup_run_reclaim(cg);
 	if (cg->layout == CGROUP_V2) {
 		if (write_file_at(cg->mem_fd, "memory.max", val, e) < 0)
 			return err_wrap(e, "set memory limit");
@@ -375,45 +403,83 @@ int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err
 	return 0;
 }
 
-int cgroup_run_group(struct cgroup_slot *cg, int *ret_fds, size_t *ret_nfds, struct err *e)
+/*
+ * The file a process writes "0" into to join the group of dirfd.  On a v1
+ * hierarchy `tasks`: it moves only the writing thread, and the kernel then
+ * skips the global cgroup_threadgroup_rwsem, whose write side waits for an
+ * RCU grace period unless another migration happened within the last one
+ * (7 to 10 ms on the development host, 0.03 ms through `tasks`).  So the
+ * writer must be single-threaded (a fork child before exec, the jail's
+ * program stub): then the thread is the whole process.  A v2 group only
+ * takes whole processes, through cgroup.procs.
+ */
+static const char *join_file(const struct cgroup_slot *cg, int dirfd)
+{
+	return cg->layout != CGROUP_V2 && dirfd != cg->kill_fd ? "tasks" : "cgroup.procs";
+}
+
+int cgroup_run_group(struct cgroup_slot *cg, unsigned flags, int *ret_fds, size_t *ret_nfds,
+		     int *ret_into, struct err *e)
 {
 	size_t n = 0;
 	int fds[CGROUP_MAX_JOIN];
 
+	*ret_into = -1;
+	cg->reclaimed = false;
 	if (mkdirat(cg->pids_fd, "run", 0755) < 0)
 		return err_set(e, errno, "create run group of slot %u", cg->index);
 	cg->run_fd = openat(cg->pids_fd, "run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg->run_fd < 0)
 		return err_set(e, errno, "open run group");
+	/*
+	 * A hybrid host's v2 group has no controllers, so the program's
+	 * parent may be in it too: it is cloned into a group of the run's
+	 * own below the slot's.  Its own, made now, because a clone into a
+	 * group that has ever been killed through cgroup.kill is killed at
+	 * birth by the kernels this was written on (6.18: the clone compares
+	 * the group's count of kills with the parent's own group's); the
+	 * slot's cgroup.kill still reaches it.
+	 */
+	if ((flags & CGROUP_RUN_CLONE_INTO) && cg->layout == CGROUP_HYBRID) {
+		if (mkdirat(cg->kill_fd, "run", 0755) < 0)
+			return err_set(e, errno, "create the v2 run group of slot %u", cg->index);
+		cg->run_kill_fd = openat(cg->kill_fd, "run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cg->run_kill_fd < 0)
+			return err_set(e, errno, "open the v2 run group");
+	}
 
-	/* The program joins every hierarchy it is accounted in. */
+	/* The program joins every hierarchy it is accounted in, but the one
+	 * its parent was cloned into. */
 	int dirs[CGROUP_MAX_JOIN] = {cg->run_fd, -1, -1, -1};
 	size_t ndirs = 1;
 	if (cg->layout != CGROUP_V2) {
 		dirs[ndirs++] = cg->mem_fd;
 		dirs[ndirs++] = cg->cpu_fd;
-		if (cg->kill_fd >= 0)
+		if (cg->kill_fd >= 0 && cg->run_kill_fd < 0)
 			dirs[ndirs++] = cg->kill_fd;
 	}
 	for (size_t i = 0; i < ndirs; i++) {
-		fds[n] = openat(dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		fds[n] = openat(dirs[i], join_file(cg, dirs[i]), O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			int saved = errno;
 			while (n > 0)
 				close(fds[--n]);
-			return err_set(e, saved, "open cgroup.procs");
+			return err_set(e, saved, "open the run group's %s", join_file(cg, dirs[i]));
 		}
 		n++;
 	}
 	memcpy(ret_fds, fds, n * sizeof(int));
 	*ret_nfds = n;
+	*ret_into = cg->run_kill_fd;
 	return 0;
 }
 
 int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds, size_t *ret_nfds,
 		     struct err *e)
 {
-	if (cgroup_run_group(cg, ret_fds, ret_nfds, e) < 0)
+	int into;
+
+	if (cgroup_run_group(cg, 0, ret_fds, ret_nfds, &into, e) < 0)
 		return -1;
 	if (cgroup_run_limits(cg, l, e) == 0)
 		return 0;
@@ -493,16 +559,20 @@ int cgroup_sample(struct cgroup_slot *cg, struct cgroup_usage *u, struct err *e)
 	return 0;
 }
 
-static bool group_empty(struct cgroup_slot *cg)
+/* `events`: the kill group's cgroup.events, open (reading it from that
+ * descriptor re-arms its poll()), or -1. */
+static bool group_empty(struct cgroup_slot *cg, int events)
 {
 	char buf[256];
 	struct err ignored;
 	uint64_t populated;
+	ssize_t n;
 
-	if (cg->kill_fd >= 0 &&
-	    read_file_at(cg->kill_fd, "cgroup.events", buf, sizeof(buf), &ignored) == 0 &&
-	    stat_field(buf, "populated", &populated) == 0)
-		return populated == 0;
+	if (events >= 0 && (n = pread(events, buf, sizeof(buf) - 1, 0)) > 0) {
+		buf[n] = '\0';
+		if (stat_field(buf, "populated", &populated) == 0)
+			return populated == 0;
+	}
 	/* v1 only: the memory group holds every process of the sandbox. */
 	if (read_file_at(cg->mem_fd, "cgroup.procs", buf, sizeof(buf), &ignored) < 0)
 		return false;
@@ -530,10 +600,17 @@ int cgroup_kill_all(struct cgroup_slot *cg, struct err *e)
 {
 	struct timespec tick = {0, 1000000};
 	struct err ignored;
+	/* With a v2 group the kernel says when it empties: poll() of its
+	 * cgroup.events wakes at the change, where a 1 ms tick made every
+	 * run's teardown wait a millisecond it did not need. */
+	int events =
+	    cg->kill_fd >= 0 ? openat(cg->kill_fd, "cgroup.events", O_RDONLY | O_CLOEXEC) : -1;
 
 	for (int i = 0; i < 5000; i++) {
-		if (group_empty(cg))
+		if (group_empty(cg, events)) {
+			xclose(events);
 			return 0;
+		}
 		if (cg->kill_fd >= 0) {
 			if (i % 100 == 0 &&
 			    write_file_at(cg->kill_fd, "cgroup.kill", "1", &ignored) < 0)
@@ -541,6 +618,31 @@ int cgroup_kill_all(struct cgroup_slot *cg, struct err *e)
 		} else {
 			kill_listed(cg);
 		}
+		struct pollfd p = {.fd = events, .events = POLLPRI};
+		if (events < 0 || poll(&p, 1, 1) < 0)
+			nanosleep(&tick, NULL);
+	}
+	xclose(events);
+	return err_set(e, 0, "processes of slot %u survived SIGKILL for 5 s", cg->index);
+}
+
+int cgroup_kill_run(struct cgroup_slot *cg, struct err *e)
+{
+	struct timespec tick = {0, 200000};
+	struct err ignored;
+	char buf[64];
+
+	if (cg->run_kill_fd < 0)
+		return cgroup_kill_all(cg, e);
+	/* The v1 memory group holds the program's processes and not the
+	 * parent (cloned into the v2 group only): empty once they are gone,
+	 * which cgroup.kill (the v2 group holds them too) sees to. */
+	for (int i = 0; i < 25000; i++) {
+		if (i % 500 == 0)
+			write_file_at(cg->kill_fd, "cgroup.kill", "1", &ignored);
+		if (read_file_at(cg->mem_fd, "cgroup.procs", buf, sizeof(buf), &ignored) == 0 &&
+		    buf[0] == '\0')
+			return 0;
 		nanosleep(&tick, NULL);
 	}
 	return err_set(e, 0, "processes of slot %u survived SIGKILL for 5 s", cg->index);
@@ -672,6 +774,10 @@ void cgroup_run_end(struct cgroup_slot *cg)
 	cg->peak_fd = xclose(cg->peak_fd);
 	if (cg->pids_fd >= 0)
 		unlinkat(cg->pids_fd, "run", AT_REMOVEDIR);
+	if (cg->run_kill_fd >= 0) {
+		cg->run_kill_fd = xclose(cg->run_kill_fd);
+		unlinkat(cg->kill_fd, "run", AT_REMOVEDIR);
+	}
 }
 
 /* ---- the helper's group ---- */
@@ -742,6 +848,7 @@ int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
 					   .pids_fd = -1,
 					   .kill_fd = -1,
 					   .run_fd = -1,
+					   .run_kill_fd = -1,
 					   .peak_fd = -1,
 					   .watch_fd = -1},
 				    .quota_fd = -1};
@@ -786,10 +893,13 @@ int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
 	if (helper_limits(h, l, e) < 0 || read_cpu_ns(&h->cg, &h->cg.cpu_base_ns, e) < 0 ||
 	    read_oom_kills(&h->cg, &h->cg.oom_base, e) < 0)
 		goto out_close;
+	/* The helper joins between fork and exec, single-threaded: v1's
+	 * `tasks` (join_file()). */
 	for (size_t i = 0; i < ndirs; i++) {
-		h->join_fds[i] = openat(dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		const char *file = join_file(&h->cg, dirs[i]);
+		h->join_fds[i] = openat(dirs[i], file, O_WRONLY | O_CLOEXEC);
 		if (h->join_fds[i] < 0) {
-			err_set(e, errno, "open the helper's cgroup.procs");
+			err_set(e, errno, "open the helper's %s", file);
 			goto out_close;
 		}
 		h->n_join++;

@@ -38,9 +38,12 @@ struct cgroup_slot {
 	int pids_fd;     /* pids slot group (v2: the slot group) */
 	int kill_fd;     /* group with cgroup.kill (hybrid: unified slot; v2: slot), or -1 */
 	int run_fd;      /* per-run pids group "run", -1 between runs */
+	int run_kill_fd; /* hybrid: per-run v2 group "run" below kill_fd, made when a
+			  * run's parent is cloned into it (CGROUP_RUN_CLONE_INTO), or -1 */
 	int peak_fd;     /* v2 memory.peak opened for per-fd reset, or -1 */
 	int watch_fd;    /* v1 eventfd signalled when usage crosses a threshold, or -1 */
 	uint64_t watch_threshold; /* the charge watch_fd is armed for */
+	bool reclaimed;           /* cgroup_run_reclaim() since cgroup_run_group() */
 	bool watch_fired;         /* watch_fd has fired since it was armed */
 	/* Counters at the start of the run, so usage is per run. */
 	uint64_t cpu_base_ns, oom_base;
@@ -57,19 +60,40 @@ void cgroup_slot_close(struct cgroup_slot *cg);
 /*
  * Prepare one run: set limits (memory hard limit = memory + disk, because
  * tmpfs pages written by the program are charged to it), reset peaks,
- * snapshot counters, create the run's pids group, and open the
- * cgroup.procs files the program must join.  ret_fds receives up to
- * CGROUP_MAX_JOIN O_WRONLY|O_CLOEXEC fds, owned by the caller.
+ * snapshot counters, create the run's pids group, and open the files
+ * the program must join by (cgroup_run_group()'s, every group included).
+ * ret_fds receives up to CGROUP_MAX_JOIN O_WRONLY|O_CLOEXEC fds, owned by
+ * the caller.
  */
 int cgroup_run_begin(struct cgroup_slot *cg, const struct limits *l, int *ret_fds,
 		     size_t *ret_nfds, struct err *e);
 
 /* cgroup_run_begin() in two halves, for a run whose program joins its
  * groups before its limits are known (a jail started ahead, jail/jail.c):
- * the run's pids group and the cgroup.procs fds; then the limits, peaks and
- * counters, taken when the run starts. */
-int cgroup_run_group(struct cgroup_slot *cg, int *ret_fds, size_t *ret_nfds, struct err *e);
+ * the run's pids group and the fds to join by; then the limits, peaks and
+ * counters, taken when the run starts.
+ *
+ * The fds are the groups' `tasks` on v1 hierarchies (a write there skips
+ * the RCU grace period a cgroup.procs write waits for after a quiet
+ * moment, but moves only the writing thread: write from a single-threaded
+ * process) and cgroup.procs on v2.  With CGROUP_RUN_CLONE_INTO the caller
+ * may instead place the program's parent in a group by cloning it there
+ * (clone3 CLONE_INTO_CGROUP, which waits for nothing): *ret_into is then
+ * that group's directory fd (the cgroup_slot's, valid until
+ * cgroup_run_end()), left out of ret_fds; or -1, and every group is in
+ * ret_fds.  Only a group without controllers can take the parent too: a
+ * hybrid host's v2 group (its cgroup.kill and `populated`). */
+#define CGROUP_RUN_CLONE_INTO 1u
+int cgroup_run_group(struct cgroup_slot *cg, unsigned flags, int *ret_fds, size_t *ret_nfds,
+		     int *ret_into, struct err *e);
 int cgroup_run_limits(struct cgroup_slot *cg, const struct limits *l, struct err *e);
+/* Page cache an earlier run of the slot read in is still charged to the
+ * slot's group: reclaim it, so that a run's peak is its own (0.6 to 0.9 ms
+ * on v1; skipped when under 64 KiB of it is left).  cgroup_run_limits() does it unless it was done since
+ * cgroup_run_group(): nothing is charged to the group before the program
+ * runs, so a caller may do it earlier, off the run's way (the jail: while
+ * its init builds the root, or while a jail launched ahead is idle). */
+void cgroup_run_reclaim(struct cgroup_slot *cg);
 
 /* What the run used so far. */
 struct cgroup_usage {
@@ -119,7 +143,17 @@ void cgroup_watch_fired(struct cgroup_slot *cg);
 /* SIGKILL every process in the slot and wait until the groups are empty. */
 int cgroup_kill_all(struct cgroup_slot *cg, struct err *e);
 
-/* Remove the run's pids group (the slot must be empty). */
+/*
+ * SIGKILL every process in the slot, and wait until those of the run's
+ * program are gone: where the program's parent was cloned into the run's
+ * v2 group (CGROUP_RUN_CLONE_INTO), it is killed too but not waited for
+ * (the jail's init, whose exit tears its namespaces down, a millisecond
+ * that no result needs); the caller reaps it, then calls cgroup_run_end().
+ * Elsewhere cgroup_kill_all().
+ */
+int cgroup_kill_run(struct cgroup_slot *cg, struct err *e);
+
+/* Remove the run's groups (the slot must be empty). */
 void cgroup_run_end(struct cgroup_slot *cg);
 
 /*
@@ -141,7 +175,7 @@ struct cgroup_helper_limits {
 struct cgroup_helper {
 	struct cgroup_slot cg;	       /* layout, mem_fd, cpu_fd (accounting), pids_fd; bases */
 	int quota_fd;		       /* group with the cpu controller, or -1 */
-	int join_fds[CGROUP_MAX_JOIN]; /* cgroup.procs of each hierarchy, O_WRONLY */
+	int join_fds[CGROUP_MAX_JOIN]; /* each hierarchy's tasks (v1) or cgroup.procs, O_WRONLY */
 	size_t n_join;
 };
 
@@ -155,7 +189,8 @@ struct cgroup_helper_usage {
 int cgroup_helper_open(struct cgroup_helper *h, unsigned long id,
 		       const struct cgroup_helper_limits *l, struct err *e);
 
-/* In the helper's process, between fork and exec: move itself into every
+/* In the helper's process, between fork and exec (single-threaded, as the
+ * v1 `tasks` files need: cgroup_run_group()): move itself into every
  * hierarchy's group.  Only write(2): async-signal-safe.  -1 on failure. */
 int cgroup_helper_join(const struct cgroup_helper *h);
 

@@ -27,10 +27,12 @@
  * The supervisor first moves into a private mount namespace (jail_prepare),
  * then leases a slot (uid, cgroups, scratch dir) and mounts the slot's
  * size-capped scratch tmpfs (/work, /tmp, /dev/shm).  For each run it
- * makes the run's pids group and clones init (jail_launch).  Init first
- * clones the program's process, which joins the run's cgroups through fds
- * the supervisor opened (on cgroup v1 the first such write waits for an
- * RCU grace period, several ms), unshares a cgroup namespace, starts a
+ * makes the run's pids group and clones init (jail_launch), on a hybrid
+ * host straight into the slot's v2 group (CLONE_INTO_CGROUP).  Init first
+ * clones the program's process, which joins the run's other cgroups
+ * through fds the supervisor opened (v1's `tasks`: a cgroup.procs write
+ * would wait for an RCU grace period after a quiet moment, 7 to 10 ms
+ * here; cgroup_run_group()), unshares a cgroup namespace, starts a
  * session, resets its signals and empties its capability bounding set
  * (contain_early), while init builds the new root and pivots into it
  * (mount.c).  Then init waits for the run: the supervisor sets the run's
@@ -46,7 +48,11 @@
  * process is idle: a pooled jail is a whole new jail whose first run's
  * init waits; create() hands it out and only the run's limits, its
  * arguments and the exec are left.  Runs after a jail's first launch
- * their init when they start.
+ * their init when they start, unless the holder warmed the jail while it
+ * was idle (jail_warm(): the same launch ahead, for the next run).  A
+ * launched init holds the run's own cgroups (pids "run", and on a hybrid
+ * host the v2 "run" it was cloned into): a holder killed then leaves them
+ * empty, and the slot's next lease removes them (cgroup_slot_open()).
  *
  * The program cannot signal or ptrace init (other uid; PID 1 ignores
  * signals it has no handler for; ptrace is filtered) and cannot see it
@@ -54,7 +60,11 @@
  * processes die with init (pid namespace), so a sandbox never outlives the
  * proctor that owns it.  The supervisor never waits for EOF on the
  * program's stdout/stderr: the verdict is taken when the program exits,
- * then the whole slot cgroup is killed and the pipes drain.
+ * then the whole slot cgroup is killed and the pipes drain.  The result
+ * waits for the program's processes to be gone, not for init's own end
+ * (the teardown of its namespaces, about a millisecond): init is reaped,
+ * and the run's groups removed, before the next run or in destroy
+ * (jail_reap()).
  *
  * What the supervisor reads from the sandbox: the program's output (bytes
  * copied into fixed-size buffers, later repaired as UTF-8) and, for --get,
@@ -68,6 +78,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -98,10 +109,6 @@
 #include "scratch.h"
 #include "util.h"
 
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
-
 #define SAMPLE_NS      (10ull * 1000000ull)   /* CPU and memory sampling period */
 #define SETUP_SLACK_NS (5ull * 1000000000ull) /* time init may take to start the program */
 #define DRAIN_NS       (2ull * 1000000000ull) /* reading what is left in the pipes */
@@ -117,7 +124,8 @@ struct launch {
 
 struct jail {
 	struct sandbox base;
-	struct launch ready; /* started ahead (the pool), for the first run */
+	struct launch ready; /* started ahead (the pool, jail_warm()), for the next run */
+	struct launch dying; /* the last run's init, killed, not reaped yet (jail_reap()) */
 	struct sandbox_options opts;
 	struct slot slot;
 	struct cgroup_slot cg;
@@ -251,7 +259,11 @@ static void contain_early(struct child_ctx *c, int report_fd)
 
 	/* 1. Join the run's cgroups (memory, cpu, pids, kill) before anything
 	 *    of the program runs, so every byte and fork is accounted.  Both
-	 *    programs of a split run join the same groups: one budget. */
+	 *    programs of a split run join the same groups: one budget.  A v1
+	 *    `tasks` fd moves only the writing thread: this process is one
+	 *    thread (cloned without CLONE_THREAD, before anything of the
+	 *    program runs).  The kill group of a hybrid host it is in already
+	 *    (init was cloned into it). */
 	for (size_t i = 0; i < c->n_cg; i++)
 		if ((r = RAW3(SYS_write, c->cg_fds[i], "0", 1)) != 1)
 			exec_fail(report_fd, 1, r < 0 ? (int)-r : EIO, "join cgroup");
@@ -495,11 +507,11 @@ static pid_t start_program(struct child_ctx *c, const struct program *p, char *s
  * The run's first program (a split run's harness) is cloned before the root
  * is built and before the run is known: it shares init's memory (so its
  * pages are charged as init's, as a vfork'd program's are) and joins the
- * run's cgroups first, which waits for an RCU grace period in the kernel
- * (7 ms and more here) while init builds the root, or while a pooled jail
- * is idle.  Then it waits on `go` for the descriptors of the run (its
- * stdin, its end of a split run's channel; init has filled the context by
- * then) and contains itself.  Its pre-exec report goes to report_fd.
+ * run's cgroups first (contain_early), while init builds the root, or
+ * while a pooled jail is idle.  Then it waits on `go` for the descriptors
+ * of the run (its stdin, its end of a split run's channel; init has
+ * filled the context by then) and contains itself.  Its pre-exec report
+ * goes to report_fd.
  */
 struct stub_arg {
 	struct child_ctx *c;
@@ -1065,6 +1077,54 @@ static void launch_kill(struct jail *j, struct launch *l, struct err *e, bool *f
 		;
 }
 
+/* The last run's init, killed by jail_run(): reap it (its exit is long
+ * done when the next run or the destroy comes), then remove the run's
+ * groups it was in. */
+static void jail_reap(struct jail *j)
+{
+	if (!j->dying.pid)
+		return;
+	while (waitpid((pid_t)j->dying.pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	xclose(j->dying.pidfd);
+	j->dying = (struct launch){0};
+	cgroup_run_end(&j->cg);
+}
+
+/*
+ * Whether a clone into a cgroup works in this process: a kernel that
+ * compares the group's count of cgroup.kill writes with the parent's own
+ * group's (6.18) kills the child at birth when they differ.  The run's
+ * group is new, so only a parent in a group that was once killed meets
+ * it; then every later launch of this process joins by writing.  A fact
+ * about this process and its kernel, found by its first launch.
+ */
+static enum { CLONE_INTO_UNTRIED, CLONE_INTO_WORKS, CLONE_INTO_BROKEN } clone_into;
+
+/* The child `pid` was just cloned: whether the kernel killed it at birth
+ * (queued before clone3 returned, so it is already pending, or done). */
+static bool killed_at_birth(long pid, int pidfd)
+{
+	char path[64], status[4096];
+	struct err ignored;
+	siginfo_t si = {0};
+
+	if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0)
+		return si.si_code == CLD_KILLED && si.si_status == SIGKILL;
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	if (read_file_at(AT_FDCWD, path, status, sizeof(status), &ignored) < 0)
+		return false;
+	/* A SIGKILL is queued for the process and, once delivery started,
+	 * for its thread as well. */
+	static const char *const keys[] = {"\nSigPnd:", "\nShdPnd:"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *at = strstr(status, keys[i]);
+		if (at && (strtoull(at + strlen(keys[i]), NULL, 16) & (1ull << (SIGKILL - 1))))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Clone the init of the next run: the run's pids group, the pipes, and
  * init, which builds the root and starts the program's process (joining
@@ -1075,7 +1135,7 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 {
 	struct child_ctx c = {.j = j, .stdin_fd = -1};
 	int out[2] = {-1, -1}, errp[2] = {-1, -1}, msg[2] = {-1, -1}, life[2] = {-1, -1};
-	int spec[2] = {-1, -1}, pidfd = -1, rc = -1;
+	int spec[2] = {-1, -1}, pidfd = -1, rc = -1, into;
 	long pid = -1;
 
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(msg, O_CLOEXEC) < 0 ||
@@ -1095,18 +1155,29 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 	c.msg_w = msg[1];
 	c.life_r = life[0];
 	c.spec_r = spec[1];
-	if (cgroup_run_group(&j->cg, c.cg_fds, &c.n_cg, e) < 0)
+	jail_reap(j);
+again:
+	if (cgroup_run_group(&j->cg, clone_into != CLONE_INTO_BROKEN ? CGROUP_RUN_CLONE_INTO : 0,
+			     c.cg_fds, &c.n_cg, &into, e) < 0)
 		goto out; /* the caller removes a run group it may have made */
 
 	/* SECURITY: new pid, mount, network, IPC and UTS namespaces for init
 	 * and everything below it.  No user namespace: the program is held by
 	 * a real unprivileged uid, which the host kernel's checks understand.
 	 * The cgroup namespace is entered by the program after joining its
-	 * groups (contain_program). */
-	pid = syscall(SYS_clone,
-		      CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-			  CLONE_PIDFD | SIGCHLD,
-		      NULL, &pidfd, NULL, 0);
+	 * groups (contain_program).  Where the run has a group without
+	 * controllers (a hybrid host's v2 group: cgroup_run_group()), init is
+	 * born in it: everything below init is in the group cgroup.kill
+	 * empties from its first instruction, and nobody waits for the grace
+	 * period a cgroup.procs write costs. */
+	struct clone_args ca = {
+	    .flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+		     CLONE_PIDFD | (into >= 0 ? CLONE_INTO_CGROUP : 0),
+	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+	    .exit_signal = SIGCHLD,
+	    .cgroup = into >= 0 ? (uint64_t)into : 0,
+	};
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid < 0) {
 		err_set(e, errno, "clone the sandbox init");
 		goto out;
@@ -1119,6 +1190,20 @@ static int jail_launch(struct jail *j, struct launch *l, struct err *e)
 		close(spec[0]);
 		init_main(&c);
 	}
+	if (into >= 0 && clone_into == CLONE_INTO_UNTRIED) {
+		clone_into = killed_at_birth(pid, pidfd) ? CLONE_INTO_BROKEN : CLONE_INTO_WORKS;
+		if (clone_into == CLONE_INTO_BROKEN) {
+			while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			pidfd = xclose(pidfd);
+			while (c.n_cg > 0)
+				close(c.cg_fds[--c.n_cg]);
+			cgroup_run_end(&j->cg);
+			goto again;
+		}
+	}
+	/* While init builds the root. */
+	cgroup_run_reclaim(&j->cg);
 	char ns[64];
 	snprintf(ns, sizeof(ns), "/proc/%ld/ns/ipc", pid);
 	*l = (struct launch){.pid = pid,
@@ -1195,11 +1280,14 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	struct run_state s = {0};
 	int rc = -1;
 
+	jail_reap(j);
 	j->ready = (struct launch){0};
 	if (l.pid && j->tops_changed) {
-		/* Its root was built before a top-level directory was put. */
+		/* Its root was built before a top-level directory was put:
+		 * it goes, with the run's groups it was made in. */
 		launch_kill(j, &l, NULL, NULL);
 		launch_close(&l);
+		cgroup_run_end(&j->cg);
 		l = (struct launch){0};
 	}
 	j->tops_changed = false;
@@ -1223,8 +1311,12 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	supervise(j, spec, l.pidfd, l.out_r, l.err_r, l.msg_r, res, &s);
 
 	/* Kill everything: init (and with it the pid namespace) and every
-	 * process in the slot's cgroups, then reap init. */
-	launch_kill(j, &l, e, &s.failed);
+	 * process in the slot's cgroups.  Init itself is reaped later
+	 * (jail_reap()): its exit, which tears down its namespaces, takes a
+	 * millisecond that the result does not need. */
+	syscall(SYS_pidfd_send_signal, l.pidfd, SIGKILL, NULL, 0);
+	if (cgroup_kill_run(&j->cg, e) < 0)
+		s.failed = true;
 	ipc_clear(l.ipcfd);
 	/* All writers are dead now: the rest of the output drains to EOF. */
 	uint64_t drain_end = now_ns() + DRAIN_NS;
@@ -1245,6 +1337,9 @@ static int jail_run(struct sandbox *sb, const struct run_spec *spec, struct run_
 	} else {
 		rc = 0;
 	}
+	j->dying = (struct launch){.pid = l.pid, .pidfd = take_fd(&l.pidfd)};
+	launch_close(&l);
+	return rc;
 out:
 	launch_close(&l);
 	cgroup_run_end(&j->cg);
@@ -1260,6 +1355,7 @@ static void jail_destroy(struct sandbox *sb)
 
 	if (!j)
 		return;
+	jail_reap(j);
 	if (j->ready.pid) {
 		launch_kill(j, &j->ready, NULL, NULL);
 		launch_close(&j->ready);
@@ -1459,6 +1555,22 @@ static int jail_create(const struct sandbox_options *opts, struct sandbox **ret,
 	return 0;
 }
 
+/* The next run's init, launched ahead (sandbox_ops.warm): what the pool
+ * does for a jail's first run, for any run of a jail a holder keeps (a
+ * keeper of the sandbox API, between its calls). */
+static void jail_warm(struct sandbox *sb)
+{
+	struct jail *j = (struct jail *)sb;
+	struct err ignored;
+
+	if (j->ready.pid)
+		return;
+	if (jail_launch(j, &j->ready, &ignored) < 0) {
+		launch_close(&j->ready);
+		cgroup_run_end(&j->cg);
+	}
+}
+
 static int jail_put(struct sandbox *sb, const char *host_path, const char *sandbox_path,
 		    unsigned flags, struct err *e)
 {
@@ -1583,4 +1695,5 @@ const struct sandbox_ops jail_ops = {
     .pool_hint = jail_pool_hint,
     .pool_drain = jail_pool_drain,
     .pool_fill = jail_pool_fill,
+    .warm = jail_warm,
 };

@@ -1,4 +1,4 @@
-/* proctor-service sandbox-keeper: the process that holds one live sandbox of the sandbox API. */
+/* proctor-keeper sandbox-keeper: the process that holds one live sandbox of the sandbox API. */
 
 /*
  * Theory of operation (docs/sandbox-keeper.md)
@@ -25,8 +25,11 @@
  * call (0), the end of its lease (10: it waits for calls with the time
  * left as its poll timeout and clamps each exec's wall limit to it), and
  * its parent's death (SIGKILL by PR_SET_PDEATHSIG; the jail is built so
- * that killing its holder leaves nothing).  A sandbox that could not be
- * created is 11, its error sent on the ready descriptor.
+ * that killing its holder leaves nothing running or mounted; while it
+ * waits for a call it watches the parent's pidfd instead, destroys the
+ * sandbox and exits 12).  A sandbox that could not be created is 11, its
+ * error sent on the ready descriptor.  Between calls the keeper starts the
+ * next exec's init ahead (sandbox_warm()), so an exec only sends its run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +44,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capbuf.h"
@@ -392,6 +396,9 @@ answer:
 
 /* ---- the process ------------------------------------------------------------ */
 
+/* Quiet after a call before the keeper starts the next exec's init. */
+#define WARM_IDLE_MS 10
+
 static _Noreturn void end(struct keeper *k, int status)
 {
 	sandbox_destroy(k->sb);
@@ -436,7 +443,8 @@ static int parse_options(int argc, char **argv, struct keeper_options *o)
 		"  0  destroyed by a destroy call\n"
 		" 10  the lease ended\n"
 		" 11  the sandbox could not be created (the error went to the ready fd)\n"
-		" 12  no call came for the idle timeout\n"
+		" 12  its server died while it waited for a call (it destroyed the sandbox)\n"
+		" 13  no call came for the idle timeout\n"
 		"  2  usage error",
 	    .max_operands = 0,
 	};
@@ -466,9 +474,11 @@ int cmd_sandbox_keeper(int argc, char **argv)
 	if (fcntl(ready, F_SETFD, FD_CLOEXEC) < 0)
 		return cli_usage_error("--ready-fd: %u is not an open descriptor", o.ready_fd);
 	if ((unsigned)getppid() != o.parent) {
-		service_log("sandbox-keeper", "the parent %u is gone", o.parent);
+		cli_say("sandbox-keeper: the parent %u is gone", o.parent);
 		return KEEPER_EXIT_CREATE;
 	}
+	/* The parent, to watch while idle (below); -1: PR_SET_PDEATHSIG only. */
+	int parent_fd = (int)syscall(SYS_pidfd_open, (pid_t)o.parent, 0);
 	/* A pool would hold a second slot for a sandbox that never comes. */
 	unsetenv("PROCTOR_JAIL_POOL");
 	unsetenv("PROCTOR_VM_POOL");
@@ -491,7 +501,13 @@ int cmd_sandbox_keeper(int argc, char **argv)
 	if (r < 0) /* the spawner is gone or gave up: nobody will ever call */
 		end(&k, KEEPER_EXIT_CREATE);
 
-	int status = KEEPER_EXIT_LEASE;
+	/* The next exec's start is made while the keeper waits (sandbox_warm:
+	 * the jail's init, its root and its groups): at once after the create,
+	 * which an exec almost always follows, and after WARM_IDLE_MS of quiet
+	 * after a call, so that a burst of calls (a create, an exec, a destroy)
+	 * does not pay for a start nobody uses. */
+	uint64_t warm_at = monotonic_ms();
+	bool idle = false;
 	while (!k.destroy_asked) {
 		/* Two clocks: the lease, and (when asked for) the time since
 		 * the last call ended; a running exec is a call, so a command
@@ -501,24 +517,53 @@ int cmd_sandbox_keeper(int argc, char **argv)
 		if (now >= k.lease_end_ms)
 			break;
 		if (now >= idle_end) {
-			status = KEEPER_EXIT_IDLE;
+			idle = true;
 			break;
 		}
-		uint64_t end = idle_end < k.lease_end_ms ? idle_end : k.lease_end_ms;
-		uint64_t left = end - now;
-		struct pollfd p = {.fd = k.listen_fd, .events = POLLIN};
-		int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-		if (n <= 0)
-			continue; /* the lease is checked above; EINTR too */
+		if (warm_at && now >= warm_at) {
+			sandbox_warm(k.sb);
+			warm_at = 0;
+			continue;
+		}
+		uint64_t until = idle_end < k.lease_end_ms ? idle_end : k.lease_end_ms;
+		if (warm_at && warm_at < until)
+			until = warm_at;
+		struct pollfd p[2] = {{.fd = k.listen_fd, .events = POLLIN},
+				      {.fd = parent_fd, .events = POLLIN}};
+		/* SECURITY: the sandbox still dies with the server.  While the
+		 * keeper waits for a call, it watches the server's pidfd and
+		 * destroys the sandbox itself when it ends (exit 12), instead of
+		 * dying by PR_SET_PDEATHSIG, which would leave behind the
+		 * warmed run's cgroups (the jail removes them in destroy, and
+		 * only an empty group can be removed); everywhere else (a call,
+		 * an exec) the death signal is armed.  A parent that died
+		 * before the re-arm is seen by getppid() below. */
+		if (parent_fd >= 0)
+			prctl(PR_SET_PDEATHSIG, 0);
+		int n = poll(p, 2, until - now > INT_MAX ? INT_MAX : (int)(until - now));
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if ((unsigned)getppid() != o.parent)
+			break;
+		if (n <= 0 || !(p[0].revents & POLLIN))
+			continue; /* the clocks and the warming are checked above; EINTR too */
 		int fd;
 		if (sbx_accept(k.listen_fd, &fd, &e) < 0)
 			continue; /* that caller's loss, not the sandbox's */
+		warm_at = monotonic_ms() + WARM_IDLE_MS;
 		serve_call(&k, fd);
 		close(fd);
 		k.last_call_ms = monotonic_ms();
 	}
+	int status = KEEPER_EXIT_LEASE;
+	if (k.destroy_asked)
+		status = KEEPER_EXIT_DESTROYED;
+	else if ((unsigned)getppid() != o.parent)
+		status = KEEPER_EXIT_ORPHANED;
+	else if (idle)
+		status = KEEPER_EXIT_IDLE;
 	env_free(k.env, k.n_env);
 	xclose(k.dir_fd);
 	xclose(k.listen_fd);
-	end(&k, k.destroy_asked ? KEEPER_EXIT_DESTROYED : status);
+	xclose(parent_fd);
+	end(&k, status);
 }

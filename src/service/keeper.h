@@ -16,7 +16,8 @@
 #define KEEPER_EXIT_DESTROYED 0
 #define KEEPER_EXIT_LEASE     10
 #define KEEPER_EXIT_CREATE    11
-#define KEEPER_EXIT_IDLE      12
+#define KEEPER_EXIT_ORPHANED  12 /* the server died while it waited: it destroyed the sandbox */
+#define KEEPER_EXIT_IDLE      13 /* no call came for the idle timeout */
 
 #define SECRET_LEN     64
 #define ENV_MAX	       256	  /* variables of the create's env, and of an exec's */

@@ -11,7 +11,6 @@
 
 #include "grade/unpriv.h"
 #include "service/jsonreq.h"
-#include "service/pack.h"
 #include "service/keeper.h"
 #include "util.h"
 
@@ -359,6 +358,63 @@ static int unpack(struct keeper *k, const void *data, size_t len, char *name, si
 	return 0;
 }
 
+/*
+ * Pack the directory `name` below k->dir (a tree the backend's get took
+ * out) into one gzip'd tar of at most `max` bytes (malloc'd into *ret), the
+ * way it is unpacked: by proctor-helper, as the sandbox's own uid, which
+ * reads the tree through the descriptor given it (the files are the
+ * program's, modes 0644 or 0755) and writes the archive to a memfd of
+ * ours.  Past `max` is ERR_TOO_LARGE.
+ */
+static int pack(struct keeper *k, const char *name, uint64_t max, void **ret, size_t *ret_len,
+		struct err *e)
+{
+	char helper[PATH_MAX], slots[PATH_MAX];
+	json_t *ans = NULL;
+	struct err herr;
+	int rc = -1;
+
+	if (own_program("proctor-helper", X_OK, helper, sizeof(helper), e) < 0)
+		return err_wrap(e, "pack the tree");
+	_cleanup_close_ int dir = openat(k->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int out = memfd_create("proctor-pack", MFD_CLOEXEC);
+	if (dir < 0 || out < 0)
+		return err_set(e, errno, "pack '%s/%s'", k->dir, name);
+	char input[64];
+	snprintf(input, sizeof(input), "{\"max\": %llu}", (unsigned long long)max);
+	snprintf(slots, sizeof(slots), "%s/slots", k->state_dir);
+	struct unpriv_call call = {.helper = helper,
+				   .argv = (char *[]){(char *)"pack", NULL},
+				   .uid = k->sb->untrusted_uid,
+				   .stdin_fd = -1,
+				   .input = input,
+				   .fd3 = dir,
+				   .fd4 = out,
+				   .timeout_s = UPLOAD_HELPER_S,
+				   .hide_dir = slots};
+	int hr = unpriv_run(&call, &ans, &herr);
+	json_int_t n = json_integer_value(json_object_get(ans, "bytes"));
+	if (hr > 0) /* the one refusal: the tree is too large */
+		err_setk(e, ERR_TOO_LARGE, 0, "the tree packs to more than %llu bytes",
+			 (unsigned long long)max);
+	else if (hr < 0)
+		err_set(e, 0, "the packing helper: %s", herr.msg);
+	else if (n <= 0 || (uint64_t)n > max)
+		err_set(e, 0, "the packing helper answered %lld bytes", (long long)n);
+	else if (!(*ret = malloc((size_t)n)))
+		err_set(e, ENOMEM, "the archive");
+	else if (pread(out, *ret, (size_t)n, 0) != (ssize_t)n) {
+		err_set(e, errno, "read the archive");
+		free(*ret);
+		*ret = NULL;
+	} else {
+		*ret_len = (size_t)n;
+		rc = 0;
+	}
+	json_decref(ans);
+	return rc;
+}
+
 /* upload: the archive unpacked (unpack()) and put at `path`, a directory
  * made with its parents; what is there stays unless a file of the archive
  * replaces it.  A refused archive changes nothing in the sandbox. */
@@ -411,8 +467,15 @@ int op_snapshot(struct keeper *k, int fd, const json_t *head, const void *data, 
 		return -1;
 	if (len > 0)
 		return err_setk(e, ERR_INPUT, 0, "a snapshot takes no data");
+	/* 0755: the packing helper (the sandbox's uid) reads it through the
+	 * descriptor it is given; k->dir (0700) still keeps it from the path. */
 	if (temp_dir(k, name, sizeof(name), host, sizeof(host), e) < 0)
 		return -1;
+	if (fchmodat(k->dir_fd, name, 0755, 0) < 0) {
+		rc = err_set(e, errno, "chmod '%s'", host);
+		rm_tree_at(k->dir_fd, name, &(struct err){0});
+		return rc;
+	}
 	for (unsigned i = 0; rc == 0 && i < k->n_tops + 2; i++) {
 		const char *top = i == 0 ? "work" : i == 1 ? "tmp" : k->tops[i - 2];
 		snprintf(path, sizeof(path), "/%s", top);
@@ -421,8 +484,8 @@ int op_snapshot(struct keeper *k, int fd, const json_t *head, const void *data, 
 			rc = -1;
 	}
 	uint64_t max = k->disk_bytes + k->disk_bytes / 8 + (1u << 20);
-	if (rc == 0 && (rc = pack_path(host, max, &tar, &n, e)) < 0)
-		err_classify(e, e->kind == ERR_INPUT ? ERR_TOO_LARGE : ERR_INTERNAL);
+	if (rc == 0)
+		rc = pack(k, name, max, &tar, &n, e);
 	struct err ignored;
 	rm_tree_at(k->dir_fd, name, &ignored);
 	if (rc == 0)
@@ -517,10 +580,8 @@ int op_download(struct keeper *k, int fd, const json_t *head, const void *data, 
 		rc = err_setk(e, ERR_INPUT, 0, "'%s' is not a directory", path);
 	/* The archive of a full disk is a little larger than the files. */
 	uint64_t max = k->disk_bytes + k->disk_bytes / 8 + (1u << 20);
-	/* The tree came out of the backend's get: pack_path() can refuse it
-	 * only for its size (ERR_INPUT there), else it is our failure. */
-	if (rc == 0 && (rc = pack_path(host, max, &tar, &n, e)) < 0)
-		err_classify(e, e->kind == ERR_INPUT ? ERR_TOO_LARGE : ERR_INTERNAL);
+	if (rc == 0)
+		rc = pack(k, name, max, &tar, &n, e);
 	struct err ignored;
 	rm_tree_at(k->dir_fd, name, &ignored);
 	unlinkat(k->dir_fd, name, 0);

@@ -18,7 +18,9 @@
  */
 struct sbx_host;
 
-/* `exe`: proctor-service (this program), `state_dir`: --state-dir,
+/* `exe`: proctor-service (this program), whose `sandbox-keeper` command a
+ * keeper runs, through proctor-keeper beside it when that is there (the
+ * same command in a program that starts fast); `state_dir`: --state-dir,
  * `slots`: --slots.  Makes STATE/service/sbx (root's, 0700). */
 int sbx_host_new(const char *exe, const char *state_dir, unsigned slots, struct sbx_host **ret,
 		 struct err *e);

@@ -195,6 +195,41 @@ static int create_tx(struct store *st, void *arg, struct err *e)
 			  (long long)in->token_id, (long long)in->course_id);
 }
 
+/*
+ * SAFETY: the sandbox records are written without waiting for the disk
+ * (STORE_TX_WRITE_LOSSY: SQLite commits without its fsync, PostgreSQL
+ * without waiting for its WAL flush; a crash of the process loses nothing,
+ * and the next durable commit covers them too).  What a crash of the
+ * machine may lose is the last moments of sandboxes that did not survive
+ * it either: a keeper dies with its server, and serve marks every live
+ * sandbox of its host lost when it starts (store_sandbox_lose_host); and a
+ * few execs' usage, which a course's daily CPU cap then does not count.
+ * Each of these writes is on the way of an API call (a create, an exec,
+ * a delete): the fsync was a millisecond of each.
+ */
+struct lossy_q {
+	const char *sql;
+	const struct store_val *p;
+	size_t np;
+	struct store_rows **rows;
+};
+
+static int lossy_q_tx(struct store *st, void *arg, struct err *e)
+{
+	struct lossy_q *a = arg;
+
+	return store_q(st, a->sql, a->p, a->np, a->rows, e);
+}
+
+/* store_q() of one statement as a lossy write transaction. */
+static int q_lossy(struct store *st, const char *sql, const struct store_val *p, size_t np,
+		   struct store_rows **ret_rows, struct err *e)
+{
+	struct lossy_q a = {.sql = sql, .p = p, .np = np, .rows = ret_rows};
+
+	return store_tx_run(st, STORE_TX_WRITE_LOSSY, lossy_q_tx, &a, e);
+}
+
 int store_sandbox_create(struct store *st, const struct store_sandbox_in *in, int64_t *ret_id,
 			 char ret_secret[65], bool *ret_existing, struct err *e)
 {
@@ -219,7 +254,7 @@ int store_sandbox_create(struct store *st, const struct store_sandbox_in *in, in
 				  (long long)in->timeout_s, (long long)STORE_SANDBOX_TIMEOUT_MAX);
 	if (store_random_hex(a.secret, 32, e) < 0)
 		return err_wrap(e, "sandbox secret");
-	if ((rc = store_tx_run(st, STORE_TX_WRITE, create_tx, &a, e)) < 0)
+	if ((rc = store_tx_run(st, STORE_TX_WRITE_LOSSY, create_tx, &a, e)) < 0)
 		return rc;
 	*ret_id = a.id;
 	memcpy(ret_secret, a.secret, sizeof(a.secret));
@@ -244,7 +279,7 @@ int store_sandbox_placed(struct store *st, int64_t id, const char *host_key, con
 	if (keeper_pid <= 0)
 		return store_fail(e, STORE_INVALID, "keeper pid %lld", (long long)keeper_pid);
 	struct store_val p[] = {sv_int(id), sv_text(host_key), sv_text(socket), sv_int(keeper_pid)};
-	if (store_q(st, sql_sandbox_placed, p, 4, &rows, e) < 0)
+	if (q_lossy(st, sql_sandbox_placed, p, 4, &rows, e) < 0)
 		return err_wrap(e, "sandbox %lld placed", (long long)id);
 	size_t n = rows->nrows;
 	store_rows_free(rows);
@@ -457,7 +492,7 @@ int store_sandbox_end(struct store *st, int64_t id, const char *state, const cha
 				  state ? state : "(null)");
 	if ((rc = store_check_label("reason", reason, STORE_TEXT_MAX, false, e)) < 0)
 		return rc;
-	return store_tx_run(st, STORE_TX_WRITE, end_tx, &a, e);
+	return store_tx_run(st, STORE_TX_WRITE_LOSSY, end_tx, &a, e);
 }
 
 static const char sql_set_lease[] =
@@ -472,7 +507,7 @@ int store_sandbox_set_lease(struct store *st, int64_t id, int64_t timeout_s, str
 		return store_fail(e, STORE_INVALID, "sandbox: a lease of %lld s (0 to %lld)",
 				  (long long)timeout_s, (long long)STORE_SANDBOX_TIMEOUT_MAX);
 	struct store_val p[] = {sv_int(id), sv_int(timeout_s)};
-	if (store_q(st, sql_set_lease, p, 2, &rows, e) < 0)
+	if (q_lossy(st, sql_set_lease, p, 2, &rows, e) < 0)
 		return err_wrap(e, "lease of sandbox %lld", (long long)id);
 	size_t n = rows->nrows;
 	store_rows_free(rows);
@@ -558,7 +593,7 @@ int store_exec_begin(struct store *st, int64_t sandbox_id, const char *argv_json
 	    (rc = store_check_label("cwd", cwd, STORE_SANDBOX_PATH_MAX, false, e)) < 0)
 		return rc;
 	struct store_val p[] = {sv_int(sandbox_id), sv_text(argv_json), sv_text(cwd)};
-	if (store_q(st, sql_exec_add, p, 3, &rows, e) < 0)
+	if (q_lossy(st, sql_exec_add, p, 3, &rows, e) < 0)
 		return err_wrap(e, "exec in sandbox %lld", (long long)sandbox_id);
 	if (rows->nrows == 0) {
 		store_rows_free(rows);
@@ -633,7 +668,7 @@ int store_exec_end(struct store *st, int64_t exec_id, const struct store_exec_re
 	    r->gib_seconds > 1e15)
 		return store_fail(e, STORE_INVALID, "exec %lld: a negative or unbounded usage",
 				  (long long)exec_id);
-	return store_tx_run(st, STORE_TX_WRITE, exec_end_tx, &a, e);
+	return store_tx_run(st, STORE_TX_WRITE_LOSSY, exec_end_tx, &a, e);
 }
 
 static const char sql_exec_list[] =

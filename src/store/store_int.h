@@ -104,9 +104,10 @@ enum store_tx {
 	STORE_TX_READ,	/* a consistent snapshot for several reads */
 	STORE_TX_WRITE, /* takes the write lock up front (SQLite BEGIN IMMEDIATE) */
 	/* A write whose loss in a database crash is harmless (a claim: its
-	 * worker is fenced at its next heartbeat or completion): PostgreSQL
-	 * does not wait for the WAL flush at commit; the next durable commit
-	 * flushes it.  SQLite: as STORE_TX_WRITE. */
+	 * worker is fenced at its next heartbeat or completion; a sandbox's
+	 * records, sandboxes.c): PostgreSQL does not wait for the WAL flush
+	 * at commit, SQLite commits without its fsync (synchronous=NORMAL);
+	 * the next durable commit flushes it. */
 	STORE_TX_WRITE_LOSSY,
 };
 
