@@ -234,9 +234,9 @@ async function killAll(list) {
 // are reported skipped), as node's --test-name-pattern would.
 const only = process.env.PROCTOR_TEST_ONLY ? new RegExp(process.env.PROCTOR_TEST_ONLY) : null;
 
-// Each test's background creates are awaited (each waits a bounded time)
-// and its sandboxes killed when it ends, passed or not, so that one failure
-// does not hold the slots the next test needs.
+// Each test's sandboxes are killed when it ends, passed or not, and its
+// background creates awaited (each waits a bounded time), so that one
+// failure does not hold the slots the next test needs.
 function check(name, fn) {
   if (only && !only.test(name)) {
     test(name, { skip: "not in PROCTOR_TEST_ONLY" }, () => {});
@@ -252,10 +252,16 @@ function check(name, fn) {
       failed++;
       throw err;
     } finally {
+      // The sandboxes first (a create still waiting gets their slots), then
+      // those the waiting creates made.
+      const killMade = async () => {
+        for (const s of made.slice(first)) {
+          if (s.info.state === "running") await s.kill().catch(() => {});
+        }
+      };
+      await killMade();
       await Promise.all(pending);
-      for (const s of made.slice(first)) {
-        if (s.info.state === "running") await s.kill().catch(() => {});
-      }
+      await killMade();
     }
   });
 }
