@@ -306,6 +306,8 @@ export declare class Sandbox {
   exec(cmd: readonly string[] | string, options?: ExecOptions): Promise<ExecResult>;
   /** State, labels, lease end, usage so far, asked now. */
   getInfo(): Promise<SandboxInfo>;
+  /** The metered cost so far (info.usage.cost_micros), in millionths of a dollar, asked now. */
+  costMicros(): Promise<number>;
   /**
    * End the lease `seconds` from now (1 to 86400), sooner or later than it
    * was; optionally set the idle timeout too. Resolves to the sandbox's

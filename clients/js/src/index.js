@@ -712,6 +712,12 @@ export class Sandbox {
     return this.#info;
   }
 
+  /** The metered cost so far (info.usage.cost_micros), in millionths of a
+   * dollar, asked now. */
+  async costMicros() {
+    return Number((await this.getInfo()).usage.cost_micros);
+  }
+
   /**
    * End the lease `seconds` from now (1 to 86400), sooner or later than it
    * was; with `idleTimeoutSeconds` set the idle timeout too (0: none).
