@@ -60,5 +60,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(body);
 	}
 	close(fd);
+
+	/* The same bytes read as a reader that cannot block takes them
+	 * (sbx_frame_take over what has come): each frame it takes lies
+	 * inside the bytes, and a prefix of the input never yields more. */
+	const char *p = (const char *)data;
+	size_t left = size;
+	for (int frames = 0; frames < 8; frames++) {
+		const char *d;
+		size_t dlen, used;
+		int r = sbx_frame_take(p, left, 4096, &head, &d, &dlen, &used, &e);
+		if (r <= 0)
+			break;
+		if (!json_is_object(head) || used > left || dlen > 4096 || d < p ||
+		    d + dlen != p + used)
+			abort();
+		json_decref(head);
+		if (sbx_frame_take(p, used - 1, 4096, &head, &d, &dlen, &len, &e) == 1)
+			abort(); /* one byte short is never a whole frame */
+		p += used;
+		left -= used;
+	}
 	return 0;
 }

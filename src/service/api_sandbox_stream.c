@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "digest.h"
@@ -42,6 +43,11 @@ struct exec_stream {
 	uint64_t last_ms; /* when a line was last made */
 	struct dynbuf out; /* lines made and not yet sent */
 	size_t sent;
+	/* Bytes from the keeper not yet a whole frame: read as they come,
+	 * never waited for (a frame the keeper could send only in part, its
+	 * socket full, is finished when its program writes again or ends). */
+	char *in;
+	size_t in_len, in_cap;
 	bool finished; /* the last line is made */
 };
 
@@ -88,46 +94,93 @@ static void lost_answer(struct exec_stream *x, struct store *st, const struct er
 	store_sandbox_clear(&s);
 }
 
-/* One frame from the keeper: output, or the answer. */
-static void take_frame(struct exec_stream *x)
+/* The most bytes of one frame from the keeper: a head, and the data of an
+ * output frame (at most the exec's cap). */
+#define FRAME_MAX (SBX_HEAD_MAX + (size_t)(2u << 20) + SBX_PREFIX_LEN)
+
+/* One whole frame from the keeper: output, or the answer. */
+static void take_frame(struct exec_stream *x, json_t *head, const char *data, size_t len)
 {
-	json_t *head = NULL;
-	void *data = NULL;
-	size_t len = 0;
 	struct err e;
 	struct store *st = api_thread_store(x->a, &e);
 
-	if (sbx_recv(x->fd, &head, &data, &len, 2 * CHUNK_MAX + (1u << 20), &e) < 0 ||
-	    sbx_error_of(head, &e) < 0) {
+	if (sbx_error_of(head, &e) < 0) {
 		lost_answer(x, st, &e);
-		goto out;
+		json_decref(head);
+		return;
 	}
 	const char *stream = json_string_value(json_object_get(head, "output"));
 	if (stream) {
 		for (size_t off = 0; off < len; off += CHUNK_MAX) {
 			size_t n = len - off < CHUNK_MAX ? len - off : CHUNK_MAX;
-			char *b64 = base64_of((const char *)data + off, n);
+			char *b64 = base64_of(data + off, n);
 			add_line(x, b64 ? json_pack("{s:s, s:s}", "type", stream, "data_base64", b64)
 					: NULL);
 			free(b64);
 		}
-		goto out;
+		json_decref(head);
+		return;
 	}
 	/* No store: the answer cannot be recorded (the exec stays `running`
 	 * until its sandbox ends, then `unknown`), but the client still learns. */
 	json_t *doc = st ? exec_result(x->a, st, head, x->exec_id, x->memory_mib) : head;
-	head = NULL;
 	add_line(x, json_pack("{s:s, s:o}", "type", "result", "result", doc));
 	x->finished = true;
 	if (x->start_ns)
 		metrics_observe_sandbox(x->a->metrics, "exec", now_ns() - x->start_ns);
-out:
+}
+
+/* Read what the keeper sent, without waiting, and take each whole frame. */
+static void read_keeper(struct exec_stream *x)
+{
+	struct err e;
+	bool eof = false;
+
+	for (;;) {
+		if (x->in_cap - x->in_len < 65536) {
+			size_t cap = x->in_cap ? 2 * x->in_cap : 131072;
+			char *p = cap <= 2 * FRAME_MAX ? realloc(x->in, cap) : NULL;
+			if (!p) {
+				err_set(&e, ENOMEM, "the keeper's frames");
+				lost_answer(x, api_thread_store(x->a, &e), &e);
+				break;
+			}
+			x->in = p;
+			x->in_cap = cap;
+		}
+		ssize_t n = recv(x->fd, x->in + x->in_len, x->in_cap - x->in_len, MSG_DONTWAIT);
+		if (n > 0) {
+			x->in_len += (size_t)n;
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			eof = true;
+		break;
+	}
+	size_t off = 0;
+	while (!x->finished) {
+		json_t *head = NULL;
+		const char *data;
+		size_t len, used;
+		int r = sbx_frame_take(x->in + off, x->in_len - off, 2u << 20, &head, &data, &len,
+				       &used, &e);
+		if (r < 0)
+			lost_answer(x, api_thread_store(x->a, &e), &e);
+		if (r <= 0)
+			break;
+		take_frame(x, head, data, len);
+		off += used;
+	}
+	memmove(x->in, x->in + off, x->in_len - off);
+	x->in_len -= off;
+	if (eof && !x->finished) {
+		err_set(&e, ECONNRESET, "the keeper's connection ended with no answer");
+		lost_answer(x, api_thread_store(x->a, &e), &e);
+	}
 	if (x->finished) {
 		close(x->fd);
 		x->fd = -1;
 	}
-	json_decref(head);
-	free(data);
 }
 
 static long produce(void *ctx, char *buf, size_t max, bool last_call, unsigned *again_ms)
@@ -150,7 +203,7 @@ static long produce(void *ctx, char *buf, size_t max, bool last_call, unsigned *
 			return HTTP_STREAM_END;
 		struct pollfd p = {.fd = x->fd, .events = POLLIN};
 		if (poll(&p, 1, 0) > 0) {
-			take_frame(x);
+			read_keeper(x);
 			continue;
 		}
 		if (last_call) {
@@ -181,6 +234,7 @@ static void stream_free(void *ctx)
 		sandbox_adopt_exec(&h);
 	}
 	dynbuf_free(&x->out);
+	free(x->in);
 	free(x);
 }
 

@@ -124,15 +124,10 @@ static int short_read(struct err *e, int rc, size_t got, size_t want, const char
 		       want);
 }
 
-int sbx_recv(int fd, json_t **ret_head, void **ret_data, size_t *ret_len, size_t data_max,
-	     struct err *e)
+/* A frame's prefix checked: its lengths, or -1. */
+static int check_prefix(const unsigned char *prefix, size_t data_max, uint64_t *ret_hlen,
+			uint64_t *ret_dlen, struct err *e)
 {
-	unsigned char prefix[SBX_PREFIX_LEN];
-	size_t got;
-	int rc = recv_all(fd, prefix, sizeof(prefix), &got);
-
-	if (rc < 0 || got < sizeof(prefix))
-		return short_read(e, rc, got, sizeof(prefix), "the prefix");
 	if (memcmp(prefix, SBX_MAGIC, 4) != 0)
 		return err_set(e, 0, "sandbox frame: not one (no \"" SBX_MAGIC "\" magic)");
 	uint64_t hlen = get_be(prefix + 4, 4), dlen = get_be(prefix + 8, 8);
@@ -146,7 +141,44 @@ int sbx_recv(int fd, json_t **ret_head, void **ret_data, size_t *ret_len, size_t
 				(unsigned long long)dlen, data_max);
 	if (hlen == 0)
 		return err_set(e, 0, "sandbox frame: an empty head");
+	*ret_hlen = hlen;
+	*ret_dlen = dlen;
+	return 0;
+}
 
+/* A head's text as its JSON object; NULL with e set. */
+static json_t *parse_head(const char *text, size_t hlen, struct err *e)
+{
+	/* jansson recurses once per level: the depth is bounded first. */
+	if (json_nesting_exceeds(text, hlen, SBX_HEAD_DEPTH)) {
+		err_set(e, 0, "sandbox frame: the head nests deeper than %d", SBX_HEAD_DEPTH);
+		return NULL;
+	}
+	json_error_t jerr;
+	/* JSON_ALLOW_NUL: a program's output is text with its NULs kept
+	 * (run_result_to_json), and it crosses as such. */
+	json_t *head = json_loadb(text, hlen, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	if (!head || !json_is_object(head)) {
+		err_set(e, 0, "sandbox frame: the head is not a JSON object%s%s", head ? "" : ": ",
+			head ? "" : jerr.text);
+		json_decref(head);
+		return NULL;
+	}
+	return head;
+}
+
+int sbx_recv(int fd, json_t **ret_head, void **ret_data, size_t *ret_len, size_t data_max,
+	     struct err *e)
+{
+	unsigned char prefix[SBX_PREFIX_LEN];
+	uint64_t hlen, dlen;
+	size_t got;
+	int rc = recv_all(fd, prefix, sizeof(prefix), &got);
+
+	if (rc < 0 || got < sizeof(prefix))
+		return short_read(e, rc, got, sizeof(prefix), "the prefix");
+	if (check_prefix(prefix, data_max, &hlen, &dlen, e) < 0)
+		return -1;
 	char *text = malloc((size_t)hlen);
 	if (!text)
 		return err_set(e, ENOMEM, "sandbox frame: the head");
@@ -155,23 +187,10 @@ int sbx_recv(int fd, json_t **ret_head, void **ret_data, size_t *ret_len, size_t
 		free(text);
 		return short_read(e, rc, got, (size_t)hlen, "the head");
 	}
-	/* jansson recurses once per level: the depth is bounded first. */
-	if (json_nesting_exceeds(text, (size_t)hlen, SBX_HEAD_DEPTH)) {
-		free(text);
-		return err_set(e, 0, "sandbox frame: the head nests deeper than %d",
-			       SBX_HEAD_DEPTH);
-	}
-	json_error_t jerr;
-	/* JSON_ALLOW_NUL: a program's output is text with its NULs kept
-	 * (run_result_to_json), and it crosses as such. */
-	json_t *head =
-	    json_loadb(text, (size_t)hlen, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	json_t *head = parse_head(text, (size_t)hlen, e);
 	free(text);
-	if (!head || !json_is_object(head)) {
-		json_decref(head);
-		return err_set(e, 0, "sandbox frame: the head is not a JSON object%s%s",
-			       head ? "" : ": ", head ? "" : jerr.text);
-	}
+	if (!head)
+		return -1;
 
 	void *data = NULL;
 	if (dlen > 0) {
@@ -196,6 +215,27 @@ int sbx_recv(int fd, json_t **ret_head, void **ret_data, size_t *ret_len, size_t
 	if (ret_len)
 		*ret_len = (size_t)dlen;
 	return 0;
+}
+
+int sbx_frame_take(const char *buf, size_t len, size_t data_max, json_t **ret_head,
+		   const char **ret_data, size_t *ret_len, size_t *ret_used, struct err *e)
+{
+	uint64_t hlen, dlen;
+
+	if (len < SBX_PREFIX_LEN)
+		return 0;
+	if (check_prefix((const unsigned char *)buf, data_max, &hlen, &dlen, e) < 0)
+		return -1;
+	if (len - SBX_PREFIX_LEN < hlen || len - SBX_PREFIX_LEN - hlen < dlen)
+		return 0;
+	json_t *head = parse_head(buf + SBX_PREFIX_LEN, (size_t)hlen, e);
+	if (!head)
+		return -1;
+	*ret_head = head;
+	*ret_data = buf + SBX_PREFIX_LEN + hlen;
+	*ret_len = (size_t)dlen;
+	*ret_used = SBX_PREFIX_LEN + (size_t)hlen + (size_t)dlen;
+	return 1;
 }
 
 int sbx_send_error(int fd, const struct err *e)

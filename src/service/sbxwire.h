@@ -44,6 +44,12 @@ int sbx_send(int fd, const json_t *head, const void *data, size_t len, struct er
  * reference, *ret_data malloc'd (NULL when *ret_len is 0); all are
  * written only on success.  ret_data and ret_len may be NULL: the data
  * (none, with data_max 0) is then read and dropped. */
+/* The frame at the start of buf[0..len), for a reader that cannot block
+ * (it reads what has come and looks again): 1 with *ret_head (the caller's
+ * to drop), the data inside buf and *ret_used the frame's bytes; 0 when it
+ * has not all come yet; -1 for a malformed frame or data past data_max. */
+int sbx_frame_take(const char *buf, size_t len, size_t data_max, json_t **ret_head,
+		   const char **ret_data, size_t *ret_len, size_t *ret_used, struct err *e);
 /* The frame of head and data appended to b (a sender that cannot block
  * sends it when it can). */
 struct dynbuf;
