@@ -1,6 +1,6 @@
-/* The sandbox keeper's calls on files: write, read, list (docs/sandbox-keeper.md, "Frames"). */
-#include <errno.h>
+/* The sandbox keeper's calls on files: write, read, list, stat, remove, mkdir, upload, download, snapshot, restore (docs/sandbox-keeper.md, "Frames"). */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
