@@ -11,11 +11,10 @@
 // "N passed, N failed". PROCTOR_TEST_ONLY=REGEX runs only the tests it names.
 
 import assert from "node:assert/strict";
-import { execFileSync, spawn, spawnSync } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
+import { spawnSync } from "node:child_process";
 import { after, test } from "node:test";
+
+import { Server, closingLine } from "./proctorserve.mjs";
 
 import {
   BudgetExceeded,
@@ -36,72 +35,17 @@ if (process.getuid() !== 0) {
   process.exit(77);
 }
 
-// Counted here for the closing line; node's runner reports each test too.
-let passed = 0;
-let failed = 1; // the setup, until the server answers
-
-// Written last, after the runner's own report (and after a failed setup's).
-process.on("exit", () => {
-  fs.writeSync(1, `${passed} passed, ${failed} failed\n`);
-  if (failed) process.exitCode = 1;
-});
+// Counted for the closing line; node's runner reports each test too.
+const counts = closingLine();
 
 // ---- the server: proctor serve --workers 0 --slots 2 on a fresh store ----
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "proctor-jscap."));
-const db = `sqlite:${dir}/service.db`;
-const errPath = path.join(dir, "serve.err");
+const S = new Server(PROCTOR, { prefix: "proctor-jscap.", slots: SLOTS, courses: ["cs101", "other"] });
+const { db, tokens } = S;
+const url = await S.ready();
+const token = (course, scope) => S.token(course, scope);
 
-function token(course, scope = "instructor") {
-  const out = execFileSync(PROCTOR, ["admin", "token", "--db", db, "--course", course, "--scope", scope], {
-    encoding: "utf8",
-  }).trim();
-  assert.match(out, /^prt_/);
-  return out;
-}
-
-const tokens = { cs101: token("cs101"), other: token("other") };
-const errFd = fs.openSync(errPath, "w");
-const serve = spawn(
-  PROCTOR,
-  ["serve", "--listen", "127.0.0.1:0", "--db", db, "--workers", "0", "--slots", String(SLOTS)],
-  { stdio: ["ignore", "ignore", errFd] },
-);
-let serveExit = null;
-const serveExited = new Promise((resolve) =>
-  serve.on("exit", (code, signal) => resolve((serveExit = { code, signal }))),
-);
-
-const url = await (async () => {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const m = /listening on 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(errPath, "utf8"));
-    if (m) return `http://127.0.0.1:${m[1]}`;
-    if (serveExit || Date.now() > deadline) {
-      throw new Error("proctor serve did not start: " + fs.readFileSync(errPath, "utf8"));
-    }
-    await sleep(50);
-  }
-})();
-
-/** The pids of serve's children: its sandbox keepers. */
-function keepers() {
-  const kids = [];
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    let stat;
-    try {
-      stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    } catch {
-      continue;
-    }
-    const fields = stat.slice(stat.lastIndexOf(")") + 1).trim().split(/\s+/);
-    if (Number(fields[1]) === serve.pid) kids.push(Number(pid));
-  }
-  return kids;
-}
-
-failed = 0;
+counts.failed = 0;
 
 // ---- helpers ----
 
@@ -247,9 +191,9 @@ function check(name, fn) {
     pending = [];
     try {
       await fn(t);
-      passed++;
+      counts.passed++;
     } catch (err) {
-      failed++;
+      counts.failed++;
       throw err;
     } finally {
       // The sandboxes first (a create still waiting gets their slots), then
@@ -550,25 +494,4 @@ check("the admin command mints and sets limits", async () => {
   assert.ok(r.stderr.includes("--max-live-sandboxes"), r.stderr);
 });
 
-after(async () => {
-  // Every sandbox was killed: its keeper is reaped within a second.
-  const deadline = Date.now() + 10_000;
-  while (keepers().length && Date.now() < deadline) await sleep(200);
-  const left = keepers();
-  if (left.length) {
-    console.log(`keepers left running after the tests: ${left.join(" ")}`);
-    failed++;
-  }
-  serve.kill("SIGTERM");
-  const timer = setTimeout(() => serve.kill("SIGKILL"), 60_000);
-  const { code, signal } = await serveExited;
-  clearTimeout(timer);
-  fs.closeSync(errFd);
-  if (code !== 0) {
-    console.log(`proctor serve exited ${code ?? signal}:\n${fs.readFileSync(errPath, "utf8")}`);
-    failed++;
-  }
-  if (failed === 0) fs.rmSync(dir, { recursive: true, force: true });
-  else console.log(`logs kept in ${dir}`);
-  if (failed) process.exitCode = 1;
-});
+after(() => S.finish(counts));
