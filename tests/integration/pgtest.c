@@ -344,3 +344,24 @@ void pgtest_stop(struct pgtest *pg)
 	}
 	free(pg);
 }
+
+int pgtest_group_start(struct pgtest **ret, char *skip, size_t skip_len)
+{
+	char why[512];
+	int rc = pgtest_start(ret, why, sizeof(why));
+
+	if (rc == 1) {
+		if (pgtest_must_work()) {
+			fprintf(stderr, "PostgreSQL needed (PROCTOR_MUST_WORK=1): %s\n", why);
+			return -1;
+		}
+		snprintf(skip, skip_len, "%s", why);
+		fprintf(stderr, "skipping PostgreSQL: %s\n", why);
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "PostgreSQL: %s\n", why);
+		return -1;
+	}
+	return 0;
+}

@@ -29,6 +29,12 @@ struct pgtest;
  * caller must work); -1 when it is there but failed to start. */
 int pgtest_start(struct pgtest **ret, char *why, size_t why_len);
 
+/* A cmocka group's PostgreSQL: pgtest_start() and what a group does with
+ * its answer.  0 with *ret set; 0 with the reason in `skip` (printed) when
+ * PostgreSQL is not there, for the group's tests to skip; -1 (printed)
+ * when it failed to start, or is not there and PROCTOR_MUST_WORK=1. */
+int pgtest_group_start(struct pgtest **ret, char *skip, size_t skip_len);
+
 /* CREATE DATABASE `name` and write its URL
  * (postgresql://postgres@127.0.0.1:PORT/name) into url. */
 int pgtest_createdb(struct pgtest *pg, const char *name, char *url, size_t url_len, char *why,

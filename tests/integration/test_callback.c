@@ -1093,24 +1093,8 @@ static int teardown_sqlite(void **state)
 
 static int setup_pg(void **state)
 {
-	char why[512];
-	int rc = pgtest_start(&pg_backend.pg, why, sizeof(why));
-
 	*state = &pg_backend;
-	if (rc == 1) {
-		if (pgtest_must_work()) {
-			fprintf(stderr, "PostgreSQL needed (PROCTOR_MUST_WORK=1): %s\n", why);
-			return -1;
-		}
-		snprintf(pg_backend.skip, sizeof(pg_backend.skip), "%s", why);
-		fprintf(stderr, "skipping PostgreSQL: %s\n", why);
-		return 0;
-	}
-	if (rc < 0) {
-		fprintf(stderr, "PostgreSQL: %s\n", why);
-		return -1;
-	}
-	return 0;
+	return pgtest_group_start(&pg_backend.pg, pg_backend.skip, sizeof(pg_backend.skip));
 }
 
 static int teardown_pg(void **state)

@@ -2025,28 +2025,11 @@ static int setup_sqlite(void **state)
 
 static int setup_pg(void **state)
 {
-	char why[512];
-	int rc;
-
 	*state = &pg_env;
 	pg_env.tmp = strdup("/tmp/proctor-svctest.XXXXXX");
 	if (!pg_env.tmp || !mkdtemp(pg_env.tmp))
 		return -1;
-	rc = pgtest_start(&pg_env.pg, why, sizeof(why));
-	if (rc == 1) {
-		if (pgtest_must_work()) {
-			fprintf(stderr, "PostgreSQL needed (PROCTOR_MUST_WORK=1): %s\n", why);
-			return -1;
-		}
-		snprintf(pg_env.skip, sizeof(pg_env.skip), "%s", why);
-		fprintf(stderr, "skipping PostgreSQL: %s\n", why);
-		return 0;
-	}
-	if (rc < 0) {
-		fprintf(stderr, "PostgreSQL: %s\n", why);
-		return -1;
-	}
-	return 0;
+	return pgtest_group_start(&pg_env.pg, pg_env.skip, sizeof(pg_env.skip));
 }
 
 static int teardown(void **state)
